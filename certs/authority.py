@@ -1,0 +1,192 @@
+"""A small certificate authority for the webhook's serving certificate and the local control plane.
+
+Why our own: the webhook must be served over real TLS with a ``caBundle`` the API server trusts,
+and the local control plane needs a CA, an apiserver serving certificate and an admin client
+certificate. Everything here is built on ``cryptography``; keys are ECDSA P-256, which the API
+server, etcd, kubectl and Python's ``ssl`` all accept and which are fast to generate.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_CLOCK_SKEW = datetime.timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    """A certificate and its private key, both PEM-encoded."""
+
+    cert_pem: bytes
+    key_pem: bytes
+
+    @property
+    def certificate(self) -> x509.Certificate:
+        return x509.load_pem_x509_certificate(self.cert_pem)
+
+
+def _new_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
+    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    return x509.Name(attributes)
+
+
+def _san(hosts: tuple[str, ...]) -> x509.SubjectAlternativeName:
+    names: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            names.append(x509.DNSName(host))
+    return x509.SubjectAlternativeName(names)
+
+
+@dataclass(frozen=True)
+class CertificateAuthority:
+    """A self-signed CA that issues serving and client certificates."""
+
+    pair: KeyPair
+
+    @classmethod
+    def create(cls, *, common_name: str = "mxjob-operator-ca", valid_days: int = 3650) -> CertificateAuthority:
+        key = _new_key()
+        now = datetime.datetime.now(datetime.UTC)
+        subject = _name(common_name)
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - _CLOCK_SKEW)
+            .not_valid_after(now + datetime.timedelta(days=valid_days))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256())
+        )
+        return cls(KeyPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)))
+
+    @classmethod
+    def load(cls, *, cert_pem: bytes, key_pem: bytes) -> CertificateAuthority:
+        return cls(KeyPair(cert_pem, key_pem))
+
+    @property
+    def cert_pem(self) -> bytes:
+        return self.pair.cert_pem
+
+    def _issue(
+        self,
+        *,
+        common_name: str,
+        organizations: tuple[str, ...],
+        hosts: tuple[str, ...],
+        usage: ExtendedKeyUsageOID | x509.ObjectIdentifier,
+        valid_days: int,
+    ) -> KeyPair:
+        ca_cert = self.pair.certificate
+        ca_key = serialization.load_pem_private_key(self.pair.key_pem, password=None)
+        if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+            raise TypeError("the CA key must be an ECDSA key")
+        key = _new_key()
+        now = datetime.datetime.now(datetime.UTC)
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(_name(common_name, organizations))
+            .issuer_name(ca_cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - _CLOCK_SKEW)
+            .not_valid_after(now + datetime.timedelta(days=valid_days))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=False,
+                    crl_sign=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                critical=False,
+            )
+        )
+        if hosts:
+            builder = builder.add_extension(_san(hosts), critical=False)
+        cert = builder.sign(ca_key, hashes.SHA256())
+        return KeyPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+    def issue_serving(
+        self, *, hosts: tuple[str, ...], common_name: str | None = None, valid_days: int = 365
+    ) -> KeyPair:
+        """A TLS server certificate valid for ``hosts`` (DNS names and IP addresses)."""
+        if not hosts:
+            raise ValueError("a serving certificate needs at least one host name")
+        return self._issue(
+            common_name=common_name or hosts[0],
+            organizations=(),
+            hosts=hosts,
+            usage=ExtendedKeyUsageOID.SERVER_AUTH,
+            valid_days=valid_days,
+        )
+
+    def issue_client(
+        self, *, common_name: str, organizations: tuple[str, ...] = (), valid_days: int = 365
+    ) -> KeyPair:
+        """A TLS client certificate; Kubernetes reads the user from CN and groups from O."""
+        return self._issue(
+            common_name=common_name,
+            organizations=organizations,
+            hosts=(),
+            usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+            valid_days=valid_days,
+        )
+
+
+def new_signing_key_pem() -> tuple[bytes, bytes]:
+    """A (private, public) PEM pair for service-account token signing."""
+    key = _new_key()
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return _key_pem(key), public

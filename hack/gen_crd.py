@@ -1,0 +1,435 @@
+"""Generate the MXJob CRD (``manifests/crd/mxjobs.kubeflow.org.yaml``) from the API server's OpenAPI.
+
+Why generated: the pod template part of the schema must match the Kubernetes release exactly
+(``kubectl explain mxjob.spec.mxReplicaSpecs.Worker.template.spec.containers`` must work), and
+hand-writing thousands of lines of PodTemplateSpec schema would drift. The script reads
+``/openapi/v3/api/v1`` from a running kube-apiserver of the pinned release (it starts a throwaway
+local control plane when none is given), inlines every ``$ref`` into a structural schema, and adds
+the MXJob fields, which are written here once and read from ``shared.constants``.
+
+Run: ``make crd`` (or ``python hack/gen_crd.py [--kubeconfig PATH] [--check]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from localkube.api import Api
+from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
+from shared.constants import (
+    GROUP,
+    KIND,
+    PLURAL,
+    V1,
+    V1BETA1,
+    CleanPodPolicy,
+    JobMode,
+    ReplicaType,
+    RestartPolicy,
+)
+
+OUTPUT = PROJECT_ROOT / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
+SCHEMA_PREFIX = "#/components/schemas/"
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+KEPT_EXTENSIONS = {"x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields"}
+# Descriptions are kept this many levels below the pod template, so `kubectl explain` documents
+# the fields users write (template.spec.containers[].env ...) while the CRD stays well under the
+# API server's request size limit with six replica types in two versions.
+DESCRIPTION_DEPTH = 4
+
+
+def _int_or_string(description: str | None) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "x-kubernetes-int-or-string": True,
+    }
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _embedded_metadata() -> dict[str, Any]:
+    """Template metadata: the fields a pod template may carry (as controller-gen emits them)."""
+    string_map = {"type": "object", "additionalProperties": {"type": "string"}}
+    return {
+        "type": "object",
+        "description": "Metadata of the pods created from this template: labels and annotations.",
+        "properties": {
+            "annotations": copy.deepcopy(string_map),
+            "labels": copy.deepcopy(string_map),
+            "name": {"type": "string"},
+            "namespace": {"type": "string"},
+            "finalizers": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+
+
+class Inliner:
+    """Turns the OpenAPI v3 component schemas into one self-contained structural schema."""
+
+    def __init__(self, schemas: dict[str, Any]) -> None:
+        self.schemas = schemas
+
+    def inline(self, name: str) -> dict[str, Any]:
+        return self._node(self.schemas[name], depth=0, stack=(name,))
+
+    def _ref_name(self, node: dict[str, Any]) -> str | None:
+        if "$ref" in node:
+            return str(node["$ref"]).removeprefix(SCHEMA_PREFIX)
+        all_of = node.get("allOf")
+        if isinstance(all_of, list) and len(all_of) == 1 and "$ref" in all_of[0]:
+            return str(all_of[0]["$ref"]).removeprefix(SCHEMA_PREFIX)
+        return None
+
+    def _node(self, node: dict[str, Any], *, depth: int, stack: tuple[str, ...]) -> dict[str, Any]:
+        description = node.get("description") if depth <= DESCRIPTION_DEPTH else None
+        ref = self._ref_name(node)
+        if ref is not None:
+            if ref in (QUANTITY, INT_OR_STRING):
+                return _int_or_string(description)
+            if ref == OBJECT_META:
+                return _embedded_metadata()
+            if ref in stack:
+                raise ValueError(f"recursive schema {' -> '.join((*stack, ref))}")
+            resolved = self._node(self.schemas[ref], depth=depth, stack=(*stack, ref))
+            if description:
+                resolved["description"] = description
+            return resolved
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("default", "$ref", "allOf", "description", "format"):
+                continue
+            if key.startswith("x-kubernetes-") and key not in KEPT_EXTENSIONS:
+                continue
+            if key == "properties":
+                out[key] = {
+                    prop: self._node(sub, depth=depth + 1, stack=stack)
+                    for prop, sub in sorted(value.items())
+                }
+            elif key in ("items", "additionalProperties") and isinstance(value, dict):
+                out[key] = self._node(value, depth=depth + 1, stack=stack)
+            else:
+                out[key] = copy.deepcopy(value)
+        if node.get("format") in ("int32", "int64", "double"):
+            out["format"] = node["format"]
+        if description:
+            out["description"] = description
+        if "type" not in out and "anyOf" not in out:
+            out["type"] = "object"
+            out["x-kubernetes-preserve-unknown-fields"] = True
+        return out
+
+
+def _enum(values: list[str], description: str) -> dict[str, Any]:
+    return {"type": "string", "enum": values, "description": description}
+
+
+def _non_negative(description: str) -> dict[str, Any]:
+    return {"type": "integer", "format": "int32", "minimum": 0, "description": description}
+
+
+RUN_POLICY_FIELDS: dict[str, dict[str, Any]] = {
+    "cleanPodPolicy": _enum(
+        [p.value for p in CleanPodPolicy],
+        "Which pods to delete when the job finishes: All, Running (default; finished pods stay "
+        "for `kubectl logs`) or None.",
+    ),
+    "ttlSecondsAfterFinished": _non_negative(
+        "Seconds after the job finished before the MXJob itself is deleted; unset keeps it."
+    ),
+    "activeDeadlineSeconds": {
+        **_non_negative("Seconds from the job's start after which it fails (DeadlineExceeded)."),
+        "format": "int64",
+    },
+    "backoffLimit": _non_negative(
+        "Restarts and recreations allowed before the job fails (BackoffLimitExceeded); default 6."
+    ),
+}
+
+
+def _run_policy() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": "How the job runs: cleanup, deadlines, retries, suspension.",
+        "properties": {
+            **copy.deepcopy(RUN_POLICY_FIELDS),
+            "suspend": {
+                "type": "boolean",
+                "description": "true deletes the job's pods and services; false resumes it.",
+            },
+            "managedBy": {
+                "type": "string",
+                "description": "The controller that manages this job; empty means this operator.",
+            },
+            "schedulingPolicy": {
+                "type": "object",
+                "description": "Gang-scheduling hints passed to a batch scheduler.",
+                "x-kubernetes-preserve-unknown-fields": True,
+            },
+        },
+    }
+
+
+def _replica_spec(template: dict[str, Any], *, with_label: bool) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "replicas": _non_negative("Number of pods of this replica type; default 1."),
+        "restartPolicy": _enum(
+            [p.value for p in RestartPolicy],
+            "Always/OnFailure: the kubelet restarts the container in place; Never: a failure "
+            "fails the job; ExitCode (default): the operator recreates the pod when the mxnet "
+            "container's exit code is retryable (128+signal) and fails the job otherwise.",
+        ),
+        "template": copy.deepcopy(template),
+    }
+    if with_label:
+        properties["label"] = {
+            "type": "string",
+            "description": "The TVM tuner-server key (MXTune TunerServer only).",
+        }
+    return {"type": "object", "properties": properties}
+
+
+def _replica_specs(replica: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": (
+            "The replica types of the job, keyed by type: Scheduler, Server, Worker (MXTrain) or "
+            "TunerTracker, TunerServer, Tuner (MXTune). Keys are matched case-insensitively."
+        ),
+        "properties": {t.value: copy.deepcopy(replica) for t in ReplicaType},
+        # Non-canonical keys (`worker`) must reach the mutating webhook, which rewrites them; the
+        # validating webhook rejects any key that is not a replica type of the job's mode.
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+
+
+def _opaque_template() -> dict[str, Any]:
+    """v1beta1's pod template: kept whole and checked after conversion to v1.
+
+    The webhooks see every object as v1 (matchPolicy Equivalent) and storage prunes it with the
+    complete v1 schema, so repeating the pod template schema here would only double the CRD.
+    """
+    return {
+        "type": "object",
+        "description": "The pod template (see the v1 schema for its fields).",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+
+
+def _replica_statuses() -> dict[str, Any]:
+    status = {
+        "type": "object",
+        "properties": {
+            "active": _non_negative("Pods of this type that are pending or running."),
+            "succeeded": _non_negative("Pods of this type that exited 0."),
+            "failed": _non_negative("Pods of this type that failed."),
+            "selector": {"type": "string", "description": "Label selector of these pods."},
+        },
+    }
+    return {"type": "object", "additionalProperties": status}
+
+
+def _status(*, replica_statuses_key: str) -> dict[str, Any]:
+    condition = {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": {"type": "string"},
+            "status": {"type": "string"},
+            "reason": {"type": "string"},
+            "message": {"type": "string"},
+            "lastUpdateTime": {"type": "string", "format": "date-time"},
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+        },
+    }
+    return {
+        "type": "object",
+        "description": "The observed state of the job, written by the controller.",
+        "properties": {
+            "conditions": {"type": "array", "items": condition},
+            "state": {
+                "type": "string",
+                "description": "The current state: Created, Running, Restarting, Suspended, "
+                "Succeeded or Failed.",
+            },
+            replica_statuses_key: _replica_statuses(),
+            "restartCount": _non_negative("Restarts and recreations so far (counts to backoffLimit)."),
+            "startTime": {"type": "string", "format": "date-time"},
+            "completionTime": {"type": "string", "format": "date-time"},
+            "lastReconcileTime": {"type": "string", "format": "date-time"},
+        },
+    }
+
+
+def _common_spec_fields() -> dict[str, Any]:
+    return {
+        "jobMode": _enum(
+            [m.value for m in JobMode],
+            "MXTrain: distributed training (Scheduler, Server, Worker). MXTune: TVM auto-tuning "
+            "(TunerTracker, TunerServer, Tuner).",
+        ),
+        "successPolicy": _enum(
+            ["", "AllWorkers"],
+            "\"\" (default): the Scheduler's exit 0 decides success; AllWorkers: all Workers must "
+            "exit 0.",
+        ),
+    }
+
+
+def _version_schema(version: str, template: dict[str, Any]) -> dict[str, Any]:
+    if version == V1:
+        spec_properties = {
+            **_common_spec_fields(),
+            "mxReplicaSpecs": _replica_specs(_replica_spec(template, with_label=False)),
+            "runPolicy": _run_policy(),
+            # The standalone operator's v1 shape: accepted, moved under runPolicy by the webhook.
+            **{
+                name: {**copy.deepcopy(schema), "description": f"Deprecated: use runPolicy.{name}."}
+                for name, schema in RUN_POLICY_FIELDS.items()
+            },
+        }
+        replica_statuses_key = "replicaStatuses"
+    else:
+        spec_properties = {
+            **_common_spec_fields(),
+            "mxReplicaSpecs": _replica_specs(_replica_spec(_opaque_template(), with_label=True)),
+            **copy.deepcopy(RUN_POLICY_FIELDS),
+        }
+        replica_statuses_key = "mxReplicaStatuses"
+    return {
+        "openAPIV3Schema": {
+            "type": "object",
+            "description": "MXJob runs a distributed MXNet training job or a TVM auto-tuning job.",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                "spec": {
+                    "type": "object",
+                    "description": "What to run.",
+                    "required": ["mxReplicaSpecs"],
+                    "properties": spec_properties,
+                },
+                "status": _status(replica_statuses_key=replica_statuses_key),
+            },
+        }
+    }
+
+
+PRINTER_COLUMNS = [
+    {"name": "State", "type": "string", "jsonPath": ".status.state",
+     "description": "The current state of the job."},
+    {"name": "Mode", "type": "string", "jsonPath": ".spec.jobMode"},
+    {"name": "Restarts", "type": "integer", "jsonPath": ".status.restartCount", "priority": 1},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
+def build_crd(core_openapi: dict[str, Any]) -> dict[str, Any]:
+    template = Inliner(core_openapi["components"]["schemas"]).inline(
+        "io.k8s.api.core.v1.PodTemplateSpec"
+    )
+    template["description"] = "The pod template of every replica of this type."
+    # Ephemeral containers cannot be set when a pod is created (only through the pods/ephemeral
+    # subresource), so a template never carries them: no need to spend CRD size on their schema.
+    template["properties"]["spec"]["properties"]["ephemeralContainers"] = {
+        "type": "array",
+        "description": "Not settable in a pod template.",
+        "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    }
+    versions = []
+    for version in (V1, V1BETA1):
+        versions.append(
+            {
+                "name": version,
+                "served": True,
+                "storage": version == V1,
+                "schema": _version_schema(version, template),
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": copy.deepcopy(PRINTER_COLUMNS),
+            }
+        )
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{PLURAL}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": KIND,
+                "listKind": f"{KIND}List",
+                "plural": PLURAL,
+                "singular": KIND.lower(),
+                "shortNames": ["mxj"],
+                "categories": ["kubeflow"],
+            },
+            "scope": "Namespaced",
+            "conversion": {
+                "strategy": "Webhook",
+                "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": {
+                        "service": {
+                            "namespace": "mxjob-system",
+                            "name": "mxjob-webhook",
+                            "path": "/convert",
+                            "port": 443,
+                        }
+                    },
+                },
+            },
+            "versions": versions,
+        },
+    }
+
+
+def render(crd: dict[str, Any]) -> str:
+    header = (
+        "# Generated by hack/gen_crd.py from the pinned kube-apiserver's OpenAPI. Do not edit:\n"
+        "# change hack/gen_crd.py and run `make crd`.\n"
+    )
+    return header + yaml.safe_dump(crd, sort_keys=False, width=100)
+
+
+def fetch_core_openapi(kubeconfig: Path | None) -> dict[str, Any]:
+    if kubeconfig is not None:
+        return dict(Api.from_kubeconfig(kubeconfig).request("GET", "/openapi/v3/api/v1"))
+    with tempfile.TemporaryDirectory(prefix="gen-crd-") as directory:
+        plane = ControlPlane(ControlPlaneSettings(state_dir=Path(directory)))
+        try:
+            plane.up()
+            return dict(Api.from_kubeconfig(plane.kubeconfig).request("GET", "/openapi/v3/api/v1"))
+        finally:
+            plane.down()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kubeconfig", type=Path, help="a running API server of the pinned release")
+    parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--check", action="store_true", help="fail when the file is out of date")
+    args = parser.parse_args(argv)
+    text = render(build_crd(fetch_core_openapi(args.kubeconfig)))
+    if args.check:
+        current = args.output.read_text() if args.output.exists() else ""
+        if current != text:
+            print(f"{args.output} is out of date: run `make crd`", file=sys.stderr)
+            return 1
+        return 0
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text)
+    print(f"wrote {args.output} ({len(text) // 1024} KiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

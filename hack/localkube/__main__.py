@@ -1,0 +1,62 @@
+"""``python -m localkube up|down|status|build``: the local control plane from the command line.
+
+The Makefile's ``cluster-up`` and ``cluster-down`` call this; ``--state-dir`` lets two control
+planes (the developer's and the test session's) live side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from localkube.cluster import (
+    PROJECT_ROOT,
+    ControlPlane,
+    ControlPlaneError,
+    ControlPlaneSettings,
+    find_binaries,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m localkube", description=__doc__)
+    parser.add_argument("command", choices=["up", "down", "status", "build"])
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=PROJECT_ROOT / ".local",
+        help="where certs, etcd data, logs and the kubeconfig live (default: .local)",
+    )
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        print(find_binaries())
+        return 0
+    plane = ControlPlane(ControlPlaneSettings(state_dir=args.state_dir))
+    if args.command == "up":
+        started = time.monotonic()
+        try:
+            state = plane.up()
+        except ControlPlaneError as error:
+            print(f"cluster-up failed: {error}", file=sys.stderr)
+            return 1
+        print(
+            f"control plane ready in {time.monotonic() - started:.1f} s at {state.server}\n"
+            f"  export KUBECONFIG={plane.kubeconfig}\n"
+            f"  kubectl: {plane.kubectl_path}\n"
+            f"  logs:    {plane.logs}/"
+        )
+        return 0
+    if args.command == "down":
+        plane.down()
+        print("control plane stopped")
+        return 0
+    running = plane.running()
+    state = plane.state()
+    print(f"running at {state.server}" if running and state else "not running")
+    return 0 if running else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

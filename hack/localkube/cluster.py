@@ -1,0 +1,426 @@
+"""The local Kubernetes control plane: etcd, kube-apiserver and kube-controller-manager on loopback.
+
+Why: every acceptance test and ``make demo`` need a real API server (admission webhooks over TLS,
+structural schemas, conversion, watches, owner-reference garbage collection), and this machine has
+no container engine. The binaries are built from the pinned Go modules in ``hack/`` by
+``hack/build-binaries.sh``; this module only runs them.
+
+Each control plane lives in one state directory (``.local/`` for ``make cluster-up``, a separate
+one for the test session) holding certificates, etcd data, logs, the kubeconfig and a
+``state.json`` with the pids and ports. Ports are picked free on 127.0.0.1 at start, so two
+checkouts on one machine never collide.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from certs import CertificateAuthority, new_signing_key_pem
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
+CONTROLLERS = "garbagecollector,namespace,serviceaccount,root-ca-cert-publisher"
+SERVICE_CIDR = "10.96.0.0/16"
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be started; the message says which component and why."""
+
+
+@dataclass(frozen=True)
+class ControlPlaneSettings:
+    """Where a control plane keeps its files and how long it may take to start."""
+
+    state_dir: Path
+    """Everything of this control plane: certs, etcd data, logs, kubeconfig, state.json."""
+    bin_dir: Path | None = None
+    """Built binaries; None builds (or finds cached) ones with ``hack/build-binaries.sh``."""
+    start_timeout: float = 60.0
+    """Seconds to wait for ``/readyz``: a cold start on 2 busy cores takes ~5-10 s."""
+    extra_apiserver_args: tuple[str, ...] = ()
+    """Flags for tests that need a different API server configuration."""
+
+
+@dataclass
+class ControlPlaneState:
+    """What ``up`` started: persisted in ``state.json`` so ``down`` works from another process."""
+
+    bin_dir: str
+    etcd_port: int
+    etcd_peer_port: int
+    apiserver_port: int
+    controller_manager_port: int
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    @property
+    def etcd_url(self) -> str:
+        return f"http://127.0.0.1:{self.etcd_port}"
+
+
+def find_binaries() -> Path:
+    """Return the bin directory of the pinned release, building it the first time."""
+    script = PROJECT_ROOT / "hack" / "build-binaries.sh"
+    result = subprocess.run([str(script)], check=False, stdout=subprocess.PIPE, text=True)
+    if result.returncode != 0:
+        raise ControlPlaneError(f"{script} failed with exit code {result.returncode}")
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _pid_alive(pid: int, binary: str) -> bool:
+    """True when ``pid`` is a live process running ``binary`` (guards against reused pids)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    zombie = stat.rsplit(")", 1)[-1].split()[0] == "Z"
+    return not zombie and Path(cmdline).name == binary
+
+
+def _stop_pid(pid: int, binary: str, *, timeout: float = 10.0) -> None:
+    if not _pid_alive(pid, binary):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        if not _pid_alive(pid, binary):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+class ControlPlane:
+    """Start, stop and describe one local control plane (idempotent both ways)."""
+
+    def __init__(self, settings: ControlPlaneSettings) -> None:
+        self.settings = settings
+        self.dir = settings.state_dir.resolve()
+        self.pki = self.dir / "pki"
+        self.logs = self.dir / "logs"
+        self.kubeconfig = self.dir / "kubeconfig"
+        self.kubectl_path = self.dir / "bin" / "kubectl"
+        self._state_file = self.dir / "state.json"
+
+    # -- state ---------------------------------------------------------------------------------
+    def state(self) -> ControlPlaneState | None:
+        try:
+            data = json.loads(self._state_file.read_text())
+            return ControlPlaneState(**data)
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def _save(self, state: ControlPlaneState) -> None:
+        tmp = self._state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(state), indent=2))
+        tmp.replace(self._state_file)
+
+    def running(self) -> bool:
+        state = self.state()
+        if state is None:
+            return False
+        alive = all(_pid_alive(state.pids.get(c, -1), c) for c in COMPONENTS)
+        return alive and self._ready(state)
+
+    # -- certificates --------------------------------------------------------------------------
+    def _write_pki(self) -> None:
+        self.pki.mkdir(parents=True, exist_ok=True)
+        ca = CertificateAuthority.create(common_name="mxjob-local-ca")
+        serving = ca.issue_serving(
+            hosts=(
+                "127.0.0.1",
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "10.96.0.1",
+            ),
+            common_name="kube-apiserver",
+        )
+        admin = ca.issue_client(common_name="mxjob-admin", organizations=("system:masters",))
+        sa_private, sa_public = new_signing_key_pem()
+        files = {
+            "ca.crt": ca.pair.cert_pem,
+            "ca.key": ca.pair.key_pem,
+            "apiserver.crt": serving.cert_pem,
+            "apiserver.key": serving.key_pem,
+            "admin.crt": admin.cert_pem,
+            "admin.key": admin.key_pem,
+            "sa.key": sa_private,
+            "sa.pub": sa_public,
+        }
+        for name, data in files.items():
+            path = self.pki / name
+            path.write_bytes(data)
+            path.chmod(0o600)
+
+    def certificate_authority(self) -> CertificateAuthority:
+        """The control plane's CA, for tests that issue more client certificates."""
+        return CertificateAuthority.load(
+            cert_pem=(self.pki / "ca.crt").read_bytes(), key_pem=(self.pki / "ca.key").read_bytes()
+        )
+
+    def _write_kubeconfig(self, state: ControlPlaneState) -> None:
+        def b64(name: str) -> str:
+            return base64.b64encode((self.pki / name).read_bytes()).decode()
+
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "mxjob-local",
+                    "cluster": {
+                        "server": state.server,
+                        "certificate-authority-data": b64("ca.crt"),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "mxjob-admin",
+                    "user": {
+                        "client-certificate-data": b64("admin.crt"),
+                        "client-key-data": b64("admin.key"),
+                    },
+                }
+            ],
+            "contexts": [
+                {
+                    "name": "mxjob-local",
+                    "context": {"cluster": "mxjob-local", "user": "mxjob-admin"},
+                }
+            ],
+            "current-context": "mxjob-local",
+        }
+        tmp = self.kubeconfig.with_suffix(".tmp")
+        tmp.write_text(json.dumps(config, indent=2))
+        tmp.chmod(0o600)
+        tmp.replace(self.kubeconfig)
+
+    # -- processes -----------------------------------------------------------------------------
+    def _spawn(self, name: str, argv: list[str]) -> int:
+        log = (self.logs / f"{name}.log").open("ab")
+        log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} starting {name}\n".encode())
+        log.flush()
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=self.dir,
+        )
+        log.close()
+        return process.pid
+
+    def _etcd_argv(self, state: ControlPlaneState) -> list[str]:
+        peer = f"http://127.0.0.1:{state.etcd_peer_port}"
+        return [
+            str(Path(state.bin_dir) / "etcd"),
+            "--name=local",
+            f"--data-dir={self.dir / 'etcd'}",
+            f"--listen-client-urls={state.etcd_url}",
+            f"--advertise-client-urls={state.etcd_url}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=local={peer}",
+            "--unsafe-no-fsync=true",
+            "--log-level=warn",
+        ]
+
+    def _apiserver_argv(self, state: ControlPlaneState) -> list[str]:
+        pki = self.pki
+        return [
+            str(Path(state.bin_dir) / "kube-apiserver"),
+            f"--etcd-servers={state.etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={state.apiserver_port}",
+            # No kubelet and no real Service network: do not publish the API server's own
+            # Endpoints (a loopback address is not a valid endpoint).
+            "--endpoint-reconciler-type=none",
+            f"--tls-cert-file={pki / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki / 'apiserver.key'}",
+            f"--client-ca-file={pki / 'ca.crt'}",
+            "--authorization-mode=RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--allow-privileged=true",
+            "--profiling=false",
+            f"--cert-dir={self.dir / 'apiserver-certs'}",
+            "--v=1",
+            *self.settings.extra_apiserver_args,
+        ]
+
+    def _controller_manager_argv(self, state: ControlPlaneState) -> list[str]:
+        return [
+            str(Path(state.bin_dir) / "kube-controller-manager"),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            f"--controllers={CONTROLLERS}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={state.controller_manager_port}",
+            f"--cert-dir={self.dir / 'kcm-certs'}",
+            f"--root-ca-file={self.pki / 'ca.crt'}",
+            f"--service-account-private-key-file={self.pki / 'sa.key'}",
+            "--leader-elect=false",
+            "--use-service-account-credentials=false",
+            "--v=1",
+        ]
+
+    # -- health --------------------------------------------------------------------------------
+    def ssl_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
+        context.load_cert_chain(str(self.pki / "admin.crt"), str(self.pki / "admin.key"))
+        return context
+
+    def _ready(self, state: ControlPlaneState) -> bool:
+        try:
+            with urllib.request.urlopen(
+                f"{state.server}/readyz", context=self.ssl_context(), timeout=2
+            ) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, OSError, ssl.SSLError):
+            return False
+
+    def _etcd_healthy(self, state: ControlPlaneState) -> bool:
+        try:
+            with urllib.request.urlopen(f"{state.etcd_url}/health", timeout=2) as response:
+                return bool(json.loads(response.read()).get("health") == "true")
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    def _wait(self, what: str, check: object, state: ControlPlaneState) -> None:
+        assert callable(check)
+        deadline = time.monotonic() + self.settings.start_timeout
+        while time.monotonic() < deadline:
+            if check(state):
+                return
+            for component, pid in state.pids.items():
+                if not _pid_alive(pid, component):
+                    raise ControlPlaneError(
+                        f"{component} exited during start-up; see {self.logs / component}.log:\n"
+                        + self._tail(component)
+                    )
+            time.sleep(0.1)
+        raise ControlPlaneError(f"{what} not ready after {self.settings.start_timeout:.0f} s")
+
+    def _tail(self, component: str, lines: int = 20) -> str:
+        try:
+            text = (self.logs / f"{component}.log").read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    # -- public --------------------------------------------------------------------------------
+    def up(self) -> ControlPlaneState:
+        """Start the control plane unless it already runs; return once ``/readyz`` is ok."""
+        if self.running():
+            state = self.state()
+            assert state is not None
+            return state
+        self.down()
+        bin_dir = self.settings.bin_dir or find_binaries()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(parents=True, exist_ok=True)
+        for stale in ("etcd", "apiserver-certs", "kcm-certs", "pki"):
+            shutil.rmtree(self.dir / stale, ignore_errors=True)
+        self._write_pki()
+        state = ControlPlaneState(
+            bin_dir=str(bin_dir),
+            etcd_port=free_port(),
+            etcd_peer_port=free_port(),
+            apiserver_port=free_port(),
+            controller_manager_port=free_port(),
+        )
+        self._write_kubeconfig(state)
+        self.kubectl_path.parent.mkdir(parents=True, exist_ok=True)
+        self.kubectl_path.unlink(missing_ok=True)
+        self.kubectl_path.symlink_to(Path(bin_dir) / "kubectl")
+        try:
+            state.pids["etcd"] = self._spawn("etcd", self._etcd_argv(state))
+            self._save(state)
+            self._wait("etcd", self._etcd_healthy, state)
+            state.pids["kube-apiserver"] = self._spawn("kube-apiserver", self._apiserver_argv(state))
+            self._save(state)
+            self._wait("kube-apiserver", self._ready, state)
+            state.pids["kube-controller-manager"] = self._spawn(
+                "kube-controller-manager", self._controller_manager_argv(state)
+            )
+            self._save(state)
+        except BaseException:
+            self.down()
+            raise
+        return state
+
+    def restart_component(self, component: str) -> None:
+        """Stop and start one component with the same ports and data (for fault tests)."""
+        state = self.state()
+        if state is None:
+            raise ControlPlaneError("the control plane is not running")
+        _stop_pid(state.pids.get(component, -1), component)
+        argv = {
+            "etcd": self._etcd_argv,
+            "kube-apiserver": self._apiserver_argv,
+            "kube-controller-manager": self._controller_manager_argv,
+        }[component](state)
+        state.pids[component] = self._spawn(component, argv)
+        self._save(state)
+        if component == "etcd":
+            self._wait("etcd", self._etcd_healthy, state)
+        self._wait("kube-apiserver", self._ready, state)
+
+    def down(self) -> None:
+        """Stop every process this control plane started; safe to call when nothing runs."""
+        state = self.state()
+        if state is not None:
+            for component in reversed(COMPONENTS):
+                pid = state.pids.get(component)
+                if pid is not None:
+                    _stop_pid(pid, component)
+        self._state_file.unlink(missing_ok=True)
+
+    def kubectl(
+        self, *args: str, input_text: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the built kubectl against this control plane."""
+        return subprocess.run(
+            [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}", *args],
+            input=input_text,
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=timeout,
+        )

@@ -1,0 +1,78 @@
+"""Fixtures shared by every test area.
+
+The local control plane is started once per test session (in ``.local/test-cluster``, beside a
+developer's own ``make cluster-up`` one) and always torn down, after a failure or Ctrl-C too.
+Tests under ``tests/e2e/`` are marked ``e2e`` automatically.
+"""
+
+from __future__ import annotations
+
+import atexit
+import secrets
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+from localkube.api import Api, ApiError
+from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
+
+E2E_DIR = Path(__file__).parent / "e2e"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if E2E_DIR in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """A real etcd + kube-apiserver + kube-controller-manager for the whole session."""
+    plane = ControlPlane(ControlPlaneSettings(state_dir=PROJECT_ROOT / ".local" / "test-cluster"))
+    # SIGTERM (e.g. a CI timeout) becomes KeyboardInterrupt so pytest runs the teardown below;
+    # atexit covers an interpreter exit that skips fixture finalizers.
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    atexit.register(plane.down)
+    try:
+        plane.up()
+        yield plane
+    finally:
+        plane.down()
+        atexit.unregister(plane.down)
+        signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.fixture(scope="session")
+def api(control_plane: ControlPlane) -> Api:
+    """A JSON client authenticated as the control plane's admin (system:masters)."""
+    return Api.from_kubeconfig(control_plane.kubeconfig)
+
+
+@pytest.fixture
+def namespace(api: Api) -> Iterator[str]:
+    """A fresh namespace per test, ready for pods (its default ServiceAccount exists)."""
+    name = f"t-{secrets.token_hex(4)}"
+    api.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name}})
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            api.request("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
+            break
+        except ApiError as error:
+            if error.status != 404 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    yield name
+    try:
+        api.request("DELETE", f"/api/v1/namespaces/{name}")
+    except ApiError as error:
+        if error.status != 404:
+            raise

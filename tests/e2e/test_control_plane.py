@@ -1,0 +1,204 @@
+"""The local control plane is a real Kubernetes API server: schemas, webhooks, GC, kubectl."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from certs import CertificateAuthority
+from localkube.api import Api, ApiError
+from localkube.cluster import ControlPlane
+
+
+def _wait_until(predicate: object, *, timeout: float, interval: float = 0.1) -> float:
+    assert callable(predicate)
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if predicate():
+            return time.monotonic() - started
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+WIDGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.localkube.test"},
+    "spec": {
+        "group": "localkube.test",
+        "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["size"],
+                                "properties": {"size": {"type": "integer", "minimum": 1}},
+                            }
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def test_applied_crd_becomes_established_and_enforces_its_schema(
+    control_plane: ControlPlane, api: Api, namespace: str
+) -> None:
+    control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(WIDGET_CRD))
+    try:
+        control_plane.kubectl(
+            "wait", "--for=condition=Established", "--timeout=30s", "crd/widgets.localkube.test"
+        )
+        good = {"apiVersion": "localkube.test/v1", "kind": "Widget",
+                "metadata": {"name": "ok", "namespace": namespace}, "spec": {"size": 3}}
+        control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(good))
+        bad = {**good, "metadata": {"name": "bad", "namespace": namespace},
+               "spec": {"size": "big"}}
+        result = control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(bad), check=False)
+        assert result.returncode != 0
+        assert "spec.size" in result.stderr
+        assert 'Invalid value: "string"' in result.stderr or "must be of type integer" in result.stderr
+    finally:
+        control_plane.kubectl("delete", "crd", "widgets.localkube.test", "--wait=false")
+
+
+class _DenyHandler(BaseHTTPRequestHandler):
+    """A validating webhook: denies ConfigMaps that carry the key ``forbidden``."""
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        request = review["request"]
+        data = (request.get("object") or {}).get("data") or {}
+        allowed = "forbidden" not in data
+        response = {"uid": request["uid"], "allowed": allowed}
+        if not allowed:
+            response["status"] = {"code": 403, "message": "data.forbidden: this key is not allowed here"}
+        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                           "response": response}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        return
+
+
+@pytest.fixture
+def tls_webhook_server(tmp_path: Path) -> Iterator[tuple[str, bytes]]:
+    """A small TLS server on loopback, trusted through a caBundle of a CA made by ``certs``."""
+    ca = CertificateAuthority.create(common_name="test-webhook-ca")
+    pair = ca.issue_serving(hosts=("127.0.0.1",))
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(pair.cert_pem)
+    key.write_bytes(pair.key_pem)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _DenyHandler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}/validate", ca.cert_pem
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_api_server_calls_a_registered_tls_webhook_and_kubectl_shows_its_denial(
+    control_plane: ControlPlane, namespace: str, tls_webhook_server: tuple[str, bytes]
+) -> None:
+    url, ca_pem = tls_webhook_server
+    name = f"deny-forbidden-{namespace}"
+    configuration = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [
+            {
+                "name": "deny.localkube.test",
+                "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                           "resources": ["configmaps"]}],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "admissionReviewVersions": ["v1"],
+                "timeoutSeconds": 5,
+            }
+        ],
+    }
+    control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(configuration))
+    try:
+        denied = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "denied", "namespace": namespace},
+                  "data": {"forbidden": "yes"}}
+        # The configuration takes effect asynchronously: retry until the webhook answers.
+        def denied_by_webhook() -> bool:
+            result = control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(denied), check=False)
+            if result.returncode == 0:
+                control_plane.kubectl("delete", "configmap", "denied", "-n", namespace)
+                return False
+            assert "data.forbidden: this key is not allowed here" in result.stderr
+            assert 'admission webhook "deny.localkube.test" denied the request' in result.stderr
+            return True
+
+        _wait_until(denied_by_webhook, timeout=20, interval=0.5)
+        allowed = {**denied, "metadata": {"name": "allowed", "namespace": namespace},
+                   "data": {"fine": "yes"}}
+        control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(allowed))
+    finally:
+        control_plane.kubectl("delete", "validatingwebhookconfiguration", name)
+
+
+def test_child_is_garbage_collected_within_10_s_of_its_owner_deletion(
+    api: Api, namespace: str
+) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    owner = api.request("POST", base, body={"metadata": {"name": "owner"}, "data": {}})
+    api.request("POST", base, body={
+        "metadata": {
+            "name": "child",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                                 "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True}],
+        },
+    })
+    api.request("DELETE", f"{base}/owner")
+
+    def child_gone() -> bool:
+        try:
+            api.request("GET", f"{base}/child")
+        except ApiError as error:
+            return error.status == 404
+        return False
+
+    elapsed = _wait_until(child_gone, timeout=10)
+    assert elapsed < 10
+
+
+def test_kubectl_is_the_built_one_and_talks_to_the_local_server(control_plane: ControlPlane) -> None:
+    version = json.loads(control_plane.kubectl("version", "-o", "json").stdout)
+    assert version["clientVersion"]["gitVersion"] == version["serverVersion"]["gitVersion"]
+    assert version["serverVersion"]["gitVersion"].startswith("v1.")
+    nodes = yaml.safe_load(control_plane.kubectl("get", "namespaces", "-o", "yaml").stdout)
+    assert {"default", "kube-system"} <= {n["metadata"]["name"] for n in nodes["items"]}
