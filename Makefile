@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-stamp
 LOCAL := .local
 PYTEST_ARGS ?=
 
-.PHONY: help venv binaries cluster-up cluster-down lint typecheck unit e2e test dev-up dev-down clean
+.PHONY: help venv binaries cluster-up cluster-down dev-up dev-down crd lint typecheck unit e2e test clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -31,6 +31,15 @@ cluster-up: venv binaries ## start etcd, kube-apiserver, kube-controller-manager
 
 cluster-down: venv ## stop the local control plane
 	@$(PY) -m localkube down --state-dir $(LOCAL)
+
+dev-up: venv binaries ## control plane + CRD + webhook (TLS, registered) + controller, in the background
+	@$(PY) -m localkube dev-up --state-dir $(LOCAL)
+
+dev-down: venv ## stop the controller, the webhook and the control plane
+	@$(PY) -m localkube dev-down --state-dir $(LOCAL)
+
+crd: venv binaries ## regenerate manifests/crd/ from the pinned kube-apiserver's OpenAPI
+	$(PY) hack/gen_crd.py
 
 lint: venv ## ruff (lint + format check)
 	$(VENV)/bin/ruff check .

@@ -113,7 +113,7 @@ class CertificateAuthority:
         common_name: str,
         organizations: tuple[str, ...],
         hosts: tuple[str, ...],
-        usage: ExtendedKeyUsageOID | x509.ObjectIdentifier,
+        usage: x509.ObjectIdentifier,
         valid_days: int,
     ) -> KeyPair:
         ca_cert = self.pair.certificate

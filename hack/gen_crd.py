@@ -1,4 +1,4 @@
-"""Generate the MXJob CRD (``manifests/crd/mxjobs.kubeflow.org.yaml``) from the API server's OpenAPI.
+"""Generate the MXJob CRD ``manifests/crd/mxjobs.kubeflow.org.yaml`` from the API's OpenAPI.
 
 Why generated: the pod template part of the schema must match the Kubernetes release exactly
 (``kubectl explain mxjob.spec.mxReplicaSpecs.Worker.template.spec.containers`` must work), and
@@ -262,7 +262,9 @@ def _status(*, replica_statuses_key: str) -> dict[str, Any]:
                 "Succeeded or Failed.",
             },
             replica_statuses_key: _replica_statuses(),
-            "restartCount": _non_negative("Restarts and recreations so far (counts to backoffLimit)."),
+            "restartCount": _non_negative(
+                "Restarts and recreations so far (counts to backoffLimit)."
+            ),
             "startTime": {"type": "string", "format": "date-time"},
             "completionTime": {"type": "string", "format": "date-time"},
             "lastReconcileTime": {"type": "string", "format": "date-time"},
@@ -279,7 +281,7 @@ def _common_spec_fields() -> dict[str, Any]:
         ),
         "successPolicy": _enum(
             ["", "AllWorkers"],
-            "\"\" (default): the Scheduler's exit 0 decides success; AllWorkers: all Workers must "
+            '"" (default): the Scheduler\'s exit 0 decides success; AllWorkers: all Workers must '
             "exit 0.",
         ),
     }
@@ -326,8 +328,12 @@ def _version_schema(version: str, template: dict[str, Any]) -> dict[str, Any]:
 
 
 PRINTER_COLUMNS = [
-    {"name": "State", "type": "string", "jsonPath": ".status.state",
-     "description": "The current state of the job."},
+    {
+        "name": "State",
+        "type": "string",
+        "jsonPath": ".status.state",
+        "description": "The current state of the job.",
+    },
     {"name": "Mode", "type": "string", "jsonPath": ".spec.jobMode"},
     {"name": "Restarts", "type": "integer", "jsonPath": ".status.restartCount", "priority": 1},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
@@ -414,7 +420,9 @@ def fetch_core_openapi(kubeconfig: Path | None) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kubeconfig", type=Path, help="a running API server of the pinned release")
+    parser.add_argument(
+        "--kubeconfig", type=Path, help="a running API server of the pinned release"
+    )
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--check", action="store_true", help="fail when the file is out of date")
     args = parser.parse_args(argv)

@@ -1,7 +1,7 @@
-"""``python -m localkube up|down|status|build``: the local control plane from the command line.
+"""``python -m localkube up|down|status|build|dev-up|dev-down``: the local control plane.
 
-The Makefile's ``cluster-up`` and ``cluster-down`` call this; ``--state-dir`` lets two control
-planes (the developer's and the test session's) live side by side.
+The Makefile's ``cluster-up``/``cluster-down`` and ``dev-up``/``dev-down`` call this;
+``--state-dir`` lets two control planes (the developer's and the test session's) live side by side.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from localkube.cluster import (
     ControlPlaneSettings,
     find_binaries,
 )
+from localkube.operator import LocalOperator, OperatorError
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localkube", description=__doc__)
-    parser.add_argument("command", choices=["up", "down", "status", "build"])
+    parser.add_argument("command", choices=["up", "down", "status", "build", "dev-up", "dev-down"])
     parser.add_argument(
         "--state-dir",
         type=Path,
@@ -34,6 +35,26 @@ def main(argv: list[str] | None = None) -> int:
         print(find_binaries())
         return 0
     plane = ControlPlane(ControlPlaneSettings(state_dir=args.state_dir))
+    if args.command == "dev-up":
+        started = time.monotonic()
+        try:
+            operator_state = LocalOperator(plane).up()
+        except (ControlPlaneError, OperatorError) as error:
+            print(f"dev-up failed: {error}", file=sys.stderr)
+            return 1
+        print(
+            f"control plane, webhook (https://127.0.0.1:{operator_state.webhook_port}) and controller "
+            f"ready in {time.monotonic() - started:.1f} s\n"
+            f"  export KUBECONFIG={plane.kubeconfig}\n"
+            f"  export PATH={plane.kubectl_path.parent}:$PATH\n"
+            f"  logs: {plane.logs}/ (webhook.log, controller.log, kube-apiserver.log, ...)"
+        )
+        return 0
+    if args.command == "dev-down":
+        LocalOperator(plane).down()
+        plane.down()
+        print("operator and control plane stopped")
+        return 0
     if args.command == "up":
         started = time.monotonic()
         try:
@@ -53,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         print("control plane stopped")
         return 0
     running = plane.running()
-    state = plane.state()
-    print(f"running at {state.server}" if running and state else "not running")
+    current = plane.state()
+    print(f"running at {current.server}" if running and current else "not running")
     return 0 if running else 3
 
 

@@ -36,7 +36,9 @@ class Api:
     @classmethod
     def from_kubeconfig(cls, path: Path | str) -> Api:
         configuration = client.Configuration()
-        config.load_kube_config(config_file=str(path), client_configuration=configuration)
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(path), client_configuration=configuration
+        )
         return cls(client.ApiClient(configuration))
 
     def _send(
@@ -101,7 +103,9 @@ class Api:
         try:
             if not 200 <= response.status <= 299:
                 data = raw.data
-                raise ApiError(response.status, response.reason or "", data.decode(errors="replace"))
+                raise ApiError(
+                    response.status, response.reason or "", data.decode(errors="replace")
+                )
             buffer = b""
             for chunk in raw.stream(65536, decode_content=True):
                 buffer += chunk

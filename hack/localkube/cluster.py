@@ -129,6 +129,7 @@ class ControlPlane:
         self.kubeconfig = self.dir / "kubeconfig"
         self.kubectl_path = self.dir / "bin" / "kubectl"
         self._state_file = self.dir / "state.json"
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
 
     # -- state ---------------------------------------------------------------------------------
     def state(self) -> ControlPlaneState | None:
@@ -240,6 +241,7 @@ class ControlPlane:
             cwd=self.dir,
         )
         log.close()
+        self._children[name] = process
         return process.pid
 
     def _etcd_argv(self, state: ControlPlaneState) -> list[str]:
@@ -329,10 +331,12 @@ class ControlPlane:
             if check(state):
                 return
             for component, pid in state.pids.items():
-                if not _pid_alive(pid, component):
+                child = self._children.get(component)
+                code = child.poll() if child is not None and child.pid == pid else None
+                if code is not None or (child is None and not _pid_alive(pid, component)):
                     raise ControlPlaneError(
-                        f"{component} exited during start-up; see {self.logs / component}.log:\n"
-                        + self._tail(component)
+                        f"{component} exited (code {code}) during start-up; see "
+                        f"{self.logs / component}.log:\n" + self._tail(component)
                     )
             time.sleep(0.1)
         raise ControlPlaneError(f"{what} not ready after {self.settings.start_timeout:.0f} s")
@@ -373,7 +377,9 @@ class ControlPlane:
             state.pids["etcd"] = self._spawn("etcd", self._etcd_argv(state))
             self._save(state)
             self._wait("etcd", self._etcd_healthy, state)
-            state.pids["kube-apiserver"] = self._spawn("kube-apiserver", self._apiserver_argv(state))
+            state.pids["kube-apiserver"] = self._spawn(
+                "kube-apiserver", self._apiserver_argv(state)
+            )
             self._save(state)
             self._wait("kube-apiserver", self._ready, state)
             state.pids["kube-controller-manager"] = self._spawn(

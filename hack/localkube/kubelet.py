@@ -16,9 +16,9 @@ Two ways to drive pods:
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
-import json
 import logging
 import os
 import signal
@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
 
 from localkube import hostsfile
 from localkube.api import Api, ApiError
@@ -167,9 +166,7 @@ class TestKubelet:
             "metadata": {"name": name, "namespace": namespace},
             "target": {"apiVersion": "v1", "kind": "Node", "name": self.node_name},
         }
-        self._request(
-            "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=binding
-        )
+        self._request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=binding)
 
     # -- status transitions --------------------------------------------------------------------
     @staticmethod
@@ -177,8 +174,13 @@ class TestKubelet:
         return list(pod.get("spec", {}).get("containers", []))
 
     def _container_statuses(
-        self, pod: Mapping[str, Any], main_state: dict[str, Any], *, restart_count: int,
-        last_state: dict[str, Any] | None = None, ready: bool,
+        self,
+        pod: Mapping[str, Any],
+        main_state: dict[str, Any],
+        *,
+        restart_count: int,
+        last_state: dict[str, Any] | None = None,
+        ready: bool,
     ) -> list[dict[str, Any]]:
         statuses = []
         for container in self._containers(pod):
@@ -220,7 +222,10 @@ class TestKubelet:
             "startTime": pod.get("status", {}).get("startTime") or _now(),
             "conditions": self._conditions(ready=True),
             "containerStatuses": self._container_statuses(
-                pod, {"running": {"startedAt": _now()}}, restart_count=restart_count, ready=True,
+                pod,
+                {"running": {"startedAt": _now()}},
+                restart_count=restart_count,
+                ready=True,
                 last_state=self._last_state(pod),
             ),
         }
@@ -241,7 +246,12 @@ class TestKubelet:
         return dict(self._main_status(pod).get("lastState", {}) or {})
 
     def terminate(
-        self, namespace: str, name: str, *, exit_code: int, reason: str | None = None,
+        self,
+        namespace: str,
+        name: str,
+        *,
+        exit_code: int,
+        reason: str | None = None,
         message: str | None = None,
     ) -> None:
         """The container exited with ``exit_code``: Succeeded (0) or Failed, for good."""
@@ -262,13 +272,18 @@ class TestKubelet:
             "startTime": pod.get("status", {}).get("startTime") or _now(),
             "conditions": self._conditions(ready=False),
             "containerStatuses": self._container_statuses(
-                pod, {"terminated": terminated}, restart_count=self._restart_count(pod),
-                ready=False, last_state=self._last_state(pod),
+                pod,
+                {"terminated": terminated},
+                restart_count=self._restart_count(pod),
+                ready=False,
+                last_state=self._last_state(pod),
             ),
         }
         self._patch_status(namespace, name, status, pod["metadata"]["uid"])
 
-    def evict(self, namespace: str, name: str, *, message: str = "The node was low on resource: memory.") -> None:
+    def evict(
+        self, namespace: str, name: str, *, message: str = "The node was low on resource: memory."
+    ) -> None:
         """The pod was evicted: phase Failed, reason Evicted, and no container exit code."""
         pod = self.get_pod(namespace, name)
         status = {
@@ -277,8 +292,10 @@ class TestKubelet:
             "message": message,
             "conditions": self._conditions(ready=False),
             "containerStatuses": self._container_statuses(
-                pod, {"waiting": {"reason": "ContainerStatusUnknown"}},
-                restart_count=self._restart_count(pod), ready=False,
+                pod,
+                {"waiting": {"reason": "ContainerStatusUnknown"}},
+                restart_count=self._restart_count(pod),
+                ready=False,
             ),
         }
         self._patch_status(namespace, name, status, pod["metadata"]["uid"])
@@ -307,7 +324,10 @@ class TestKubelet:
             "startTime": pod.get("status", {}).get("startTime") or _now(),
             "conditions": self._conditions(ready=True),
             "containerStatuses": self._container_statuses(
-                pod, {"running": {"startedAt": _now()}}, restart_count=count, ready=True,
+                pod,
+                {"running": {"startedAt": _now()}},
+                restart_count=count,
+                ready=True,
                 last_state=last,
             ),
         }
@@ -315,7 +335,9 @@ class TestKubelet:
         return count
 
     # -- exec mode -----------------------------------------------------------------------------
-    def _env_sources(self, namespace: str) -> tuple[Callable[[str, str], str | None], Callable[[str, str], str | None]]:
+    def _env_sources(
+        self, namespace: str
+    ) -> tuple[Callable[[str, str], str | None], Callable[[str, str], str | None]]:
         def config_map(name: str, key: str) -> str | None:
             try:
                 obj = self._request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
@@ -325,8 +347,6 @@ class TestKubelet:
             return None if value is None else str(value)
 
         def secret(name: str, key: str) -> str | None:
-            import base64
-
             try:
                 obj = self._request("GET", f"/api/v1/namespaces/{namespace}/secrets/{name}")
             except ApiError:
@@ -367,7 +387,14 @@ class TestKubelet:
         hostsfile.add(self.exec_settings.hosts_file, host_names, owner=f"{namespace}/{name}")
         self.exec_settings.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.exec_settings.log_dir / f"{namespace}_{name}.log"
-        self._start_process(pod, argv, process_env, log_path, host_names, container)
+        self._start_process(
+            pod,
+            argv=argv,
+            env=process_env,
+            log_path=log_path,
+            host_names=host_names,
+            container=container,
+        )
 
     def _service_host_names(self, namespace: str, pod: Mapping[str, Any]) -> tuple[str, ...]:
         """Every Service of the pod's job, under the names a cluster DNS would answer."""
@@ -394,8 +421,10 @@ class TestKubelet:
             "phase": "Pending",
             "conditions": self._conditions(ready=False),
             "containerStatuses": self._container_statuses(
-                pod, {"waiting": {"reason": reason, "message": message}},
-                restart_count=self._restart_count(pod), ready=False,
+                pod,
+                {"waiting": {"reason": reason, "message": message}},
+                restart_count=self._restart_count(pod),
+                ready=False,
             ),
         }
         self._patch_status(
@@ -403,8 +432,14 @@ class TestKubelet:
         )
 
     def _start_process(
-        self, pod: Mapping[str, Any], argv: list[str], env: dict[str, str], log_path: Path,
-        host_names: tuple[str, ...], container: Mapping[str, Any],
+        self,
+        pod: Mapping[str, Any],
+        *,
+        argv: list[str],
+        env: dict[str, str],
+        log_path: Path,
+        host_names: tuple[str, ...],
+        container: Mapping[str, Any],
     ) -> None:
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         working_dir = container.get("workingDir")
@@ -412,18 +447,28 @@ class TestKubelet:
         with log_path.open("ab") as log_file:
             try:
                 process = subprocess.Popen(
-                    argv, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True,
+                    argv,
+                    env=env,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    cwd=cwd,
+                    start_new_session=True,
                 )
             except OSError as error:
                 # What a runtime reports when the command cannot be started.
                 code = 127 if isinstance(error, FileNotFoundError) else 126
                 log_file.write(f"cannot start {argv!r}: {error}\n".encode())
-                self.terminate(namespace, name, exit_code=code, reason="StartError", message=str(error))
+                self.terminate(
+                    namespace, name, exit_code=code, reason="StartError", message=str(error)
+                )
                 hostsfile.remove(self.exec_settings.hosts_file, owner=f"{namespace}/{name}")  # type: ignore[union-attr]
                 return
         running = _Running(
-            process=process, namespace=namespace, name=name, uid=pod["metadata"]["uid"],
+            process=process,
+            namespace=namespace,
+            name=name,
+            uid=pod["metadata"]["uid"],
             restart_policy=pod.get("spec", {}).get("restartPolicy", "Always"),
             host_names=host_names,
         )
@@ -431,12 +476,18 @@ class TestKubelet:
             self._running[(namespace, name)] = running
         self.start_pod(namespace, name)
         threading.Thread(
-            target=self._reap, args=(running, argv, env, log_path, container), daemon=True,
+            target=self._reap,
+            args=(running, argv, env, log_path, container),
+            daemon=True,
             name=f"reap-{namespace}/{name}",
         ).start()
 
     def _reap(
-        self, running: _Running, argv: list[str], env: dict[str, str], log_path: Path,
+        self,
+        running: _Running,
+        argv: list[str],
+        env: dict[str, str],
+        log_path: Path,
         container: Mapping[str, Any],
     ) -> None:
         returncode = running.process.wait()
@@ -455,7 +506,14 @@ class TestKubelet:
             if restart:
                 self.restart_in_place(running.namespace, running.name, exit_code=exit_code)
                 pod = self.get_pod(running.namespace, running.name)
-                self._start_process(pod, argv, env, log_path, running.host_names, container)
+                self._start_process(
+                    pod,
+                    argv=argv,
+                    env=env,
+                    log_path=log_path,
+                    host_names=running.host_names,
+                    container=container,
+                )
                 return
             self.terminate(running.namespace, running.name, exit_code=exit_code)
         except ApiError as error:
@@ -489,7 +547,7 @@ class TestKubelet:
         return self.namespaces is None or namespace in self.namespaces
 
     def _handle(self, event_type: str, pod: dict[str, Any]) -> None:
-        if not self._wanted(pod):
+        if self._stop.is_set() or not self._wanted(pod):
             return
         meta = pod["metadata"]
         namespace, name = meta["namespace"], meta["name"]
@@ -499,7 +557,8 @@ class TestKubelet:
                 # A kubelet confirms graceful deletion once the containers are gone.
                 with contextlib.suppress(ApiError):
                     self._request(
-                        "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}",
+                        "DELETE",
+                        f"/api/v1/namespaces/{namespace}/pods/{name}",
                         body={"gracePeriodSeconds": 0, "preconditions": {"uid": meta.get("uid")}},
                     )
             return
@@ -555,13 +614,20 @@ class TestKubelet:
                         if obj.get("code") == 410:
                             resource_version = ""
                         break
-                    resource_version = obj.get("metadata", {}).get("resourceVersion", resource_version)
+                    resource_version = obj.get("metadata", {}).get(
+                        "resourceVersion", resource_version
+                    )
                     if kind != "BOOKMARK":
                         try:
                             self._handle(str(kind), obj)
                         except ApiError as error:
-                            log.info("test kubelet: %s %s: %s", kind, obj.get("metadata", {}).get("name"), error.reason)
-            except Exception as error:  # noqa: BLE001 - the loop must survive API restarts
+                            log.info(
+                                "test kubelet: %s %s: %s",
+                                kind,
+                                obj.get("metadata", {}).get("name"),
+                                error.reason,
+                            )
+            except Exception as error:
                 if self._stop.is_set():
                     return
                 log.info("test kubelet watch restarting: %s", error)
@@ -584,7 +650,7 @@ class TestKubelet:
         for namespace, name in keys:
             self._kill(namespace, name, uid=None)
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=0.5)
         if self.exec_settings is not None:
             hostsfile.remove_all(self.exec_settings.hosts_file)
 

@@ -106,5 +106,7 @@ def resolve_command(container: Mapping[str, Any], env: Mapping[str, str]) -> lis
     args = [expand_vars(str(part), env) for part in container.get("args", []) or []]
     argv = command + args
     if not argv:
-        raise PodEnvError("the container has no command: exec mode cannot run an image's entrypoint")
+        raise PodEnvError(
+            "the container has no command: exec mode cannot run an image's entrypoint"
+        )
     return argv

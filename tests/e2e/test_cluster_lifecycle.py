@@ -30,7 +30,11 @@ def _processes_using(state_dir: Path) -> list[str]:
 def _make(target: str, state_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["make", "--no-print-directory", target, f"LOCAL={state_dir}"],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=180,
+        cwd=PROJECT_ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=180,
         env={**os.environ, "MAKEFLAGS": ""},
     )
 
@@ -50,8 +54,18 @@ def test_cluster_up_and_down_twice_leave_nothing_running(tmp_path: Path) -> None
         assert again.returncode == 0, again.stderr
         assert len(_processes_using(state_dir)) == 3, "a second cluster-up must not start more"
         kubectl = subprocess.run(
-            [str(state_dir / "bin" / "kubectl"), f"--kubeconfig={state_dir / 'kubeconfig'}",
-             "get", "--raw", "/readyz"], capture_output=True, text=True, timeout=30)
+            [
+                str(state_dir / "bin" / "kubectl"),
+                f"--kubeconfig={state_dir / 'kubeconfig'}",
+                "get",
+                "--raw",
+                "/readyz",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
         assert kubectl.stdout.strip() == "ok"
         for _ in range(2):
             down = _make("cluster-down", state_dir)

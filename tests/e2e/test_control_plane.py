@@ -68,15 +68,20 @@ def test_applied_crd_becomes_established_and_enforces_its_schema(
         control_plane.kubectl(
             "wait", "--for=condition=Established", "--timeout=30s", "crd/widgets.localkube.test"
         )
-        good = {"apiVersion": "localkube.test/v1", "kind": "Widget",
-                "metadata": {"name": "ok", "namespace": namespace}, "spec": {"size": 3}}
+        good = {
+            "apiVersion": "localkube.test/v1",
+            "kind": "Widget",
+            "metadata": {"name": "ok", "namespace": namespace},
+            "spec": {"size": 3},
+        }
         control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(good))
-        bad = {**good, "metadata": {"name": "bad", "namespace": namespace},
-               "spec": {"size": "big"}}
+        bad = {**good, "metadata": {"name": "bad", "namespace": namespace}, "spec": {"size": "big"}}
         result = control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(bad), check=False)
         assert result.returncode != 0
         assert "spec.size" in result.stderr
-        assert 'Invalid value: "string"' in result.stderr or "must be of type integer" in result.stderr
+        assert (
+            'Invalid value: "string"' in result.stderr or "must be of type integer" in result.stderr
+        )
     finally:
         control_plane.kubectl("delete", "crd", "widgets.localkube.test", "--wait=false")
 
@@ -84,23 +89,27 @@ def test_applied_crd_becomes_established_and_enforces_its_schema(
 class _DenyHandler(BaseHTTPRequestHandler):
     """A validating webhook: denies ConfigMaps that carry the key ``forbidden``."""
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+    def do_POST(self) -> None:
         review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         request = review["request"]
         data = (request.get("object") or {}).get("data") or {}
         allowed = "forbidden" not in data
         response = {"uid": request["uid"], "allowed": allowed}
         if not allowed:
-            response["status"] = {"code": 403, "message": "data.forbidden: this key is not allowed here"}
-        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                           "response": response}).encode()
+            response["status"] = {
+                "code": 403,
+                "message": "data.forbidden: this key is not allowed here",
+            }
+        body = json.dumps(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         return
 
 
@@ -138,8 +147,14 @@ def test_api_server_calls_a_registered_tls_webhook_and_kubectl_shows_its_denial(
             {
                 "name": "deny.localkube.test",
                 "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
-                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                           "resources": ["configmaps"]}],
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["configmaps"],
+                    }
+                ],
                 "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
                 "sideEffects": "None",
                 "failurePolicy": "Fail",
@@ -150,12 +165,18 @@ def test_api_server_calls_a_registered_tls_webhook_and_kubectl_shows_its_denial(
     }
     control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(configuration))
     try:
-        denied = {"apiVersion": "v1", "kind": "ConfigMap",
-                  "metadata": {"name": "denied", "namespace": namespace},
-                  "data": {"forbidden": "yes"}}
+        denied = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "denied", "namespace": namespace},
+            "data": {"forbidden": "yes"},
+        }
+
         # The configuration takes effect asynchronously: retry until the webhook answers.
         def denied_by_webhook() -> bool:
-            result = control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(denied), check=False)
+            result = control_plane.kubectl(
+                "apply", "-f", "-", input_text=json.dumps(denied), check=False
+            )
             if result.returncode == 0:
                 control_plane.kubectl("delete", "configmap", "denied", "-n", namespace)
                 return False
@@ -164,8 +185,11 @@ def test_api_server_calls_a_registered_tls_webhook_and_kubectl_shows_its_denial(
             return True
 
         _wait_until(denied_by_webhook, timeout=20, interval=0.5)
-        allowed = {**denied, "metadata": {"name": "allowed", "namespace": namespace},
-                   "data": {"fine": "yes"}}
+        allowed = {
+            **denied,
+            "metadata": {"name": "allowed", "namespace": namespace},
+            "data": {"fine": "yes"},
+        }
         control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(allowed))
     finally:
         control_plane.kubectl("delete", "validatingwebhookconfiguration", name)
@@ -176,13 +200,24 @@ def test_child_is_garbage_collected_within_10_s_of_its_owner_deletion(
 ) -> None:
     base = f"/api/v1/namespaces/{namespace}/configmaps"
     owner = api.request("POST", base, body={"metadata": {"name": "owner"}, "data": {}})
-    api.request("POST", base, body={
-        "metadata": {
-            "name": "child",
-            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
-                                 "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True}],
+    api.request(
+        "POST",
+        base,
+        body={
+            "metadata": {
+                "name": "child",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "name": "owner",
+                        "uid": owner["metadata"]["uid"],
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
         },
-    })
+    )
     api.request("DELETE", f"{base}/owner")
 
     def child_gone() -> bool:
@@ -196,7 +231,9 @@ def test_child_is_garbage_collected_within_10_s_of_its_owner_deletion(
     assert elapsed < 10
 
 
-def test_kubectl_is_the_built_one_and_talks_to_the_local_server(control_plane: ControlPlane) -> None:
+def test_kubectl_is_the_built_one_and_talks_to_the_local_server(
+    control_plane: ControlPlane,
+) -> None:
     version = json.loads(control_plane.kubectl("version", "-o", "json").stdout)
     assert version["clientVersion"]["gitVersion"] == version["serverVersion"]["gitVersion"]
     assert version["serverVersion"]["gitVersion"].startswith("v1.")

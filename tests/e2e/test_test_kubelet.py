@@ -14,22 +14,31 @@ from localkube.api import Api
 from localkube.kubelet import ExecSettings, TestKubelet
 
 
-def _pod(namespace: str, name: str, command: list[str], *, env: list[dict[str, Any]] | None = None,
-         labels: dict[str, str] | None = None, restart_policy: str = "Never") -> dict[str, Any]:
+def _pod(
+    namespace: str,
+    name: str,
+    command: list[str],
+    *,
+    env: list[dict[str, Any]] | None = None,
+    labels: dict[str, str] | None = None,
+    restart_policy: str = "Never",
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
         "spec": {
             "restartPolicy": restart_policy,
-            "containers": [{"name": "mxnet", "image": "local/python", "command": command,
-                            "env": env or []}],
+            "containers": [
+                {"name": "mxnet", "image": "local/python", "command": command, "env": env or []}
+            ],
         },
     }
 
 
-def _wait_for_phase(api: Api, namespace: str, name: str, phases: set[str],
-                    timeout: float = 30) -> dict[str, Any]:
+def _wait_for_phase(
+    api: Api, namespace: str, name: str, phases: set[str], timeout: float = 30
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pod: dict[str, Any] = api.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
@@ -45,9 +54,12 @@ def _main_status(pod: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def exec_kubelet(api: Api, namespace: str, tmp_path: Path) -> Iterator[TestKubelet]:
-    settings = ExecSettings(log_dir=tmp_path / "pods", path_prefix=(str(Path(sys.executable).parent),))
-    kubelet = TestKubelet(api, node_name=f"node-{namespace}", namespaces=(namespace,),
-                          exec_settings=settings)
+    settings = ExecSettings(
+        log_dir=tmp_path / "pods", path_prefix=(str(Path(sys.executable).parent),)
+    )
+    kubelet = TestKubelet(
+        api, node_name=f"node-{namespace}", namespaces=(namespace,), exec_settings=settings
+    )
     with kubelet:
         yield kubelet
     api.request("DELETE", f"/api/v1/nodes/{kubelet.node_name}")
@@ -56,8 +68,11 @@ def exec_kubelet(api: Api, namespace: str, tmp_path: Path) -> Iterator[TestKubel
 def test_exec_mode_records_the_real_exit_code_of_a_failing_command(
     api: Api, namespace: str, exec_kubelet: TestKubelet
 ) -> None:
-    api.request("POST", f"/api/v1/namespaces/{namespace}/pods",
-                body=_pod(namespace, "exits-3", ["sh", "-c", "echo bye; exit 3"]))
+    api.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/pods",
+        body=_pod(namespace, "exits-3", ["sh", "-c", "echo bye; exit 3"]),
+    )
     pod = _wait_for_phase(api, namespace, "exits-3", {"Succeeded", "Failed"})
     assert pod["spec"]["nodeName"] == exec_kubelet.node_name
     assert pod["status"]["phase"] == "Failed"
@@ -72,18 +87,29 @@ def test_exec_mode_records_the_real_exit_code_of_a_failing_command(
 def test_exec_mode_resolves_downward_api_labels_and_var_expansion(
     api: Api, namespace: str, exec_kubelet: TestKubelet
 ) -> None:
-    env = [
-        {"name": "INDEX", "valueFrom": {"fieldRef": {
-            "fieldPath": "metadata.labels['training.kubeflow.org/replica-index']"}}},
+    env: list[dict[str, Any]] = [
+        {
+            "name": "INDEX",
+            "valueFrom": {
+                "fieldRef": {"fieldPath": "metadata.labels['training.kubeflow.org/replica-index']"}
+            },
+        },
         {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "WORKER_ID", "value": "$(INDEX)"},
         {"name": "CONFIG", "value": '{"task": {"index": $(INDEX)}, "pod": "$(POD)"}'},
         {"name": "ESCAPED", "value": "$$(INDEX) and $(UNDEFINED)"},
     ]
-    script = ("import os; print('|'.join(os.environ[k] for k in "
-              "['INDEX','POD','WORKER_ID','CONFIG','ESCAPED','ARG']))")
-    pod = _pod(namespace, "envy", ["python", "-c", script], env=env,
-               labels={"training.kubeflow.org/replica-index": "2"})
+    script = (
+        "import os; print('|'.join(os.environ[k] for k in "
+        "['INDEX','POD','WORKER_ID','CONFIG','ESCAPED','ARG']))"
+    )
+    pod = _pod(
+        namespace,
+        "envy",
+        ["python", "-c", script],
+        env=env,
+        labels={"training.kubeflow.org/replica-index": "2"},
+    )
     pod["spec"]["containers"][0]["env"].append({"name": "ARG", "value": "x"})
     api.request("POST", f"/api/v1/namespaces/{namespace}/pods", body=pod)
     done = _wait_for_phase(api, namespace, "envy", {"Succeeded", "Failed"})
@@ -98,16 +124,31 @@ def test_exec_mode_resolves_downward_api_labels_and_var_expansion(
 def test_exec_mode_makes_the_jobs_service_names_reach_loopback(
     api: Api, namespace: str, exec_kubelet: TestKubelet
 ) -> None:
-    service = {"apiVersion": "v1", "kind": "Service",
-               "metadata": {"name": "demo-scheduler-0", "namespace": namespace,
-                            "labels": {"training.kubeflow.org/job-name": "demo"}},
-               "spec": {"clusterIP": "None", "ports": [{"name": "mxjob-port", "port": 9091}]}}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "demo-scheduler-0",
+            "namespace": namespace,
+            "labels": {"training.kubeflow.org/job-name": "demo"},
+        },
+        "spec": {"clusterIP": "None", "ports": [{"name": "mxjob-port", "port": 9091}]},
+    }
     api.request("POST", f"/api/v1/namespaces/{namespace}/services", body=service)
-    script = ("import socket; print(socket.gethostbyname('demo-scheduler-0'), "
-              f"socket.gethostbyname('demo-scheduler-0.{namespace}.svc'))")
-    api.request("POST", f"/api/v1/namespaces/{namespace}/pods", body=_pod(
-        namespace, "resolver", ["python", "-c", script],
-        labels={"training.kubeflow.org/job-name": "demo"}))
+    script = (
+        "import socket; print(socket.gethostbyname('demo-scheduler-0'), "
+        f"socket.gethostbyname('demo-scheduler-0.{namespace}.svc'))"
+    )
+    api.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/pods",
+        body=_pod(
+            namespace,
+            "resolver",
+            ["python", "-c", script],
+            labels={"training.kubeflow.org/job-name": "demo"},
+        ),
+    )
     done = _wait_for_phase(api, namespace, "resolver", {"Succeeded", "Failed"})
     assert exec_kubelet.exec_settings is not None
     log = (exec_kubelet.exec_settings.log_dir / f"{namespace}_resolver.log").read_text()
@@ -122,10 +163,15 @@ def test_exec_mode_restarts_in_place_under_on_failure(
     api: Api, namespace: str, exec_kubelet: TestKubelet, tmp_path: Path
 ) -> None:
     marker = tmp_path / "attempts"
-    script = (f"import pathlib,sys; p=pathlib.Path({str(marker)!r}); n=len(p.read_text()) "
-              "if p.exists() else 0; p.write_text('x'*(n+1)); sys.exit(0 if n>=2 else 7)")
-    api.request("POST", f"/api/v1/namespaces/{namespace}/pods", body=_pod(
-        namespace, "flaky", ["python", "-c", script], restart_policy="OnFailure"))
+    script = (
+        f"import pathlib,sys; p=pathlib.Path({str(marker)!r}); n=len(p.read_text()) "
+        "if p.exists() else 0; p.write_text('x'*(n+1)); sys.exit(0 if n>=2 else 7)"
+    )
+    api.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/pods",
+        body=_pod(namespace, "flaky", ["python", "-c", script], restart_policy="OnFailure"),
+    )
     pod = _wait_for_phase(api, namespace, "flaky", {"Succeeded"})
     status = _main_status(pod)
     assert status["restartCount"] == 2
@@ -137,8 +183,9 @@ def test_manual_mode_drives_running_restart_exit_and_eviction(api: Api, namespac
     kubelet = TestKubelet(api, node_name=f"manual-{namespace}", namespaces=(namespace,))
     with kubelet:
         for name in ("a", "b"):
-            api.request("POST", f"/api/v1/namespaces/{namespace}/pods",
-                        body=_pod(namespace, name, ["true"]))
+            api.request(
+                "POST", f"/api/v1/namespaces/{namespace}/pods", body=_pod(namespace, name, ["true"])
+            )
         for name in ("a", "b"):
             pod = _wait_for_phase(api, namespace, name, {"Running"})
             assert _main_status(pod)["ready"] is True
@@ -146,7 +193,10 @@ def test_manual_mode_drives_running_restart_exit_and_eviction(api: Api, namespac
         assert kubelet.restart_in_place(namespace, "a", exit_code=137, reason="OOMKilled") == 1
         pod = kubelet.get_pod(namespace, "a")
         assert _main_status(pod)["lastState"]["terminated"] == {
-            **_main_status(pod)["lastState"]["terminated"], "exitCode": 137, "reason": "OOMKilled"}
+            **_main_status(pod)["lastState"]["terminated"],
+            "exitCode": 137,
+            "reason": "OOMKilled",
+        }
         assert pod["status"]["phase"] == "Running"
         kubelet.terminate(namespace, "a", exit_code=0)
         pod = kubelet.get_pod(namespace, "a")
