@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dev-up failed: {error}", file=sys.stderr)
             return 1
         print(
-            f"control plane, webhook (https://127.0.0.1:{operator_state.webhook_port}) and controller "
-            f"ready in {time.monotonic() - started:.1f} s\n"
+            f"control plane, webhook (https://127.0.0.1:{operator_state.webhook_port}) and "
+            f"controller ready in {time.monotonic() - started:.1f} s\n"
             f"  export KUBECONFIG={plane.kubeconfig}\n"
             f"  export PATH={plane.kubectl_path.parent}:$PATH\n"
             f"  logs: {plane.logs}/ (webhook.log, controller.log, kube-apiserver.log, ...)"

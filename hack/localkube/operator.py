@@ -84,6 +84,15 @@ def stop_process(pid: int, *, timeout: float = 15) -> None:
         os.waitpid(pid, 0)
 
 
+@dataclass(frozen=True)
+class RunningOperator:
+    """An installed operator (tests): its webhook, and how to start controllers."""
+
+    local: LocalOperator
+    webhook_pid: int
+    webhook_port: int
+
+
 class LocalOperator:
     """Installs and runs the operator against one local control plane."""
 

@@ -1,0 +1,40 @@
+"""End-to-end fixtures: the operator installed on the session's local control plane.
+
+``local_operator`` installs the CRD (conversion through the webhook), starts ``mxjob-webhook``
+under gunicorn over TLS and registers the admission webhooks, once per session, exactly as
+``make dev-up`` does. Controller processes are started per test (``LocalOperator.start_controller``)
+because several tests kill, restart or duplicate them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from localkube.api import Api
+from localkube.cluster import ControlPlane
+from localkube.kubelet import TestKubelet
+from localkube.operator import LocalOperator, RunningOperator, stop_process
+
+
+@pytest.fixture(scope="session")
+def local_operator(control_plane: ControlPlane) -> Iterator[RunningOperator]:
+    local = LocalOperator(control_plane)
+    pid, port = local.start_webhook()
+    try:
+        local.install_crd(webhook_port=port)
+        local.register_webhooks(webhook_port=port)
+        yield RunningOperator(local=local, webhook_pid=pid, webhook_port=port)
+    finally:
+        local.unregister_webhooks()
+        stop_process(pid)
+
+
+@pytest.fixture
+def kubelet(api: Api, namespace: str) -> Iterator[TestKubelet]:
+    """A manual-mode test kubelet for this test's namespace: binds and starts its pods."""
+    node = TestKubelet(api, node_name=f"node-{namespace}", namespaces=(namespace,))
+    with node:
+        yield node
+    api.request("DELETE", f"/api/v1/nodes/{node.node_name}")

@@ -1,0 +1,269 @@
+"""Admission end to end: the API server calls the webhook (gunicorn, TLS, caBundle by ``certs``).
+
+Everything goes through the real ``kubectl`` and kube-apiserver: validation messages, defaults
+and env visible in ``kubectl get -o yaml``, v1beta1 ⇄ v1 conversion, printer columns, explain.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from localkube.api import Api
+from localkube.cluster import PROJECT_ROOT, ControlPlane
+from localkube.operator import RunningOperator
+
+EXAMPLES = PROJECT_ROOT / "examples"
+SEED_JOB = EXAMPLES / "v1beta1" / "train" / "mx_job_dist_gpu.yaml"
+INVALID = sorted((EXAMPLES / "invalid").glob("*.yaml"))
+
+
+def _env(template: dict[str, Any]) -> dict[str, Any]:
+    container = next(c for c in template["spec"]["containers"] if c["name"] == "mxnet")
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
+
+
+def _get(plane: ControlPlane, namespace: str, name: str, *, version: str = "v1") -> dict[str, Any]:
+    resource = f"mxjobs.{version}.kubeflow.org/{name}"
+    out: dict[str, Any] = json.loads(
+        plane.kubectl("get", resource, "-n", namespace, "-o", "json").stdout
+    )
+    return out
+
+
+def test_seed_v1beta1_job_applies_and_reads_back_as_defaulted_v1(
+    control_plane: ControlPlane, local_operator: RunningOperator, namespace: str
+) -> None:
+    control_plane.kubectl("apply", "-n", namespace, "-f", str(SEED_JOB))
+    job = yaml.safe_load(
+        control_plane.kubectl("get", "mxjob", "mxnet-job", "-n", namespace, "-o", "yaml").stdout
+    )
+    assert job["apiVersion"] == "kubeflow.org/v1"
+    spec = job["spec"]
+    assert spec["runPolicy"]["cleanPodPolicy"] == "All"
+    assert spec["runPolicy"]["backoffLimit"] == 6
+    assert "cleanPodPolicy" not in spec
+    replicas = spec["mxReplicaSpecs"]
+    assert set(replicas) == {"Scheduler", "Server", "Worker"}
+    for replica_type, replica in replicas.items():
+        assert replica["restartPolicy"] == "Never"
+        env = _env(replica["template"])
+        assert env["DMLC_ROLE"] == replica_type.lower()
+        assert env["DMLC_PS_ROOT_URI"] == "mxnet-job-scheduler-0"
+        assert env["DMLC_PS_ROOT_PORT"] == "9091"
+        assert (env["DMLC_NUM_SERVER"], env["DMLC_NUM_WORKER"]) == ("1", "1")
+        assert env["DMLC_USE_KUBERNETES"] == "1"
+        config = json.loads(env["MX_CONFIG"].replace("$(MXJOB_REPLICA_INDEX)", "0"))
+        assert config["cluster"]["scheduler"] == [{"url": "mxnet-job-scheduler-0", "port": 9091}]
+        assert config["task"] == {"type": replica_type.lower(), "index": 0}
+        assert env["MXJOB_REPLICA_INDEX"] == {
+            "fieldRef": {
+                "apiVersion": "v1",
+                "fieldPath": "metadata.labels['training.kubeflow.org/replica-index']",
+            }
+        }
+    assert _env(replicas["Worker"]["template"])["DMLC_WORKER_ID"] == "$(MXJOB_REPLICA_INDEX)"
+    assert "DMLC_WORKER_ID" not in _env(replicas["Server"]["template"])
+    worker = replicas["Worker"]["template"]["spec"]["containers"][0]
+    assert worker["resources"]["limits"]["nvidia.com/gpu"] == "1"
+
+
+@pytest.mark.parametrize("path", INVALID, ids=[p.stem for p in INVALID])
+def test_every_invalid_example_is_refused_with_a_message_naming_its_field(
+    control_plane: ControlPlane, local_operator: RunningOperator, namespace: str, path: Path
+) -> None:
+    field = re.search(r"^# The webhook's message names: (\S+)$", path.read_text(), re.M)
+    assert field, f"{path} must say which field the message names"
+    # kubectl apply needs a name; a generateName-only object can only be created.
+    verb = "create" if "generateName" in path.read_text() else "apply"
+    result = control_plane.kubectl(verb, "-n", namespace, "-f", str(path), check=False)
+    assert result.returncode != 0, f"{path.name} was accepted"
+    assert 'admission webhook "mutate.mxjobs.kubeflow.org" denied the request' in result.stderr
+    assert field.group(1) in result.stderr, result.stderr
+    listed = control_plane.kubectl("get", "mxjobs", "-n", namespace, "-o", "name").stdout
+    assert listed.strip() == ""
+
+
+def test_get_mxjobs_shows_state_mode_and_age_columns_from_status(
+    control_plane: ControlPlane, local_operator: RunningOperator, api: Api, namespace: str
+) -> None:
+    control_plane.kubectl("apply", "-n", namespace, "-f", str(SEED_JOB))
+    api.request(
+        "PATCH",
+        f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/mxnet-job/status",
+        body={
+            "status": {
+                "state": "Running",
+                "conditions": [{"type": "Running", "status": "True", "reason": "MXJobRunning"}],
+            }
+        },
+        content_type="application/merge-patch+json",
+    )
+    table = control_plane.kubectl("get", "mxjobs", "-n", namespace).stdout.splitlines()
+    assert table[0].split() == ["NAME", "STATE", "MODE", "AGE"]
+    assert table[1].split()[:3] == ["mxnet-job", "Running", "MXTrain"]
+    short = control_plane.kubectl("get", "mxj", "-n", namespace, "-o", "name").stdout
+    assert short.strip() == "mxjob.kubeflow.org/mxnet-job"
+    category = control_plane.kubectl("get", "kubeflow", "-n", namespace, "-o", "name").stdout
+    assert "mxjob.kubeflow.org/mxnet-job" in category
+
+
+def test_kubectl_explain_reaches_the_pod_template_containers(
+    control_plane: ControlPlane, local_operator: RunningOperator
+) -> None:
+    out = control_plane.kubectl(
+        "explain", "mxjob.spec.mxReplicaSpecs.Worker.template.spec.containers"
+    ).stdout
+    assert "FIELD: containers <[]Object>" in out
+    for field in ("image", "env", "command", "resources", "ports"):
+        assert re.search(rf"^\s+{field}\s+<", out, re.M), field
+
+
+TUNE_V1BETA1 = {
+    "apiVersion": "kubeflow.org/v1beta1",
+    "kind": "MXJob",
+    "metadata": {"name": "auto-tune"},
+    "spec": {
+        "jobMode": "MXTune",
+        "ttlSecondsAfterFinished": 600,
+        "backoffLimit": 2,
+        "mxReplicaSpecs": {
+            "TunerTracker": {
+                "replicas": 1,
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "mxnet",
+                                "image": "mxjob/tvm:cpu",
+                                "command": ["python", "start-job.py"],
+                            }
+                        ]
+                    }
+                },
+            },
+            "TunerServer": {
+                "replicas": 2,
+                "label": "2080ti",
+                "template": {"spec": {"containers": [{"name": "mxnet", "image": "mxjob/tvm:gpu"}]}},
+            },
+            "Tuner": {
+                "replicas": 1,
+                "template": {"spec": {"containers": [{"name": "mxnet", "image": "mxjob/tvm:cpu"}]}},
+            },
+        },
+    },
+}
+
+
+def test_v1beta1_object_reads_back_identically_through_v1beta1_after_v1_storage(
+    control_plane: ControlPlane, local_operator: RunningOperator, namespace: str
+) -> None:
+    control_plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(TUNE_V1BETA1))
+    stored_v1 = _get(control_plane, namespace, "auto-tune", version="v1")
+    server = stored_v1["spec"]["mxReplicaSpecs"]["TunerServer"]
+    assert server["template"]["metadata"]["annotations"]["tuner-server-key"] == "2080ti"
+    assert stored_v1["spec"]["runPolicy"]["ttlSecondsAfterFinished"] == 600
+    config = json.loads(
+        _env(server["template"])["MX_CONFIG"].replace("$(MXJOB_REPLICA_INDEX)", "1")
+    )
+    assert config["labels"] == {"tunerserver": "2080ti"}
+    assert config["task"] == {"type": "tunerserver", "index": 1}
+
+    first = _get(control_plane, namespace, "auto-tune", version="v1beta1")
+    assert first["apiVersion"] == "kubeflow.org/v1beta1"
+    assert first["spec"]["mxReplicaSpecs"]["TunerServer"]["label"] == "2080ti"
+    assert first["spec"]["ttlSecondsAfterFinished"] == 600
+    assert first["spec"]["backoffLimit"] == 2
+    assert "runPolicy" not in first["spec"]
+    # Writing back what was read through v1beta1 changes nothing: the conversion is lossless.
+    control_plane.kubectl("replace", "-n", namespace, "-f", "-", input_text=json.dumps(first))
+    second = _get(control_plane, namespace, "auto-tune", version="v1beta1")
+    assert second["spec"] == first["spec"]
+    assert second["metadata"]["generation"] == first["metadata"]["generation"]
+    assert second["metadata"].get("annotations") == first["metadata"].get("annotations")
+
+
+def test_update_that_scales_workers_recomputes_env_and_job_mode_is_immutable(
+    control_plane: ControlPlane, local_operator: RunningOperator, namespace: str
+) -> None:
+    control_plane.kubectl("apply", "-n", namespace, "-f", str(SEED_JOB))
+    control_plane.kubectl(
+        "patch",
+        "mxjob",
+        "mxnet-job",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 3}}}}),
+    )
+    job = _get(control_plane, namespace, "mxnet-job")
+    for replica in job["spec"]["mxReplicaSpecs"].values():
+        assert _env(replica["template"])["DMLC_NUM_WORKER"] == "3"
+    result = control_plane.kubectl(
+        "patch",
+        "mxjob",
+        "mxnet-job",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"jobMode": "MXTune"}}),
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "spec.jobMode" in result.stderr and "immutable" in result.stderr
+
+
+def test_lower_case_keys_and_run_policy_under_spec_are_rewritten_canonically(
+    control_plane: ControlPlane, local_operator: RunningOperator, namespace: str
+) -> None:
+    job: dict[str, Any] = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": "single"},
+        "spec": {
+            "jobMode": "MXTrain",
+            "activeDeadlineSeconds": 3600,
+            "mxReplicaSpecs": {
+                "worker": {
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "image": "mxjob/mxnet:cpu",
+                                    "ports": [{"name": "mxjob-port", "containerPort": 9999}],
+                                },
+                                {"name": "sidecar", "image": "busybox"},
+                            ]
+                        }
+                    }
+                }
+            },
+        },
+    }
+    result = control_plane.kubectl(
+        "apply", "-n", namespace, "-f", "-", input_text=json.dumps(job), check=False
+    )
+    # Two containers and none named mxnet: refused with the reason.
+    assert result.returncode != 0 and "mxnet" in result.stderr
+    job["spec"]["mxReplicaSpecs"]["worker"]["template"]["spec"]["containers"].pop()
+    control_plane.kubectl("apply", "-n", namespace, "-f", "-", input_text=json.dumps(job))
+    stored = _get(control_plane, namespace, "single")
+    assert list(stored["spec"]["mxReplicaSpecs"]) == ["Worker"]
+    assert stored["spec"]["runPolicy"]["activeDeadlineSeconds"] == 3600
+    assert "activeDeadlineSeconds" not in stored["spec"]
+    worker = stored["spec"]["mxReplicaSpecs"]["Worker"]
+    container = worker["template"]["spec"]["containers"][0]
+    assert container["name"] == "mxnet"
+    assert container["ports"] == [{"name": "mxjob-port", "containerPort": 9999, "protocol": "TCP"}]
+    config = json.loads(
+        _env(worker["template"])["MX_CONFIG"].replace("$(MXJOB_REPLICA_INDEX)", "0")
+    )
+    assert config["cluster"] == {"worker": [{"url": "single-worker-0", "port": 9999}]}
