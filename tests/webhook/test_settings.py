@@ -1,0 +1,91 @@
+"""Webhook settings: defaults, environment, flags, and refusal of bad values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from webhook.settings import (
+    DEFAULT_CERT_DIR,
+    MIB,
+    WebhookSettings,
+    from_env_and_args,
+    host_port,
+)
+
+
+def test_in_process_defaults_need_no_tls() -> None:
+    settings = WebhookSettings()
+    assert settings.cert_dir is None
+    assert settings.cert_file is None and settings.key_file is None
+    assert settings.bind == "0.0.0.0:9443"
+    assert settings.max_body_bytes == 3 * MIB
+    assert settings.keepalive > 90  # outlives the API server's idle-connection timeout
+
+
+def test_process_defaults_serve_tls_from_the_conventional_directory() -> None:
+    settings = from_env_and_args([], environ={})
+    assert settings.cert_dir == DEFAULT_CERT_DIR
+    assert settings.cert_file == DEFAULT_CERT_DIR / "tls.crt"
+    assert settings.key_file == DEFAULT_CERT_DIR / "tls.key"
+
+
+def test_environment_sets_values_and_flags_win(tmp_path: Path) -> None:
+    environ = {
+        "MXJOB_WEBHOOK_BIND": "127.0.0.1:8443",
+        "MXJOB_WEBHOOK_CERT_DIR": str(tmp_path),
+        "MXJOB_WEBHOOK_WORKERS": "3",
+        "MXJOB_WEBHOOK_THREADS": "2",
+        "MXJOB_WEBHOOK_LOG_FORMAT": "json",
+        "MXJOB_WEBHOOK_MAX_BODY_BYTES": "1024",
+        "MXJOB_WEBHOOK_CERT_CHECK_INTERVAL": "0.25",
+    }
+    settings = from_env_and_args(["--threads", "16", "--log-format", "text"], environ=environ)
+    assert settings == WebhookSettings(
+        bind="127.0.0.1:8443",
+        cert_dir=tmp_path,
+        workers=3,
+        threads=16,
+        log_format="text",
+        max_body_bytes=1024,
+        cert_check_interval=0.25,
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ"),
+    [
+        (["--workers", "0"], {}),
+        (["--threads", "x"], {}),
+        (["--bind", "9443"], {}),
+        (["--bind", "host:99999"], {}),
+        (["--log-format", "xml"], {}),
+        ([], {"MXJOB_WEBHOOK_LOG_FORMAT": "xml"}),
+        ([], {"MXJOB_WEBHOOK_WORKERS": "many"}),
+        ([], {"MXJOB_WEBHOOK_MAX_BODY_BYTES": "0"}),
+    ],
+)
+def test_bad_values_exit_with_usage_error(argv: list[str], environ: dict[str, str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        from_env_and_args(argv, environ=environ)
+    assert caught.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("bind", "expected"),
+    [
+        ("0.0.0.0:9443", ("0.0.0.0", 9443)),
+        ("[::]:9443", ("::", 9443)),
+        ("localhost:0", ("localhost", 0)),
+    ],
+)
+def test_bind_addresses_split_into_host_and_port(bind: str, expected: tuple[str, int]) -> None:
+    assert host_port(bind) == expected
+
+
+def test_settings_refuse_bad_values_when_made() -> None:
+    with pytest.raises(ValueError, match="threads"):
+        WebhookSettings(threads=0)
+    with pytest.raises(ValueError, match="log_format"):
+        WebhookSettings(log_format="xml")  # type: ignore[arg-type]
