@@ -8,7 +8,9 @@ Tests under ``tests/e2e/`` are marked ``e2e`` automatically.
 from __future__ import annotations
 
 import atexit
+import os
 import secrets
+import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -36,7 +38,14 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
     """A real etcd + kube-apiserver + kube-controller-manager for the whole session."""
-    plane = ControlPlane(ControlPlaneSettings(state_dir=PROJECT_ROOT / ".local" / "test-cluster"))
+    # One control plane per pytest process, so concurrent runs in one checkout never share (or
+    # stop) each other's; planes left by a killed run are stopped and removed here.
+    root = PROJECT_ROOT / ".local" / "test-clusters"
+    for stale in root.glob("*") if root.is_dir() else ():
+        if stale.name.isdigit() and not Path(f"/proc/{stale.name}").exists():
+            ControlPlane(ControlPlaneSettings(state_dir=stale)).down()
+            shutil.rmtree(stale, ignore_errors=True)
+    plane = ControlPlane(ControlPlaneSettings(state_dir=root / str(os.getpid())))
     # SIGTERM (e.g. a CI timeout) becomes KeyboardInterrupt so pytest runs the teardown below;
     # atexit covers an interpreter exit that skips fixture finalizers.
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -45,7 +54,7 @@ def control_plane() -> Iterator[ControlPlane]:
         plane.up()
         yield plane
     finally:
-        plane.down()
+        plane.down()  # the state dir stays for its logs until the next run removes it
         atexit.unregister(plane.down)
         signal.signal(signal.SIGTERM, previous)
 

@@ -161,9 +161,16 @@ class LocalOperator:
             "-",
             input_text=json.dumps(self.crd_manifest(webhook_port=webhook_port)),
         )
-        self.plane.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD_NAME}"
-        )
+        # `kubectl wait` fails outright while the new CRD has no conditions yet: poll instead.
+        deadline = time.monotonic() + 60
+        while True:
+            crd = json.loads(self.plane.kubectl("get", f"crd/{CRD_NAME}", "-o", "json").stdout)
+            conditions = crd.get("status", {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                return
+            if time.monotonic() > deadline:
+                raise OperatorError(f"CRD {CRD_NAME} not Established after 60 s: {conditions}")
+            time.sleep(0.2)
 
     # -- webhook -------------------------------------------------------------------------------
     def webhook_configurations(self, *, webhook_port: int) -> list[dict[str, Any]]:
