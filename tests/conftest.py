@@ -24,6 +24,9 @@ from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
 
 E2E_DIR = Path(__file__).parent / "e2e"
 
+# The controller fixtures (`start_controller`, `controller`) for every end-to-end test module.
+pytest_plugins = ["tests.e2e.controller_fixtures"]
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:

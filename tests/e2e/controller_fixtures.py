@@ -1,0 +1,308 @@
+"""Controller processes and MXJob helpers for the controller's end-to-end tests.
+
+Each test starts its own ``mxjob-controller`` process(es) through
+``LocalOperator.start_controller`` (the same command line ``make dev-up`` uses), watching only
+the test's namespace: tests stay independent of jobs other tests leave behind, and several tests
+kill or duplicate the process. Import the fixtures into a test module explicitly.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pytest
+
+from localkube.api import Api, ApiError
+from localkube.cluster import ControlPlane
+from localkube.operator import RunningOperator, stop_process
+
+T = TypeVar("T")
+
+GROUP_PATH = "/apis/kubeflow.org/v1"
+SELECTOR = "training.kubeflow.org/operator-name=mxjob-operator"
+
+
+@dataclass
+class ControllerProcess:
+    """One running ``mxjob-controller``."""
+
+    process: subprocess.Popen[bytes]
+    metrics_port: int
+    health_port: int
+    identity: str
+    log_name: str
+    args: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def kill(self) -> None:
+        """SIGKILL, as a node failure or the OOM killer would."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def terminate(self, timeout: float = 30) -> int:
+        """SIGTERM and wait for the exit code."""
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=timeout)
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5
+        ) as response:
+            return str(response.read().decode())
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The value of one sample (0 when absent)."""
+        wanted = {f'{k}="{v}"' for k, v in labels.items()}
+        for line in self.metrics().splitlines():
+            if line.startswith("#") or " " not in line:
+                continue
+            series, value = line.rsplit(" ", 1)
+            metric_name, _, label_text = series.partition("{")
+            present = set(label_text.rstrip("}").split(",")) if label_text else set()
+            if metric_name == name and wanted <= present:
+                return float(value)
+        return 0.0
+
+
+StartController = Callable[..., ControllerProcess]
+
+
+@pytest.fixture
+def start_controller(
+    local_operator: RunningOperator, namespace: str, request: pytest.FixtureRequest
+) -> Iterator[StartController]:
+    """Start a controller for this test's namespace: ``start_controller(*flags, identity=...)``.
+
+    Every process started is stopped after the test (SIGTERM, then SIGKILL).
+    """
+    started: list[ControllerProcess] = []
+
+    def start(
+        *extra: str, identity: str | None = None, wait_ready: bool = True
+    ) -> ControllerProcess:
+        number = len(started)
+        identity = identity or f"{request.node.name[:40]}-{number}"
+        args = (f"--namespace={namespace}", f"--identity={identity}", "--workers=2", *extra)
+        log_name = f"controller-{namespace}-{number}.log"
+        process, metrics_port, health_port = local_operator.local.start_controller(
+            *args, log_name=log_name, wait_ready=wait_ready
+        )
+        running = ControllerProcess(process, metrics_port, health_port, identity, log_name, args)
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        stop_process(running.pid)
+
+
+@pytest.fixture
+def controller(start_controller: StartController) -> ControllerProcess:
+    """One controller (no leader election) for this test's namespace."""
+    return start_controller()
+
+
+# -- waiting ------------------------------------------------------------------------------------
+def wait_for(
+    probe: Callable[[], T | None], *, timeout: float = 30, interval: float = 0.05, what: str = ""
+) -> T:
+    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what or probe}: last {last!r}")
+
+
+# -- MXJobs -------------------------------------------------------------------------------------
+def template(command: str = "train.py") -> dict[str, Any]:
+    return {
+        "spec": {
+            "containers": [
+                {"name": "mxnet", "image": "mxjob/mxnet:cpu", "command": ["python", command]}
+            ]
+        }
+    }
+
+
+def mxjob(
+    name: str,
+    *,
+    workers: int = 2,
+    servers: int = 1,
+    restart_policy: str | None = None,
+    run_policy: dict[str, Any] | None = None,
+    success_policy: str | None = None,
+) -> dict[str, Any]:
+    """An MXTrain job: 1 Scheduler, ``servers`` Servers, ``workers`` Workers."""
+    replicas: dict[str, Any] = {"Scheduler": {"replicas": 1, "template": template("scheduler.py")}}
+    if servers:
+        replicas["Server"] = {"replicas": servers, "template": template("server.py")}
+    if workers:
+        replicas["Worker"] = {"replicas": workers, "template": template("worker.py")}
+    if restart_policy:
+        for replica in replicas.values():
+            replica["restartPolicy"] = restart_policy
+    spec: dict[str, Any] = {"jobMode": "MXTrain", "mxReplicaSpecs": replicas}
+    if run_policy:
+        spec["runPolicy"] = copy.deepcopy(run_policy)
+    if success_policy is not None:
+        spec["successPolicy"] = success_policy
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def create_job(api: Api, namespace: str, job: dict[str, Any]) -> dict[str, Any]:
+    created: dict[str, Any] = api.request(
+        "POST", f"{GROUP_PATH}/namespaces/{namespace}/mxjobs", body=job
+    )
+    return created
+
+
+def get_job(api: Api, namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        job: dict[str, Any] = api.request(
+            "GET", f"{GROUP_PATH}/namespaces/{namespace}/mxjobs/{name}"
+        )
+    except ApiError as error:
+        if error.status == 404:
+            return None
+        raise
+    return job
+
+
+def patch_job(api: Api, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+    patched: dict[str, Any] = api.request(
+        "PATCH",
+        f"{GROUP_PATH}/namespaces/{namespace}/mxjobs/{name}",
+        body=patch,
+        content_type="application/merge-patch+json",
+    )
+    return patched
+
+
+def status(api: Api, namespace: str, name: str) -> dict[str, Any]:
+    job = get_job(api, namespace, name)
+    return dict((job or {}).get("status") or {})
+
+
+def condition(job_status: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    for item in job_status.get("conditions") or []:
+        if item.get("type") == ctype:
+            return dict(item)
+    return None
+
+
+def wait_state(
+    api: Api, namespace: str, name: str, state: str, *, timeout: float = 30
+) -> dict[str, Any]:
+    """Wait until ``status.state`` is ``state``; return the status."""
+
+    def probe() -> dict[str, Any] | None:
+        current = status(api, namespace, name)
+        return current if current.get("state") == state else None
+
+    return wait_for(probe, timeout=timeout, what=f"MXJob {name} state {state}")
+
+
+def pods(api: Api, namespace: str, *, job: str | None = None) -> dict[str, dict[str, Any]]:
+    """The operator's pods in ``namespace`` (of one job), by name."""
+    selector = SELECTOR + (f",training.kubeflow.org/job-name={job}" if job else "")
+    items = api.request(
+        "GET", f"/api/v1/namespaces/{namespace}/pods", query=[("labelSelector", selector)]
+    )["items"]
+    return {p["metadata"]["name"]: p for p in items}
+
+
+def services(api: Api, namespace: str, *, job: str | None = None) -> dict[str, dict[str, Any]]:
+    selector = SELECTOR + (f",training.kubeflow.org/job-name={job}" if job else "")
+    items = api.request(
+        "GET", f"/api/v1/namespaces/{namespace}/services", query=[("labelSelector", selector)]
+    )["items"]
+    return {s["metadata"]["name"]: s for s in items}
+
+
+def phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def wait_pods_running(
+    api: Api, namespace: str, job: str, names: set[str], *, timeout: float = 30
+) -> dict[str, dict[str, Any]]:
+    """Wait until exactly ``names`` exist (not terminating) and all are Running."""
+
+    def probe() -> dict[str, dict[str, Any]] | None:
+        found = {
+            n: p
+            for n, p in pods(api, namespace, job=job).items()
+            if not p["metadata"].get("deletionTimestamp")
+        }
+        if set(found) == names and all(phase(p) == "Running" for p in found.values()):
+            return found
+        return None
+
+    return wait_for(probe, timeout=timeout, what=f"pods {sorted(names)} Running")
+
+
+def names(job: str, *replicas: str) -> set[str]:
+    """``names("j", "scheduler-0", "worker-1")`` → {"j-scheduler-0", "j-worker-1"}."""
+    return {f"{job}-{replica}" for replica in replicas}
+
+
+def kubectl_state(plane: ControlPlane, namespace: str, name: str) -> str:
+    """The STATE column of ``kubectl get mxjobs`` for one job."""
+    out = plane.kubectl("get", "mxjobs", "-n", namespace, "--no-headers").stdout
+    for line in out.splitlines():
+        fields = line.split()
+        if fields and fields[0] == name:
+            return fields[1] if len(fields) > 1 else ""
+    raise AssertionError(f"{name} not in kubectl get mxjobs:\n{out}")
+
+
+def events(api: Api, namespace: str, name: str) -> list[dict[str, Any]]:
+    """Events recorded on the MXJob ``name``."""
+    items = api.request(
+        "GET",
+        f"/api/v1/namespaces/{namespace}/events",
+        query=[("fieldSelector", f"involvedObject.name={name},involvedObject.kind=MXJob")],
+    )["items"]
+    return list(items)
+
+
+def event_reasons(api: Api, namespace: str, name: str) -> set[str]:
+    return {e["reason"] for e in events(api, namespace, name)}
+
+
+def lease_holder(api: Api, namespace: str, name: str = "mxjob-controller") -> str | None:
+    try:
+        lease = api.request(
+            "GET", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+        )
+    except ApiError as error:
+        if error.status == 404:
+            return None
+        raise
+    holder = (lease.get("spec") or {}).get("holderIdentity")
+    return str(holder) if holder else None
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1, sort_keys=True)

@@ -1,0 +1,244 @@
+"""The controller end to end: a job's life from creation to success or failure, and its timers.
+
+Each test runs a real ``mxjob-controller`` process against the local control plane with the
+webhook registered; the test kubelet binds and starts pods and plays their exits.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+from localkube.api import Api
+from localkube.cluster import ControlPlane
+from localkube.kubelet import TestKubelet
+from tests.e2e.controller_fixtures import (
+    ControllerProcess,
+    condition,
+    create_job,
+    event_reasons,
+    events,
+    get_job,
+    kubectl_state,
+    mxjob,
+    names,
+    pods,
+    services,
+    status,
+    wait_for,
+    wait_pods_running,
+    wait_state,
+)
+
+ALL = ("scheduler-0", "server-0", "worker-0", "worker-1")
+
+
+def _replaced(api: Api, namespace: str, name: str, old_uid: str) -> bool:
+    """The pod ``name`` exists with another uid than ``old_uid``."""
+    pod = pods(api, namespace).get(name)
+    return pod is not None and pod["metadata"]["uid"] != old_uid
+
+
+def _restart_count_is(api: Api, namespace: str, job: str, count: int) -> bool:
+    return bool(status(api, namespace, job).get("restartCount") == count)
+
+
+def test_job_runs_to_succeeded_and_kubectl_shows_each_state(
+    api: Api,
+    namespace: str,
+    control_plane: ControlPlane,
+    controller: ControllerProcess,
+    kubelet: TestKubelet,
+) -> None:
+    create_job(api, namespace, mxjob("ok"))
+    running = wait_pods_running(api, namespace, "ok", names("ok", *ALL))
+    wait_state(api, namespace, "ok", "Running")
+    assert kubectl_state(control_plane, namespace, "ok") == "Running"
+
+    pod = running["ok-worker-1"]
+    labels = pod["metadata"]["labels"]
+    assert labels["training.kubeflow.org/replica-type"] == "worker"
+    assert labels["training.kubeflow.org/replica-index"] == "1"
+    assert labels["training.kubeflow.org/job-role"] == "worker"
+    assert running["ok-scheduler-0"]["metadata"]["labels"]["training.kubeflow.org/job-role"] == (
+        "master"
+    )
+    owner = pod["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["controller"], owner["blockOwnerDeletion"]) == (
+        "MXJob",
+        True,
+        True,
+    )
+    assert pod["spec"]["restartPolicy"] == "Never"  # ExitCode is the controller's business
+    service = services(api, namespace, job="ok")["ok-worker-1"]
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    assert service["spec"]["ports"][0]["name"] == "mxjob-port"
+
+    kubelet.terminate(namespace, "ok-scheduler-0", exit_code=0)
+    final = wait_state(api, namespace, "ok", "Succeeded")
+    assert kubectl_state(control_plane, namespace, "ok") == "Succeeded"
+    assert final["completionTime"] >= final["startTime"]
+    assert final["replicaStatuses"]["Scheduler"]["succeeded"] == 1
+    true_exclusive = [
+        c["type"]
+        for c in final["conditions"]
+        if c["type"] in ("Running", "Restarting", "Succeeded", "Failed") and c["status"] == "True"
+    ]
+    assert true_exclusive == ["Succeeded"]
+    # cleanPodPolicy Running (the default): the finished scheduler stays for `kubectl logs`.
+    wait_for(
+        lambda: set(pods(api, namespace, job="ok")) == {"ok-scheduler-0"},
+        what="running pods cleaned up",
+    )
+    reasons = event_reasons(api, namespace, "ok")
+    assert {"SuccessfulCreatePod", "SuccessfulCreateService", "MXJobSucceeded"} <= reasons
+    described = control_plane.kubectl("describe", "mxjob", "ok", "-n", namespace).stdout
+    assert "MXJobSucceeded" in described
+    assert (
+        controller.metric(
+            "training_operator_jobs_successful_total", job_namespace=namespace, framework="mxnet"
+        )
+        == 1
+    )
+
+
+def test_worker_killed_with_137_is_recreated_and_the_job_then_succeeds(
+    api: Api,
+    namespace: str,
+    control_plane: ControlPlane,
+    controller: ControllerProcess,
+    kubelet: TestKubelet,
+) -> None:
+    create_job(api, namespace, mxjob("retry"))
+    before = wait_pods_running(api, namespace, "retry", names("retry", *ALL))
+    old_uid = before["retry-worker-0"]["metadata"]["uid"]
+
+    kubelet.terminate(namespace, "retry-worker-0", exit_code=137)
+    # Restarting lasts until the new pod runs (the test kubelet starts it at once), so look
+    # for the condition rather than hoping to catch the state.
+    restarting = wait_for(
+        lambda: condition(status(api, namespace, "retry"), "Restarting"), what="Restarting"
+    )
+    assert restarting["reason"] == "MXJobRestarting"
+    assert "retry-worker-0" in restarting["message"] and "137" in restarting["message"]
+    after = wait_pods_running(api, namespace, "retry", names("retry", *ALL))
+    assert after["retry-worker-0"]["metadata"]["uid"] != old_uid
+    for other in ("retry-scheduler-0", "retry-server-0", "retry-worker-1"):
+        assert after[other]["metadata"]["uid"] == before[other]["metadata"]["uid"]
+    running = wait_state(api, namespace, "retry", "Running")
+    assert running["restartCount"] == 1
+    assert kubectl_state(control_plane, namespace, "retry") == "Running"
+
+    kubelet.terminate(namespace, "retry-scheduler-0", exit_code=0)
+    final = wait_state(api, namespace, "retry", "Succeeded")
+    assert final["restartCount"] == 1
+    reasons = event_reasons(api, namespace, "retry")
+    assert {"ExitedWithCode", "MXJobRestarting", "SuccessfulDeletePod"} <= reasons
+    exited = [e for e in events(api, namespace, "retry") if e["reason"] == "ExitedWithCode"]
+    assert "137 (SIGKILL)" in exited[0]["message"]
+    assert (
+        controller.metric(
+            "training_operator_jobs_restarted_total", job_namespace=namespace, framework="mxnet"
+        )
+        == 1
+    )
+
+
+def test_worker_exiting_1_fails_the_job_even_if_the_scheduler_then_exits_0(
+    api: Api, namespace: str, controller: ControllerProcess, kubelet: TestKubelet
+) -> None:
+    create_job(api, namespace, mxjob("perm", run_policy={"cleanPodPolicy": "None"}))
+    wait_pods_running(api, namespace, "perm", names("perm", *ALL))
+
+    kubelet.terminate(namespace, "perm-worker-1", exit_code=1)
+    kubelet.terminate(namespace, "perm-scheduler-0", exit_code=0)
+    failed = wait_state(api, namespace, "perm", "Failed")
+    message = condition(failed, "Failed")["message"]  # type: ignore[index]
+    assert "perm-worker-1" in message and "code 1" in message
+    assert condition(failed, "Succeeded") is None
+    # Nothing that happens afterwards turns it into a success.
+    kubelet.terminate(namespace, "perm-worker-0", exit_code=0)
+    time.sleep(1)
+    assert status(api, namespace, "perm")["state"] == "Failed"
+    assert "MXJobFailed" in event_reasons(api, namespace, "perm")
+
+
+def test_backoff_limit_2_and_three_retryable_failures_fail_with_backoff_limit_exceeded(
+    api: Api, namespace: str, controller: ControllerProcess, kubelet: TestKubelet
+) -> None:
+    create_job(
+        api, namespace, mxjob("backoff", workers=1, servers=0, run_policy={"backoffLimit": 2})
+    )
+    expected = names("backoff", "scheduler-0", "worker-0")
+    for attempt in (1, 2):
+        uid = wait_pods_running(api, namespace, "backoff", expected)["backoff-worker-0"][
+            "metadata"
+        ]["uid"]
+        kubelet.terminate(namespace, "backoff-worker-0", exit_code=143)
+        wait_for(
+            partial(_replaced, api, namespace, "backoff-worker-0", uid),
+            what=f"worker recreated after failure {attempt}",
+        )
+        wait_for(
+            partial(_restart_count_is, api, namespace, "backoff", attempt),
+            what=f"restartCount {attempt}",
+        )
+    wait_pods_running(api, namespace, "backoff", expected)
+    kubelet.terminate(namespace, "backoff-worker-0", exit_code=137)
+    failed = wait_state(api, namespace, "backoff", "Failed")
+    assert condition(failed, "Failed")["reason"] == "BackoffLimitExceeded"  # type: ignore[index]
+    assert failed["restartCount"] == 2
+    # cleanPodPolicy Running applies on a backoff failure too: the scheduler goes.
+    wait_for(
+        lambda: "backoff-scheduler-0" not in pods(api, namespace, job="backoff"),
+        what="running scheduler cleaned up",
+    )
+
+
+def test_active_deadline_fails_the_job_on_time_without_any_other_event(
+    api: Api, namespace: str, controller: ControllerProcess, kubelet: TestKubelet
+) -> None:
+    started = time.monotonic()
+    create_job(api, namespace, mxjob("deadline", run_policy={"activeDeadlineSeconds": 5}))
+    wait_pods_running(api, namespace, "deadline", names("deadline", *ALL))
+    # From here nothing touches the job or its pods: only the controller's timer can fire.
+    failed = wait_state(api, namespace, "deadline", "Failed", timeout=15)
+    elapsed = time.monotonic() - started
+    assert 4 <= elapsed <= 10, elapsed
+    assert condition(failed, "Failed")["reason"] == "DeadlineExceeded"  # type: ignore[index]
+    wait_for(lambda: not pods(api, namespace, job="deadline"), what="pods removed")
+    assert "DeadlineExceeded" in event_reasons(api, namespace, "deadline")
+
+
+def test_ttl_after_finished_deletes_the_job_on_time(
+    api: Api, namespace: str, controller: ControllerProcess, kubelet: TestKubelet
+) -> None:
+    create_job(
+        api,
+        namespace,
+        mxjob("ttl", workers=1, servers=0, run_policy={"ttlSecondsAfterFinished": 3}),
+    )
+    wait_pods_running(api, namespace, "ttl", names("ttl", "scheduler-0", "worker-0"))
+    kubelet.terminate(namespace, "ttl-scheduler-0", exit_code=0)
+    wait_state(api, namespace, "ttl", "Succeeded")
+    finished = time.monotonic()
+    wait_for(lambda: get_job(api, namespace, "ttl") is None, timeout=10, what="MXJob deleted")
+    elapsed = time.monotonic() - finished
+    assert 1.5 <= elapsed <= 8, elapsed
+
+
+def test_deleting_the_job_garbage_collects_its_pods_and_services(
+    api: Api, namespace: str, controller: ControllerProcess, kubelet: TestKubelet
+) -> None:
+    create_job(api, namespace, mxjob("gc"))
+    wait_pods_running(api, namespace, "gc", names("gc", *ALL))
+    assert len(services(api, namespace, job="gc")) == 4
+    api.request("DELETE", f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/gc")
+    # kube-controller-manager's garbage collector; its discovery of a new CRD can take 30 s.
+    wait_for(
+        lambda: not pods(api, namespace, job="gc") and not services(api, namespace, job="gc"),
+        timeout=60,
+        interval=0.5,
+        what="pods and services garbage-collected",
+    )

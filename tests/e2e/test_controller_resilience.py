@@ -1,0 +1,106 @@
+"""The controller end to end under process faults: SIGKILL and restart, leader failover."""
+
+from __future__ import annotations
+
+import time
+
+from localkube.api import Api
+from localkube.kubelet import TestKubelet
+from tests.e2e.controller_fixtures import (
+    StartController,
+    create_job,
+    lease_holder,
+    mxjob,
+    names,
+    pods,
+    status,
+    wait_for,
+    wait_pods_running,
+    wait_state,
+)
+
+ALL = ("scheduler-0", "server-0", "worker-0", "worker-1")
+
+
+def _uids(api: Api, namespace: str, job: str) -> dict[str, str]:
+    return {n: p["metadata"]["uid"] for n, p in pods(api, namespace, job=job).items()}
+
+
+def test_sigkilled_controller_restarts_without_duplicates_or_lost_restarts(
+    api: Api, namespace: str, start_controller: StartController, kubelet: TestKubelet
+) -> None:
+    first = start_controller()
+    create_job(api, namespace, mxjob("crash"))
+    wait_pods_running(api, namespace, "crash", names("crash", *ALL))
+    old_worker = _uids(api, namespace, "crash")["crash-worker-0"]
+    kubelet.terminate(namespace, "crash-worker-0", exit_code=137)
+    wait_for(lambda: status(api, namespace, "crash").get("restartCount") == 1, what="1 restart")
+    wait_pods_running(api, namespace, "crash", names("crash", *ALL))
+    assert _uids(api, namespace, "crash")["crash-worker-0"] != old_worker
+    wait_state(api, namespace, "crash", "Running")
+
+    first.kill()
+    before = _uids(api, namespace, "crash")
+    # A failure while no controller runs is counted by the next one, exactly once.
+    kubelet.terminate(namespace, "crash-worker-1", exit_code=137)
+    second = start_controller()
+    wait_for(lambda: status(api, namespace, "crash").get("restartCount") == 2, what="2 restarts")
+    after = wait_pods_running(api, namespace, "crash", names("crash", *ALL))
+    assert after["crash-worker-1"]["metadata"]["uid"] != before["crash-worker-1"]
+    for name in ("crash-scheduler-0", "crash-server-0", "crash-worker-0"):
+        assert after[name]["metadata"]["uid"] == before[name], f"{name} was recreated"
+    wait_state(api, namespace, "crash", "Running")
+
+    kubelet.terminate(namespace, "crash-scheduler-0", exit_code=0)
+    final = wait_state(api, namespace, "crash", "Succeeded")
+    assert final["restartCount"] == 2
+    assert (
+        second.metric(
+            "training_operator_jobs_successful_total", job_namespace=namespace, framework="mxnet"
+        )
+        == 1
+    )
+
+
+def test_when_the_leader_is_sigkilled_the_standby_takes_over_within_the_lease(
+    api: Api, namespace: str, start_controller: StartController, kubelet: TestKubelet
+) -> None:
+    lease_duration = 4.0
+    flags = (
+        "--leader-elect",
+        f"--lease-namespace={namespace}",
+        f"--lease-duration={lease_duration}",
+        "--renew-deadline=3",
+        "--retry-period=0.5",
+    )
+    candidates = {
+        c.identity: c
+        for c in (
+            start_controller(*flags, identity="ctl-a"),
+            start_controller(*flags, identity="ctl-b"),
+        )
+    }
+    holder = wait_for(lambda: lease_holder(api, namespace), what="a leader")
+    leader = candidates.pop(holder)
+    standby = next(iter(candidates.values()))
+
+    create_job(api, namespace, mxjob("ha"))
+    wait_pods_running(api, namespace, "ha", names("ha", *ALL))
+    wait_state(api, namespace, "ha", "Running")
+    assert leader.metric("mxjob_controller_is_leader") == 1
+    assert standby.metric("mxjob_controller_is_leader") == 0
+    assert (
+        standby.metric("mxjob_controller_reconcile_duration_seconds_count", result="success") == 0
+    )
+
+    leader.kill()
+    killed = time.monotonic()
+    kubelet.terminate(namespace, "ha-scheduler-0", exit_code=0)
+    wait_for(
+        lambda: lease_holder(api, namespace) == standby.identity,
+        timeout=lease_duration + 5,
+        what="the standby holding the lease",
+    )
+    wait_state(api, namespace, "ha", "Succeeded", timeout=lease_duration + 5)
+    assert time.monotonic() - killed <= lease_duration + 3
+    assert standby.metric("mxjob_controller_is_leader") == 1
