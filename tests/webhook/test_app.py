@@ -13,6 +13,8 @@ import jsonpatch
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from werkzeug.test import EnvironBuilder, TestResponse
 from werkzeug.wrappers import Request
 
@@ -21,6 +23,7 @@ from shared.defaults import apply_defaults
 from webhook import answers, conversion_review
 from webhook.app import CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH, create_app, webhook_state
 from webhook.logconfig import fields_of
+from webhook.reviews import Operation
 from webhook.settings import MIB, WebhookSettings
 from webhook.testing import admission_review
 from webhook.testing import conversion_review as make_conversion_review
@@ -357,3 +360,82 @@ def test_info_logs_name_the_review_but_never_its_contents(
     assert answered["log-1"]["operation"] == "CREATE"
     assert answered["log-2"]["result"] == "denied"
     assert answered["log-2"]["duration_ms"] >= 0
+
+
+# --- any body ------------------------------------------------------------------------------------
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["replicas", "template", "spec", "containers", "name", "env", "x"]),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=15,
+)
+
+
+@st.composite
+def _review_bodies(draw: st.DrawFn) -> bytes:
+    """Well-formed reviews about MXJobs whose fields hold anything at all."""
+    spec = draw(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "jobMode": st.sampled_from(["MXTrain", "MXTune"]) | _json_values,
+                "mxReplicaSpecs": st.dictionaries(
+                    st.sampled_from(["Scheduler", "worker", "Tuner", "Other"]), _json_values
+                )
+                | _json_values,
+                "runPolicy": _json_values,
+                "cleanPodPolicy": _json_values,
+            },
+        )
+    )
+    job = {
+        "apiVersion": draw(st.sampled_from(["kubeflow.org/v1", "kubeflow.org/v1beta1"])),
+        "kind": "MXJob",
+        "metadata": draw(st.fixed_dictionaries({}, optional={"name": _json_values})),
+        "spec": spec,
+    }
+    if draw(st.booleans()):
+        review = make_conversion_review(
+            [job],
+            desired_api_version=draw(st.sampled_from(["kubeflow.org/v1", "kubeflow.org/v1beta1"])),
+        )
+    else:
+        operation: Operation = draw(st.sampled_from(["CREATE", "UPDATE"]))
+        review = admission_review(
+            job, operation=operation, old=job if operation == "UPDATE" else None
+        )
+    return json.dumps(review).encode()
+
+
+_FUZZ_APP = create_app()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(REVIEW_PATHS),
+    st.one_of(st.binary(max_size=300), _review_bodies()),
+)
+def test_every_body_gets_a_well_formed_answer_or_a_400(path: str, body: bytes) -> None:
+    http = _FUZZ_APP.test_client().post(path, data=body, content_type="application/json")
+    assert http.status_code in (200, 400)
+    document = http.get_json()
+    assert isinstance(document, dict)
+    if http.status_code == 400:
+        assert isinstance(document["error"], str)
+        return
+    sent = json.loads(body)
+    response = document["response"]
+    assert response["uid"] == sent["request"]["uid"]
+    if path == CONVERT_PATH:
+        assert response["result"]["status"] in ("Success", "Failure")
+    else:
+        assert isinstance(response["allowed"], bool)
+        # A refusal is a decision, never the webhook failing on odd input.
+        assert response.get("status", {}).get("reason") != "InternalError", response

@@ -53,5 +53,7 @@ def test_one_format_for_every_logger() -> None:
     for handler in ("console", "error_console", "stderr"):
         assert config["handlers"][handler]["formatter"] == "webhook"
     assert set(config["loggers"]) == {"gunicorn.error", "gunicorn.access", "webhook"}
+    # gunicorn's access lines (INFO) are replaced by the app's review lines.
+    assert config["loggers"]["gunicorn.access"]["level"] == "WARNING"
     text = logging_dict(log_format="text", level="info")
     assert text["formatters"]["webhook"]["()"] == "webhook.logconfig.TextFormatter"

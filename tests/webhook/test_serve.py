@@ -1,0 +1,389 @@
+"""``mxjob-webhook`` as a real process: gunicorn, TLS, keep-alive, certificate rotation, SIGTERM."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+
+from certs import CertificateAuthority, KeyPair
+from webhook.app import MUTATE_PATH, VALIDATE_PATH
+from webhook.serve import gunicorn_options
+from webhook.settings import WebhookSettings
+from webhook.testing import admission_review
+
+WEBHOOK_SCRIPT = Path(sys.executable).parent / "mxjob-webhook"
+MARKER = "secret-argument-never-logged"
+
+
+def test_gunicorn_runs_gthread_workers_over_tls(tmp_path: Path) -> None:
+    options = gunicorn_options(WebhookSettings(cert_dir=tmp_path, threads=6, keepalive=120))
+    assert options["worker_class"] == "gthread"
+    assert options["threads"] == 6
+    assert options["keepalive"] == 120
+    assert options["certfile"] == str(tmp_path / "tls.crt")
+    assert options["keyfile"] == str(tmp_path / "tls.key")
+    assert callable(options["ssl_context"])
+    assert options["accesslog"] is None
+    assert options["control_socket_disable"] is True
+
+
+def test_serving_without_a_certificate_directory_is_refused() -> None:
+    with pytest.raises(ValueError, match="TLS only"):
+        gunicorn_options(WebhookSettings())
+
+
+# --- the real process ---------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _write_pair(directory: Path, pair: KeyPair, *, gap: float = 0.0) -> int:
+    # Each file is replaced atomically, the pair is not: for ``gap`` seconds between the two
+    # renames the certificate and key do not match, as during a real rotation.
+    for name, data in (("tls.crt", pair.cert_pem), ("tls.key", pair.key_pem)):
+        temporary = directory / f".{name}.tmp"
+        temporary.write_bytes(data)
+        os.replace(temporary, directory / name)
+        if name == "tls.crt":
+            time.sleep(gap)
+    return pair.certificate.serial_number
+
+
+@dataclass
+class Webhook:
+    """A running ``mxjob-webhook`` and what a client needs to talk to it."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    ca: CertificateAuthority
+    cert_dir: Path
+    log_path: Path
+    started_serial: int
+
+    def client_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cadata=self.ca.cert_pem.decode())
+
+    def connection(self) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(
+            "127.0.0.1", self.port, context=self.client_context(), timeout=10
+        )
+
+    def logs(self) -> list[dict[str, Any]]:
+        lines = self.log_path.read_text().splitlines()
+        return [json.loads(line) for line in lines if line.startswith("{")]
+
+    def rotate(self, *, gap: float) -> int:
+        return _write_pair(self.cert_dir, self.ca.issue_serving(hosts=("127.0.0.1",)), gap=gap)
+
+    def wait_for_log(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        deadline = time.monotonic() + 10
+        while True:
+            found = [line for line in self.logs() if predicate(line)]
+            if found:
+                return found[0]
+            assert time.monotonic() < deadline, self.log_path.read_text()
+            time.sleep(0.05)
+
+
+def _start(tmp_path: Path, *extra: str) -> Webhook:
+    assert WEBHOOK_SCRIPT.exists(), "the console script is installed with the project"
+    ca = CertificateAuthority.create(common_name="webhook-serve-test-ca")
+    cert_dir = tmp_path / "certs"
+    cert_dir.mkdir()
+    serial = _write_pair(cert_dir, ca.issue_serving(hosts=("127.0.0.1",)))
+    port = _free_port()
+    log_path = tmp_path / "webhook.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                str(WEBHOOK_SCRIPT),
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--cert-dir",
+                str(cert_dir),
+                "--workers",
+                "1",
+                "--threads",
+                "4",
+                "--log-format",
+                "json",
+                "--cert-check-interval",
+                "0.2",
+                *extra,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={k: v for k, v in os.environ.items() if not k.startswith("MXJOB_WEBHOOK_")},
+        )
+    webhook = Webhook(process, port, ca, cert_dir, log_path, serial)
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"mxjob-webhook exited early:\n{log_path.read_text()}")
+        try:
+            connection = webhook.connection()
+            connection.request("GET", "/readyz")
+            if connection.getresponse().status == 200:
+                connection.close()
+                return webhook
+        except (OSError, http.client.HTTPException):
+            pass
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"mxjob-webhook never became ready:\n{log_path.read_text()}")
+        time.sleep(0.1)
+
+
+def _stop(webhook: Webhook) -> None:
+    if webhook.process.poll() is None:
+        webhook.process.terminate()
+        try:
+            webhook.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            webhook.process.kill()
+            webhook.process.wait()
+
+
+@pytest.fixture(scope="module")
+def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
+    """One server for the tests that do not change its certificate or stop it."""
+    running = _start(tmp_path_factory.mktemp("webhook"))
+    yield running
+    _stop(running)
+
+
+@pytest.fixture
+def start_webhook(tmp_path: Path) -> Iterator[Callable[..., Webhook]]:
+    """A server of the test's own, for tests that rotate its certificate or stop it."""
+    started: list[Webhook] = []
+
+    def start(*extra: str) -> Webhook:
+        running = _start(tmp_path, *extra)
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        _stop(running)
+
+
+def _job(name: str = "mxnet-job") -> dict[str, Any]:
+    container = {"name": "mxnet", "image": "mxjob/mxnet:gpu", "args": [MARKER]}
+    template = {"spec": {"containers": [container]}}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "jobMode": "MXTrain",
+            "mxReplicaSpecs": {
+                "Scheduler": {"replicas": 1, "template": template},
+                "Worker": {"replicas": 2, "template": template},
+            },
+        },
+    }
+
+
+def _review(
+    connection: http.client.HTTPConnection, *, path: str = MUTATE_PATH, uid: str
+) -> tuple[int, dict[str, Any], http.client.HTTPResponse]:
+    body = json.dumps(admission_review(_job(), uid=uid))
+    connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    document = json.loads(response.read())
+    return response.status, document, response
+
+
+def test_reviews_share_one_kept_alive_tls_connection(webhook: Webhook) -> None:
+    connection = webhook.connection()
+    connection.connect()
+    sock = connection.sock
+    assert isinstance(sock, ssl.SSLSocket)
+    assert sock.version() in ("TLSv1.2", "TLSv1.3")
+    local = sock.getsockname()
+    for index in range(5):
+        status, document, response = _review(connection, uid=f"keepalive-{index}")
+        assert status == 200
+        assert document["response"]["uid"] == f"keepalive-{index}"
+        assert document["response"]["allowed"] is True
+        assert document["response"]["patchType"] == "JSONPatch"
+        assert (response.getheader("Connection") or "").lower() != "close"
+        # http.client reconnects silently if the server closed: the socket must be the same.
+        assert connection.sock is sock
+        assert sock.getsockname() == local
+    connection.close()
+
+
+def test_tls_below_1_2_is_refused(webhook: Webhook) -> None:
+    context = webhook.client_context()
+    # Allow this client to offer TLS 1.0/1.1 at all (OpenSSL's security level forbids them),
+    # so that the failure is the server's protocol_version alert.
+    context.set_ciphers("DEFAULT:@SECLEVEL=0")
+    with pytest.warns(DeprecationWarning):
+        context.minimum_version = ssl.TLSVersion.TLSv1
+    with pytest.warns(DeprecationWarning):
+        context.maximum_version = ssl.TLSVersion.TLSv1_1
+    with (
+        socket.create_connection(("127.0.0.1", webhook.port), timeout=10) as raw,
+        pytest.raises(ssl.SSLError) as caught,
+    ):
+        context.wrap_socket(raw, server_hostname="127.0.0.1")
+    assert caught.value.reason == "TLSV1_ALERT_PROTOCOL_VERSION"
+    webhook.wait_for_log(lambda line: "unsupported protocol" in line["message"])
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    with (
+        socket.create_connection(("127.0.0.1", webhook.port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        assert tls.version() == "TLSv1.2"
+
+
+def test_plain_http_is_refused(webhook: Webhook) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", webhook.port, timeout=10)
+    body = json.dumps(admission_review(_job(), uid="plain"))
+    with pytest.raises((http.client.HTTPException, OSError)):
+        connection.request("POST", VALIDATE_PATH, body=body)
+        connection.getresponse().read()
+    connection.close()
+    # The server saw an HTTP request where a TLS handshake belonged, and answered nothing.
+    webhook.wait_for_log(lambda line: "http request" in line["message"])
+
+
+def test_health_readiness_and_metrics_over_tls(webhook: Webhook) -> None:
+    connection = webhook.connection()
+    _review(connection, path=VALIDATE_PATH, uid="metrics-1")
+    for path in ("/healthz", "/readyz"):
+        connection.request("GET", path)
+        response = connection.getresponse()
+        assert (response.status, json.loads(response.read())) == (200, {"status": "ok"})
+    connection.request("GET", "/metrics")
+    response = connection.getresponse()
+    text = response.read().decode()
+    assert response.status == 200
+    assert 'endpoint="validate",operation="CREATE",result="allowed"' in text
+    connection.close()
+
+
+def test_logs_are_json_lines_without_object_contents(webhook: Webhook) -> None:
+    connection = webhook.connection()
+    _review(connection, path=VALIDATE_PATH, uid="logged-review")
+    connection.close()
+    line = webhook.wait_for_log(lambda line: line.get("uid") == "logged-review")
+    assert line["level"] == "info"
+    assert (line["operation"], line["result"], line["name"]) == ("CREATE", "allowed", "mxnet-job")
+    assert isinstance(line["duration_ms"], float)
+    text = webhook.log_path.read_text()
+    assert MARKER not in text
+    # One line per review from the app; gunicorn's access lines and control socket are off.
+    assert not any(line["logger"] == "gunicorn.access" for line in webhook.logs())
+    assert "Control socket" not in text
+
+
+@dataclass
+class _Loop:
+    """Reviews sent in a loop until stopped; every outcome recorded."""
+
+    fresh_connections: bool
+    webhook: Webhook
+    stop: threading.Event
+    answered: int = 0
+    failures: list[str] = field(default_factory=list)
+    serials: list[int] = field(default_factory=list)
+
+    def run(self) -> None:
+        connection = None if self.fresh_connections else self.webhook.connection()
+        while not self.stop.is_set():
+            current = connection or self.webhook.connection()
+            uid = f"loop-{self.fresh_connections}-{self.answered}"
+            try:
+                status, document, _ = _review(current, path=VALIDATE_PATH, uid=uid)
+                if status != 200 or document["response"] != {"uid": uid, "allowed": True}:
+                    self.failures.append(f"{uid}: {status} {document}")
+                self.answered += 1
+                if self.fresh_connections:
+                    assert isinstance(current.sock, ssl.SSLSocket)
+                    der = current.sock.getpeercert(binary_form=True)
+                    assert der is not None
+                    self.serials.append(x509.load_der_x509_certificate(der).serial_number)
+            except Exception as err:
+                self.failures.append(f"{uid}: {type(err).__name__}: {err}")
+            finally:
+                if self.fresh_connections:
+                    current.close()
+        if connection is not None:
+            connection.close()
+
+
+def test_a_rotated_certificate_is_served_without_a_restart(
+    start_webhook: Callable[..., Webhook],
+) -> None:
+    webhook = start_webhook()
+    stop = threading.Event()
+    kept = _Loop(fresh_connections=False, webhook=webhook, stop=stop)
+    fresh = _Loop(fresh_connections=True, webhook=webhook, stop=stop)
+    threads = [threading.Thread(target=loop.run) for loop in (kept, fresh)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(0.5)
+        # The key follows the certificate a second later: five certificate checks (every
+        # 0.2 s) find a pair that does not load, and the old certificate must keep serving.
+        new_serial = webhook.rotate(gap=1.0)
+        deadline = time.monotonic() + 15
+        while new_serial not in fresh.serials[-3:]:
+            assert time.monotonic() < deadline, "the new certificate was never presented"
+            time.sleep(0.05)
+        time.sleep(0.5)  # keep reviewing on both connections after the switch
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert kept.failures == [] and fresh.failures == []
+    assert kept.answered > 10 and fresh.answered > 10
+    assert fresh.serials[0] == webhook.started_serial
+    assert fresh.serials[-1] == new_serial
+    switch = fresh.serials.index(new_serial)
+    assert set(fresh.serials[switch:]) == {new_serial}  # never back to the old one
+    assert webhook.process.poll() is None  # the same process throughout
+    webhook.wait_for_log(lambda line: "cannot load certificate pair" in line["message"])
+    assert any(serial == webhook.started_serial for serial in fresh.serials[:switch])
+
+
+def test_sigterm_lets_an_in_flight_review_finish(start_webhook: Callable[..., Webhook]) -> None:
+    webhook = start_webhook("--graceful-timeout", "10")
+    body = json.dumps(admission_review(_job(), uid="in-flight")).encode()
+    connection = webhook.connection()
+    connection.putrequest("POST", VALIDATE_PATH)
+    connection.putheader("Content-Type", "application/json")
+    connection.putheader("Content-Length", str(len(body)))
+    connection.endheaders(body[: len(body) // 2])  # the review is being read by a worker
+    time.sleep(0.5)
+    webhook.process.send_signal(signal.SIGTERM)
+    time.sleep(1.0)
+    assert webhook.process.poll() is None  # waiting for the review, not gone
+    connection.send(body[len(body) // 2 :])
+    response = connection.getresponse()
+    assert response.status == 200
+    assert json.loads(response.read())["response"] == {"uid": "in-flight", "allowed": True}
+    connection.close()
+    assert webhook.process.wait(timeout=15) == 0

@@ -1,0 +1,163 @@
+"""Admission decisions for MXJob: AdmissionRequest in, AdmissionResponse out. Pure.
+
+The rules live in ``shared/`` (``validation.validate``, ``defaults.apply_defaults``); this module
+only decides which of them to run for a request and shapes the answer:
+
+- ``mutate`` denies what the rules refuse *before* defaulting (defaulting rewrites the owned env
+  and would hide a user's value otherwise), then defaults, re-checks the defaulted object and
+  answers with a base64 JSON Patch from the object as sent to the defaulted one (no patch when
+  nothing changes, which makes a second pass a no-op).
+- ``validate`` re-checks the final object, after every mutating webhook ran.
+
+On UPDATE both get the old object, so rules that depend on it (``jobMode`` is immutable, the
+owned env may keep the values computed for it) see it. DELETE and CONNECT, and requests on a
+subresource (``status``), are allowed untouched: there is no spec to judge. Objects are judged
+as v1; a v1beta1 object (the API server sends v1 under ``matchPolicy: Equivalent``, but a
+configuration might not) is converted first and its patch computed back in v1beta1 terms.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from typing import Any, Final, cast
+
+import jsonpatch
+
+from shared import constants, conversion, defaults, validation
+from webhook.reviews import AdmissionRequest, AdmissionResponse, JSONObject, JSONPatchOp, Status
+
+INVALID: Final = Status(code=422, reason="Invalid")
+"""Status of a refused MXJob: kubectl prints ``Error from server (Invalid)`` and the message."""
+
+BAD_REQUEST: Final = Status(code=400, reason="BadRequest")
+"""Status of a request about something that is not an MXJob this webhook knows."""
+
+INTERNAL_ERROR: Final = Status(code=500, reason="InternalError")
+"""Status of a review the webhook failed to decide; the review itself is refused (HTTP 200)."""
+
+_API_VERSIONS: Final = {
+    constants.API_VERSION_V1: constants.V1,
+    constants.API_VERSION_V1BETA1: constants.V1BETA1,
+}
+
+
+class NotAnMXJobError(ValueError):
+    """The review's object is not a ``kubeflow.org`` MXJob of a served version."""
+
+
+def allowed(uid: str, *, patch: Sequence[JSONPatchOp] = ()) -> AdmissionResponse:
+    """Admit; with a non-empty ``patch``, as a base64 JSON Patch."""
+    response = AdmissionResponse(uid=uid, allowed=True)
+    if patch:
+        encoded = json.dumps(list(patch), allow_nan=False, separators=(",", ":"))
+        response["patch"] = base64.b64encode(encoded.encode("utf-8")).decode("ascii")
+        response["patchType"] = "JSONPatch"
+    return response
+
+
+def denied(uid: str, message: str, *, status: Status = INVALID) -> AdmissionResponse:
+    """Refuse with ``message`` (every violation, each with its field path)."""
+    result: Status = {**status, "message": message}
+    return AdmissionResponse(uid=uid, allowed=False, status=result)
+
+
+def internal_error(uid: str) -> AdmissionResponse:
+    """Refuse because the webhook failed; the details are in the webhook's log, not the answer."""
+    return denied(
+        uid,
+        f"internal error in the mxjob webhook while reviewing request {uid}; see the webhook log",
+        status=INTERNAL_ERROR,
+    )
+
+
+def _judged_operation(request: AdmissionRequest) -> bool:
+    return request["operation"] in ("CREATE", "UPDATE") and not request.get("subResource")
+
+
+def as_v1(obj: JSONObject) -> tuple[JSONObject, str]:
+    """The v1 form of an MXJob and the version it came in; ``NotAnMXJobError`` for others."""
+    api_version = obj.get("apiVersion")
+    version = _API_VERSIONS.get(api_version) if isinstance(api_version, str) else None
+    if version is None or obj.get("kind") != constants.KIND:
+        raise NotAnMXJobError(
+            f"this webhook reviews {constants.KIND} objects of "
+            f"{' or '.join(sorted(_API_VERSIONS))}, not {str(api_version)[:80]!r} "
+            f"kind {str(obj.get('kind'))[:80]!r}"
+        )
+    if version == constants.V1:
+        return obj, version
+    return conversion.convert(obj, constants.V1), version
+
+
+def _objects(request: AdmissionRequest) -> tuple[JSONObject, JSONObject, str, JSONObject | None]:
+    """(object as sent, its v1 form, the version it was sent in, the old object as v1)."""
+    sent = request.get("object")
+    if sent is None:  # parse_admission_review requires it on CREATE and UPDATE
+        raise NotAnMXJobError("the request has no object")
+    job, version = as_v1(sent)
+    old: JSONObject | None = None
+    old_object = request.get("oldObject")
+    if request["operation"] == "UPDATE" and old_object is not None:
+        old = as_v1(old_object)[0]
+    return sent, job, version, old
+
+
+def _refusal(job: JSONObject, violations: Sequence[validation.Violation]) -> str:
+    metadata = job.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return validation.format_violations(violations, name=name if isinstance(name, str) else "")
+
+
+def mutate(request: AdmissionRequest) -> AdmissionResponse:
+    """The mutating webhook's answer: refuse an invalid MXJob, else patch in the defaults."""
+    uid = request["uid"]
+    if not _judged_operation(request):
+        return allowed(uid)
+    try:
+        sent, job, version, old = _objects(request)
+    except NotAnMXJobError as err:
+        return denied(uid, str(err), status=BAD_REQUEST)
+    violations = validation.validate(job, old=old)
+    if violations:
+        return denied(uid, _refusal(job, violations))
+    defaulted = defaults.apply_defaults(job)
+    # Defaulting must never produce what validation refuses; if it ever did, refusing is the
+    # safe answer (the validating webhook would refuse it anyway, with a worse message).
+    violations = validation.validate(defaulted, old=old)
+    if violations:
+        return denied(uid, "after defaulting, " + _refusal(defaulted, violations))
+    target = defaulted if version == constants.V1 else conversion.convert(defaulted, version)
+    return allowed(uid, patch=make_patch(sent, target))
+
+
+def validate(request: AdmissionRequest) -> AdmissionResponse:
+    """The validating webhook's answer: every violation of the final object, or allowed."""
+    uid = request["uid"]
+    if not _judged_operation(request):
+        return allowed(uid)
+    try:
+        _, job, _, old = _objects(request)
+    except NotAnMXJobError as err:
+        return denied(uid, str(err), status=BAD_REQUEST)
+    violations = validation.validate(job, old=old)
+    if violations:
+        return denied(uid, _refusal(job, violations))
+    return allowed(uid)
+
+
+def make_patch(source: JSONObject, target: JSONObject) -> list[JSONPatchOp]:
+    """The RFC 6902 operations turning ``source`` into ``target`` (empty when they are equal)."""
+    if source == target:
+        return []
+    operations: list[dict[str, Any]] = jsonpatch.make_patch(source, target).patch
+    return cast(list[JSONPatchOp], operations)
+
+
+def decode_patch(response: AdmissionResponse) -> list[JSONPatchOp]:
+    """The JSON Patch of a response (empty without one); the inverse of ``allowed(patch=...)``."""
+    encoded = response.get("patch")
+    if encoded is None:
+        return []
+    return cast(list[JSONPatchOp], json.loads(base64.b64decode(encoded)))

@@ -1,0 +1,198 @@
+"""Settings of the webhook server: one frozen dataclass, read from flags and environment.
+
+Flags win over environment variables (``MXJOB_WEBHOOK_*``), which win over the defaults below.
+The in-process app (``create_app()`` in tests) uses ``WebhookSettings()`` as is: no TLS, no
+cluster, nothing to configure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+LogFormat = Literal["json", "text"]
+LOG_FORMATS: Final = ("json", "text")
+LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
+
+MIB: Final = 1024 * 1024
+DEFAULT_BIND: Final = "0.0.0.0:9443"
+DEFAULT_CERT_DIR: Final = Path("/tmp/k8s-webhook-server/serving-certs")
+CERT_FILE_NAME: Final = "tls.crt"
+KEY_FILE_NAME: Final = "tls.key"
+ENV_PREFIX: Final = "MXJOB_WEBHOOK_"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookSettings:
+    """Everything the webhook process can be told; the defaults suit one replica in a cluster."""
+
+    bind: str = DEFAULT_BIND
+    """``host:port`` to listen on. 9443 is the port webhook Services conventionally target, and
+    all interfaces because the API server reaches the pod through its Service IP."""
+
+    cert_dir: Path | None = None
+    """Directory holding ``tls.crt`` and ``tls.key`` (the layout of a mounted
+    ``kubernetes.io/tls`` Secret and of cert-manager). ``None`` means no TLS, which only the
+    in-process app uses; ``mxjob-webhook`` defaults it to ``DEFAULT_CERT_DIR`` and always serves
+    TLS because the API server only calls webhooks over HTTPS."""
+
+    workers: int = 1
+    """gunicorn worker processes. One is enough: a review takes well under a millisecond, and
+    ``/metrics`` (one registry per process) then describes the whole pod. Scale with replicas."""
+
+    threads: int = 8
+    """Threads per gthread worker: concurrent reviews per process. The API server keeps several
+    connections open per webhook, and each in-flight review holds one thread."""
+
+    keepalive: int = 100
+    """Seconds an idle connection is kept open. Longer than the API server's idle-connection
+    timeout (90 s), so the client, not the server, closes idle connections and never sends a
+    review on a connection the server is closing at the same moment."""
+
+    timeout: int = 30
+    """Seconds a gunicorn worker may stay silent before the arbiter restarts it. Far above any
+    review (the API server gives up after the webhook's ``timeoutSeconds``, at most 30 s)."""
+
+    graceful_timeout: int = 20
+    """Seconds in-flight reviews get to finish after SIGTERM before workers are killed. Below the
+    pod's default ``terminationGracePeriodSeconds`` of 30 s."""
+
+    cert_check_interval: float = 1.0
+    """How often, at most, the certificate files' metadata is checked for a rotation. A stat per
+    second is free, and a rotated certificate is served for new handshakes within a second."""
+
+    max_body_bytes: int = 3 * MIB
+    """Largest request body read. The API server never sends more (its request limit is 3 MiB),
+    so anything larger is not from it and gets 413 without being parsed."""
+
+    log_format: LogFormat = "text"
+    """``json`` for log collectors in a cluster, ``text`` for people at a terminal."""
+
+    log_level: str = "info"
+    """Level of the webhook's and gunicorn's loggers. At ``info`` one line per review is logged
+    (uid, kind, namespace/name, operation, result, duration) and never object contents."""
+
+    def __post_init__(self) -> None:
+        # Fail when the settings are made, not when gunicorn forks a worker with them.
+        host_port(self.bind)
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+        if self.threads < 1:
+            raise ValueError(f"threads must be at least 1, got {self.threads}")
+        for name in ("keepalive", "timeout", "graceful_timeout", "cert_check_interval"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+        if self.max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes must be positive, got {self.max_body_bytes}")
+        if self.log_format not in LOG_FORMATS:
+            raise ValueError(f"log_format must be one of {LOG_FORMATS}, got {self.log_format!r}")
+        if self.log_level.lower() not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {LOG_LEVELS}, got {self.log_level!r}")
+
+    @property
+    def cert_file(self) -> Path | None:
+        """``<cert_dir>/tls.crt``, or ``None`` without TLS."""
+        return None if self.cert_dir is None else self.cert_dir / CERT_FILE_NAME
+
+    @property
+    def key_file(self) -> Path | None:
+        """``<cert_dir>/tls.key``, or ``None`` without TLS."""
+        return None if self.cert_dir is None else self.cert_dir / KEY_FILE_NAME
+
+
+def host_port(bind: str) -> tuple[str, int]:
+    """Split ``host:port`` (``[v6]:port`` for IPv6) and check the port; raises ``ValueError``."""
+    host, sep, port_text = bind.rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"bind address must be host:port, got {bind!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"bind port must be a number, got {port_text!r}") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"bind port must be in 0..65535, got {port}")
+    return host, port
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mxjob-webhook",
+        description=(
+            "Admission (validating, mutating) and CRD conversion webhook for MXJob, served over "
+            f"TLS by gunicorn. Every flag can also be set as {ENV_PREFIX}<FLAG> "
+            f"(e.g. {ENV_PREFIX}CERT_DIR); flags win."
+        ),
+    )
+    parser.add_argument("--bind", help=f"host:port to listen on (default {DEFAULT_BIND})")
+    parser.add_argument(
+        "--cert-dir",
+        type=Path,
+        help=f"directory with tls.crt and tls.key, re-read when they change "
+        f"(default {DEFAULT_CERT_DIR})",
+    )
+    parser.add_argument("--workers", type=int, help="gunicorn worker processes (default 1)")
+    parser.add_argument("--threads", type=int, help="threads per worker (default 8)")
+    parser.add_argument("--keepalive", type=int, help="idle connection seconds (default 100)")
+    parser.add_argument("--timeout", type=int, help="worker silence timeout seconds")
+    parser.add_argument(
+        "--graceful-timeout", type=int, help="seconds to finish reviews after SIGTERM"
+    )
+    parser.add_argument(
+        "--cert-check-interval", type=float, help="seconds between certificate file checks"
+    )
+    parser.add_argument("--max-body-bytes", type=int, help="largest request body (default 3 MiB)")
+    parser.add_argument("--log-format", choices=LOG_FORMATS, help="json or text (default text)")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, help="log level (default info)")
+    return parser
+
+
+_CONVERTERS: Final[dict[str, type]] = {
+    "bind": str,
+    "cert_dir": Path,
+    "workers": int,
+    "threads": int,
+    "keepalive": int,
+    "timeout": int,
+    "graceful_timeout": int,
+    "cert_check_interval": float,
+    "max_body_bytes": int,
+    "log_format": str,
+    "log_level": str,
+}
+
+
+def from_env_and_args(
+    argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None
+) -> WebhookSettings:
+    """Settings for the ``mxjob-webhook`` process: flags, then ``MXJOB_WEBHOOK_*``, then defaults.
+
+    Unlike ``WebhookSettings()``, the certificate directory defaults to ``DEFAULT_CERT_DIR``:
+    the process always serves TLS. Bad values exit with status 2 and a usage message, as argparse
+    does for bad flags.
+    """
+    parser = _parser()
+    args = parser.parse_args(argv)
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {"cert_dir": DEFAULT_CERT_DIR}
+    for name, convert in _CONVERTERS.items():
+        flag_value = getattr(args, name)
+        if flag_value is not None:
+            values[name] = flag_value
+            continue
+        raw = env.get(ENV_PREFIX + name.upper())
+        if raw is None or raw == "":
+            continue
+        try:
+            values[name] = convert(raw)
+        except ValueError:
+            parser.error(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {convert.__name__}")
+    try:
+        return WebhookSettings(**values)
+    except ValueError as err:
+        parser.error(str(err))
