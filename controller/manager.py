@@ -1,0 +1,273 @@
+"""Wires the controller together: informers → work queue → workers → reconcile, under election.
+
+Start-up order matters. Informers start first (also on a standby, so that a new leader has a
+warm cache and fails over in a retry period, not a relist); workers start only once every
+informer has synced and this process leads, because a reconcile against a half-filled pod cache
+would create pods that already exist. Informer events only queue job keys; the queue dedups
+them, so a burst of pod updates costs one reconcile per job.
+
+Stopping (SIGTERM) is the reverse: the queue stops handing out keys, in-flight reconciles
+finish (bounded by ``shutdown_timeout``), the Lease is released so a standby takes over at
+once, then watches and the event writer stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from controller.election import ElectionSettings, LeaderElector
+from controller.events import EventRecorder
+from controller.expectations import Expectations, Kind
+from controller.health import HttpEndpoints, Route, check_route, metrics_route
+from controller.informers import DELETED, Informer, InformerSettings, object_key, slim_pod
+from controller.kube import Conflict, KubeClient, mxjobs_path, pods_path, services_path
+from controller.metrics import Metrics
+from controller.reconcile import Reconciler, job_key
+from controller.settings import ControllerSettings
+from controller.workqueue import WorkQueue
+from shared.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, OPERATOR_NAME
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+def _meta(obj: Obj) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+class Controller:
+    """One controller process's moving parts."""
+
+    def __init__(self, settings: ControllerSettings, client: KubeClient | None = None) -> None:
+        self.settings = settings
+        self.client = client or KubeClient.load(settings.kubeconfig, pool_size=settings.pool_size)
+        self.metrics = Metrics()
+        self.queue = WorkQueue()
+        self.metrics.track_queue(self.queue.depth, self.queue.pending_timers)
+        self.expectations = Expectations(timeout=settings.expectations_timeout)
+        self.recorder = EventRecorder(self.client, warnings_only=settings.events == "warnings")
+        namespaces = settings.namespaces or None
+        informer_settings = InformerSettings(watch_timeout=settings.watch_timeout)
+        selector = f"{LABEL_OPERATOR_NAME}={OPERATOR_NAME}"
+        self.jobs = Informer(
+            self.client,
+            name="mxjobs",
+            path_for=mxjobs_path,
+            namespaces=namespaces,
+            settings=informer_settings,
+        )
+        self.pods = Informer(
+            self.client,
+            name="pods",
+            path_for=pods_path,
+            namespaces=namespaces,
+            label_selector=selector,
+            index_label=LABEL_JOB_NAME,
+            transform=slim_pod,
+            settings=informer_settings,
+        )
+        self.services = Informer(
+            self.client,
+            name="services",
+            path_for=services_path,
+            namespaces=namespaces,
+            label_selector=selector,
+            index_label=LABEL_JOB_NAME,
+            settings=informer_settings,
+        )
+        self.reconciler = Reconciler(
+            self.client,
+            jobs=self.jobs.store,
+            pods=self.pods.store,
+            services=self.services.store,
+            expectations=self.expectations,
+            recorder=self.recorder,
+            metrics=self.metrics,
+        )
+        self.jobs.add_handler(self._on_job)
+        self.pods.add_handler(self._owned_handler("pods"))
+        self.services.add_handler(self._owned_handler("services"))
+        self.elector: LeaderElector | None = None
+        if settings.leader_elect:
+            self.elector = LeaderElector(
+                self.client,
+                ElectionSettings(
+                    namespace=settings.lease_namespace,
+                    name=settings.lease_name,
+                    identity=settings.identity,
+                    lease_duration=settings.lease_duration,
+                    renew_deadline=settings.renew_deadline,
+                    retry_period=settings.retry_period,
+                ),
+            )
+        self.stop_event = threading.Event()
+        self.lost_lease = False
+        self._workers: list[threading.Thread] = []
+        self._servers: list[HttpEndpoints] = []
+        self._started = time.monotonic()
+
+    # -- informer handlers --------------------------------------------------------------------
+    def _on_job(self, event_type: str, job: Obj, old: Obj | None) -> None:
+        key = object_key(job)
+        if event_type == DELETED:
+            self.reconciler.forget(key)
+            namespace = str(_meta(job).get("namespace") or "")
+            self.metrics.job_counter_inc(self.metrics.jobs_deleted, namespace)
+            return
+        self.queue.add(key)
+
+    def _owned_handler(self, kind: Kind) -> Any:
+        def handle(event_type: str, obj: Obj, old: Obj | None) -> None:
+            meta = _meta(obj)
+            job_name = (meta.get("labels") or {}).get(LABEL_JOB_NAME)
+            if not isinstance(job_name, str):
+                return
+            key = job_key(str(meta.get("namespace")), job_name)
+            uid = str(meta.get("uid", ""))
+            if event_type == DELETED or meta.get("deletionTimestamp"):
+                self.expectations.deletion_observed(key, kind, uid)
+            if old is None and event_type != DELETED:
+                self.expectations.creation_observed(key, kind, str(meta.get("name", "")))
+            self.queue.add(key)
+
+        return handle
+
+    # -- health ---------------------------------------------------------------------------------
+    def synced(self) -> bool:
+        return all(i.has_synced() for i in (self.jobs, self.pods, self.services))
+
+    def _ready(self) -> tuple[bool, str]:
+        if self.stop_event.is_set():
+            return False, "shutting down"
+        if not self.synced():
+            return False, "informers not synced"
+        return True, ""
+
+    def _healthy(self) -> tuple[bool, str]:
+        if not all(i.alive() for i in (self.jobs, self.pods, self.services)):
+            return False, "an informer thread died"
+        workers_dead = self._workers and not all(w.is_alive() for w in self._workers)
+        if workers_dead and not self.stop_event.is_set():
+            return False, "a worker thread died"
+        return True, ""
+
+    def _start_servers(self) -> None:
+        health: dict[str, Route] = {
+            "/healthz": check_route(self._healthy),
+            "/readyz": check_route(self._ready),
+        }
+        metrics: dict[str, Route] = {"/metrics": metrics_route(self.metrics.exposition)}
+        if self.settings.health_address == self.settings.metrics_address:
+            self._servers.append(HttpEndpoints(self.settings.health_address, health | metrics))
+        else:
+            self._servers.append(HttpEndpoints(self.settings.health_address, health))
+            self._servers.append(HttpEndpoints(self.settings.metrics_address, metrics))
+        for server in self._servers:
+            server.start()
+
+    # -- workers --------------------------------------------------------------------------------
+    def _work(self) -> None:
+        while True:
+            key = self.queue.get()
+            if key is None:
+                return
+            started = time.perf_counter()
+            result = "success"
+            try:
+                requeue_after = self.reconciler.reconcile(key)
+                self.queue.forget(key)
+                if requeue_after is not None:
+                    self.queue.add_after(key, requeue_after)
+            except Conflict:
+                # A newer version of the job exists; the informer brings it shortly.
+                result = "conflict"
+                self.queue.add_rate_limited(key)
+            except Exception as error:
+                result = "error"
+                delay = self.queue.add_rate_limited(key)
+                log.warning(
+                    "reconcile %s failed (retry in %.2f s): %s",
+                    key,
+                    delay,
+                    error,
+                    exc_info=log.isEnabledFor(logging.DEBUG),
+                )
+            finally:
+                self.queue.done(key)
+                self.metrics.reconcile_seconds.labels(result=result).observe(
+                    time.perf_counter() - started
+                )
+
+    def _resync(self) -> None:
+        """Re-queue every cached job now and then: a missed event cannot strand a job."""
+        while not self.stop_event.wait(self.settings.resync_period):
+            for key in self.jobs.store.all_keys():
+                self.queue.add(key)
+
+    def start_workers(self) -> None:
+        """Begin reconciling (once synced): called directly, or when this process leads."""
+        while not self.synced() and not self.stop_event.is_set():
+            self.stop_event.wait(0.05)
+        self.metrics.is_leader.set(1)
+        for key in self.jobs.store.all_keys():
+            self.queue.add(key)
+        for number in range(self.settings.workers):
+            worker = threading.Thread(target=self._work, name=f"worker-{number}", daemon=True)
+            worker.start()
+            self._workers.append(worker)
+        threading.Thread(target=self._resync, name="resync", daemon=True).start()
+        log.info("reconciling with %d workers", self.settings.workers)
+
+    def _lost(self) -> None:
+        self.lost_lease = True
+        self.metrics.is_leader.set(0)
+        self.stop_event.set()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start informers, the event writer and the HTTP endpoints (not the workers)."""
+        self._start_servers()
+        self.recorder.start()
+        for informer in (self.jobs, self.pods, self.services):
+            informer.start()
+
+    def run(self) -> int:
+        """Run until :meth:`stop` (or a lost Lease); return the process exit code."""
+        self.start()
+        if self.elector is not None:
+            self.elector.run(
+                on_started_leading=self.start_workers,
+                on_stopped_leading=self._lost,
+                stop=self.stop_event,
+            )
+        else:
+            self.start_workers()
+        self.stop_event.wait()
+        self.shutdown()
+        return 1 if self.lost_lease else 0
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to return (signal handlers call this)."""
+        self.stop_event.set()
+
+    def shutdown(self) -> None:
+        """Finish in-flight reconciles, release the Lease, stop watching."""
+        self.stop_event.set()
+        self.queue.shutdown()
+        deadline = time.monotonic() + self.settings.shutdown_timeout
+        for worker in self._workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        if self.elector is not None and not self.lost_lease:
+            self.elector.release()
+        self.metrics.is_leader.set(0)
+        for informer in (self.jobs, self.pods, self.services):
+            informer.stop()
+        self.recorder.stop(timeout=2.0)
+        for server in self._servers:
+            server.stop()
+        log.info("stopped")

@@ -1,0 +1,146 @@
+"""What a pod says about its replica, read once into a small frozen view (pure).
+
+Pod status is deep, optional and shaped by whoever wrote it (a kubelet, an eviction, a test).
+Status computation asks the same few questions of every pod (which replica? finished how? how
+many restarts so far?), so they are answered here, totally: a malformed pod reads as "pending",
+never as an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from shared.constants import CONTAINER_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, ReplicaType
+from shared.spec import as_mapping, canonical_replica_type, is_int
+
+RESTARTS_BEFORE_ANNOTATION: Final = "mxjob.kubeflow.org/restarts-before"
+"""Set by the controller on every pod it creates: how many restarts the pod's replica (its
+``<type>-<index>`` slot) had before this pod. With the pod's own container restart count it
+gives the slot's restart total from the pods alone, so ``status.restartCount`` survives a
+controller restart (or SIGKILL) between deleting a failed pod and writing status."""
+
+PENDING: Final = "Pending"
+RUNNING: Final = "Running"
+SUCCEEDED: Final = "Succeeded"
+FAILED: Final = "Failed"
+UNKNOWN: Final = "Unknown"
+
+
+@dataclass(frozen=True)
+class PodView:
+    """The facts about one pod that status computation needs."""
+
+    name: str
+    uid: str
+    replica_type: ReplicaType | None
+    index: int | None
+    phase: str
+    exit_code: int | None
+    """The ``mxnet`` container's exit code when it terminated; None otherwise (or evicted)."""
+    reason: str
+    """Why it ended: the pod's ``status.reason`` (Evicted...) or the container's (Error...)."""
+    terminating: bool
+    """``deletionTimestamp`` is set: the pod is going away and counts as gone."""
+    in_place_restarts: int
+    """The ``mxnet`` container's ``restartCount`` (kubelet restarts under Always/OnFailure)."""
+    restarts_before: int
+    """From :data:`RESTARTS_BEFORE_ANNOTATION`."""
+    last_exit_code: int | None
+    """The exit code of the previous run of the container (after an in-place restart)."""
+
+    @property
+    def succeeded(self) -> bool:
+        return self.phase == SUCCEEDED
+
+    @property
+    def failed(self) -> bool:
+        return self.phase == FAILED
+
+    @property
+    def running(self) -> bool:
+        return self.phase == RUNNING and not self.terminating
+
+    @property
+    def active(self) -> bool:
+        """Pending or running, and not on its way out."""
+        return self.phase in (PENDING, RUNNING, UNKNOWN) and not self.terminating
+
+    @property
+    def slot_restarts(self) -> int:
+        """Restarts of this pod's replica so far: earlier pods' plus this pod's in-place ones."""
+        return self.restarts_before + self.in_place_restarts
+
+    @property
+    def slot(self) -> str:
+        """``<type>-<index>`` (lower-case type), the replica this pod plays."""
+        rtype = self.replica_type.value.lower() if self.replica_type else "?"
+        return f"{rtype}-{self.index}"
+
+
+def _non_negative_int(value: object) -> int:
+    if is_int(value) and value >= 0:
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return 0
+
+
+def main_container_status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The status of the ``mxnet`` container (or of the sole container), else empty."""
+    statuses = as_mapping(pod.get("status")).get("containerStatuses")
+    if not isinstance(statuses, list):
+        return {}
+    found = [s for s in statuses if isinstance(s, Mapping)]
+    for status in found:
+        if status.get("name") == CONTAINER_NAME:
+            return status
+    return found[0] if len(found) == 1 else {}
+
+
+def _exit_code(state: object) -> tuple[int | None, str]:
+    terminated = as_mapping(as_mapping(state).get("terminated"))
+    code = terminated.get("exitCode")
+    reason = terminated.get("reason")
+    return (code if is_int(code) else None), (reason if isinstance(reason, str) else "")
+
+
+def observe(pod: Mapping[str, Any]) -> PodView:
+    """The :class:`PodView` of a pod dict as the API returns it."""
+    meta = as_mapping(pod.get("metadata"))
+    labels = as_mapping(meta.get("labels"))
+    annotations = as_mapping(meta.get("annotations"))
+    status = as_mapping(pod.get("status"))
+    index_label = labels.get(LABEL_REPLICA_INDEX)
+    index = int(index_label) if isinstance(index_label, str) and index_label.isdigit() else None
+    phase = status.get("phase")
+    main = main_container_status(pod)
+    exit_code, container_reason = _exit_code(main.get("state"))
+    last_exit_code, _ = _exit_code(main.get("lastState"))
+    pod_reason = status.get("reason")
+    return PodView(
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        replica_type=canonical_replica_type(labels.get(LABEL_REPLICA_TYPE)),
+        index=index,
+        phase=phase if isinstance(phase, str) and phase else PENDING,
+        exit_code=exit_code,
+        reason=pod_reason if isinstance(pod_reason, str) and pod_reason else container_reason,
+        terminating=bool(meta.get("deletionTimestamp")),
+        in_place_restarts=_non_negative_int(main.get("restartCount")),
+        restarts_before=_non_negative_int(annotations.get(RESTARTS_BEFORE_ANNOTATION)),
+        last_exit_code=last_exit_code,
+    )
+
+
+def controller_uid(obj: Mapping[str, Any]) -> str | None:
+    """The uid of the object's controlling owner, if it has one."""
+    refs = as_mapping(obj.get("metadata")).get("ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    for ref in refs:
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            uid = ref.get("uid")
+            return uid if isinstance(uid, str) else None
+    return None

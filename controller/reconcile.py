@@ -1,0 +1,448 @@
+"""reconcile(key): read one job's world from the caches, compute, act on the difference.
+
+Level-triggered and idempotent: nothing here remembers what the last event was. Each run reads
+the MXJob, its pods and its Services from the informers' stores (never a LIST), asks
+:func:`controller.status.compute_status` what the status should be and which failed pods to
+recreate, asks :func:`plan_actions` (pure) which objects to create and delete, and then:
+
+1. writes status through the status subresource, only when it changed, with the cached
+   ``resourceVersion`` as precondition (a conflict means a newer job exists: retry from it).
+   Status goes first so that a restart is persisted before the pod it replaces is deleted;
+2. deletes, then creates, pods and Services, recording expectations first so that a cache
+   that has not yet seen them never causes a duplicate;
+3. records Events and counts metrics; returns when a timer must fire next.
+
+Defence in depth: a job stored while the webhooks were not registered is validated here with
+the same ``shared`` rules (an invalid one fails with a clear reason instead of running) and
+defaulted in memory (the env and ports the pods need), without writing the job back.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from controller import events as ev
+from controller.desired import Slot, build_pod, build_service, desired_slots
+from controller.events import EventRecorder
+from controller.expectations import Expectations, Kind
+from controller.informers import Store
+from controller.kube import (
+    AlreadyExists,
+    Conflict,
+    KubeClient,
+    NotFound,
+    mxjobs_path,
+    pods_path,
+    services_path,
+)
+from controller.metrics import Metrics
+from controller.observed import controller_uid, observe
+from controller.status import REMOVED_HISTORY, Outcome, compute_status, format_time
+from shared.constants import OPERATOR_NAME
+from shared.defaults import apply_defaults
+from shared.spec import as_mapping, clean_pod_policy
+from shared.validation import validate
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+MANAGED_BY_US: Final = frozenset({"", OPERATOR_NAME, f"kubeflow.org/{OPERATOR_NAME}"})
+"""``runPolicy.managedBy`` values that mean this operator; any other hands the job to another
+controller (e.g. a multi-cluster dispatcher) and this one leaves it alone."""
+
+
+class NameConflictError(Exception):
+    """A pod or Service name the job needs is taken by an object this job does not own."""
+
+
+@dataclass
+class Plan:
+    """What to create and delete for one job (pure output of :func:`plan_actions`)."""
+
+    create_pods: list[tuple[Slot, int]] = field(default_factory=list)
+    """Slots whose pod is missing, with the restart history the new pod carries."""
+    create_services: list[Slot] = field(default_factory=list)
+    delete_pods: list[Obj] = field(default_factory=list)
+    delete_services: list[Obj] = field(default_factory=list)
+
+
+def job_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(as_mapping(obj.get("metadata")).get("name", ""))
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str(as_mapping(obj.get("metadata")).get("uid", ""))
+
+
+def _terminating(obj: Mapping[str, Any]) -> bool:
+    return bool(as_mapping(obj.get("metadata")).get("deletionTimestamp"))
+
+
+def plan_actions(
+    job: Mapping[str, Any], outcome: Outcome, pods: Sequence[Obj], services: Sequence[Obj]
+) -> Plan:
+    """The pods and Services to create and delete, from the job, the outcome and the cache.
+
+    - suspended: every pod and Service goes;
+    - finished: cleanPodPolicy (All: every pod and Service; Running: the active pods; None:
+      nothing), and every active pod when the deadline passed. Services outlive their pods
+      otherwise: a headless Service costs nothing, garbage collection removes it with the job,
+      and not deleting it saves two API writes per replica (issue 7's write budget);
+    - otherwise: recreate what failed retryably, delete what the spec no longer has (scaling
+      down removes the highest indices, since those are the ones beyond ``replicas``), create
+      what is missing. A pod still terminating keeps its slot until it is gone.
+    """
+    plan = Plan()
+    live_pods = [p for p in pods if not _terminating(p)]
+    live_services = [s for s in services if not _terminating(s)]
+    if outcome.suspended:
+        plan.delete_pods = live_pods
+        plan.delete_services = live_services
+        return plan
+    if outcome.finished:
+        policy = clean_pod_policy(job).value
+        doomed = [
+            p
+            for p in live_pods
+            if policy == "All"
+            or (observe(p).active and (outcome.stop_active or policy == "Running"))
+        ]
+        plan.delete_pods = doomed
+        plan.delete_services = live_services if policy == "All" else []
+        return plan
+    slots = desired_slots(job)
+    wanted = {slot.name: slot for slot in slots}
+    pods_by_name = {_name(p): p for p in pods}
+    services_by_name = {_name(s): s for s in services}
+    recreate = {view.name for view in outcome.recreate}
+    for pod in live_pods:
+        if _name(pod) not in wanted or _name(pod) in recreate:
+            plan.delete_pods.append(pod)
+    for service in live_services:
+        if _name(service) not in wanted:
+            plan.delete_services.append(service)
+    for slot in slots:
+        if slot.name not in pods_by_name:
+            plan.create_pods.append((slot, outcome.restarts_before.get(slot.key, 0)))
+        if slot.name not in services_by_name:
+            plan.create_services.append(slot)
+    return plan
+
+
+@dataclass
+class _Defaulted:
+    uid: str
+    generation: object
+    job: Obj
+    violations: list[str]
+
+
+class Reconciler:
+    """Carries out one job's reconcile against the API server."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        jobs: Store,
+        pods: Store,
+        services: Store,
+        expectations: Expectations,
+        recorder: EventRecorder,
+        metrics: Metrics,
+        now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+    ) -> None:
+        self.client = client
+        self.jobs = jobs
+        self.pods = pods
+        self.services = services
+        self.expectations = expectations
+        self.recorder = recorder
+        self.metrics = metrics
+        self._now = now
+        self._lock = threading.Lock()
+        self._carries: dict[str, tuple[str, dict[str, int]]] = {}
+        self._defaulted: dict[str, _Defaulted] = {}
+
+    # -- memory per job ---------------------------------------------------------------------------
+    def forget(self, key: str) -> None:
+        """The job is gone: drop what is remembered about it."""
+        with self._lock:
+            self._carries.pop(key, None)
+            self._defaulted.pop(key, None)
+        self.expectations.forget(key)
+
+    def _carries_for(self, key: str, uid: str) -> dict[str, int]:
+        with self._lock:
+            found = self._carries.get(key)
+            return dict(found[1]) if found and found[0] == uid else {}
+
+    def _set_carry(self, key: str, uid: str, slot: str, value: int | None) -> None:
+        with self._lock:
+            found = self._carries.get(key)
+            table = found[1] if found and found[0] == uid else {}
+            if value is None:
+                table.pop(slot, None)
+            else:
+                table[slot] = value
+            if table:
+                self._carries[key] = (uid, table)
+            else:
+                self._carries.pop(key, None)
+
+    def _defaults(self, key: str, job: Obj) -> _Defaulted:
+        """The job validated and defaulted, computed once per spec generation."""
+        meta = as_mapping(job.get("metadata"))
+        uid, generation = _uid(job), meta.get("generation")
+        with self._lock:
+            cached = self._defaulted.get(key)
+        if cached is not None and cached.uid == uid and cached.generation == generation:
+            # Status changes do not bump generation: keep the cached spec, take the new status.
+            return _Defaulted(
+                uid,
+                generation,
+                {**cached.job, "status": job.get("status"), "metadata": meta},
+                cached.violations,
+            )
+        # Validate what defaulting makes of the job: that is what would run, and the env the
+        # operator owns is stale in a stored job after scaling until defaulting recomputes it.
+        defaulted = apply_defaults(job)
+        violations = [str(v) for v in validate(defaulted)]
+        entry = _Defaulted(uid, generation, defaulted, violations)
+        with self._lock:
+            self._defaulted[key] = entry
+        return entry
+
+    # -- reconcile ------------------------------------------------------------------------------
+    def reconcile(self, key: str) -> float | None:
+        """Bring one job closer to its spec; return seconds until it must be looked at again."""
+        job = self.jobs.get(key)
+        if job is None:
+            self.forget(key)
+            return None
+        meta = as_mapping(job.get("metadata"))
+        if meta.get("deletionTimestamp"):
+            return None
+        managed_by = as_mapping(as_mapping(job.get("spec")).get("runPolicy")).get("managedBy")
+        if isinstance(managed_by, str) and managed_by not in MANAGED_BY_US:
+            return None
+        if not self.expectations.satisfied(key):
+            log.debug(
+                "%s: waiting for %s expected changes", key, self.expectations.outstanding(key)
+            )
+            return None
+        namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), _uid(job)
+        entry = self._defaults(key, job)
+        pods = [p for p in self.pods.by_index(namespace, name) if controller_uid(p) == uid]
+        services = [s for s in self.services.by_index(namespace, name) if controller_uid(s) == uid]
+        now = self._now()
+        outcome = compute_status(
+            entry.job,
+            pods,
+            now=now,
+            carries=self._carries_for(key, uid),
+            violations=entry.violations,
+        )
+        if outcome.delete_job:
+            self._delete_job(namespace, name, uid)
+            return None
+        self._write_status(job, outcome, now)
+        for event in outcome.events:
+            self.recorder.record(job, event.type, event.reason, event.message)
+        self._count(namespace, outcome)
+        plan = plan_actions(entry.job, outcome, pods, services)
+        self._act(key, entry.job, plan, outcome)
+        return outcome.requeue_after
+
+    def _count(self, namespace: str, outcome: Outcome) -> None:
+        m = self.metrics
+        if outcome.created:
+            m.job_counter_inc(m.jobs_created, namespace)
+        if outcome.became == "Succeeded":
+            m.job_counter_inc(m.jobs_successful, namespace)
+        elif outcome.became == "Failed":
+            m.job_counter_inc(m.jobs_failed, namespace)
+        if outcome.new_restarts:
+            m.job_counter_inc(m.jobs_restarted, namespace, outcome.new_restarts)
+
+    # -- writes ---------------------------------------------------------------------------------
+    def _write_status(self, job: Obj, outcome: Outcome, now: datetime.datetime) -> None:
+        old = {k: v for k, v in as_mapping(job.get("status")).items() if k != "lastReconcileTime"}
+        if old == outcome.status:
+            return
+        meta = as_mapping(job.get("metadata"))
+        body = {**job, "status": {**outcome.status, "lastReconcileTime": format_time(now)}}
+        written = self.client.request(
+            "PUT",
+            mxjobs_path(str(meta.get("namespace")), str(meta.get("name")), subresource="status"),
+            body=body,
+        )
+        self.metrics.api_writes.labels(verb="update", resource="mxjobs/status").inc()
+        if isinstance(written, dict):
+            self.jobs.put_if_newer(written)
+
+    def _delete_job(self, namespace: str, name: str, uid: str) -> None:
+        try:
+            self.client.request(
+                "DELETE",
+                mxjobs_path(namespace, name),
+                body={"propagationPolicy": "Background", "preconditions": {"uid": uid}},
+            )
+            self.metrics.api_writes.labels(verb="delete", resource="mxjobs").inc()
+            log.info("%s/%s: deleted after ttlSecondsAfterFinished", namespace, name)
+        except (NotFound, Conflict):
+            pass
+
+    def _act(self, key: str, job: Obj, plan: Plan, outcome: Outcome) -> None:
+        uid = _uid(job)
+        errors: list[Exception] = []
+        # Remember each recreated slot's history before its pod goes (see compute_status).
+        for view in outcome.recreate:
+            self._set_carry(key, uid, view.slot, outcome.restarts_before.get(view.slot, 0))
+        deleted_pods = self._delete(key, "pods", plan.delete_pods, errors)
+        if not outcome.finished:
+            self._remember_removed(key, uid, plan, outcome, deleted_pods)
+        deleted_services = self._delete(key, "services", plan.delete_services, errors)
+        created_pods = self._create_pods(key, job, plan.create_pods, errors)
+        created_services = self._create_services(key, job, plan.create_services, errors)
+        if created_pods:
+            self.recorder.record(
+                job,
+                "Normal",
+                ev.SUCCESSFUL_CREATE_POD,
+                ev.summarize("Created", "pod", created_pods),
+            )
+        if created_services:
+            self.recorder.record(
+                job,
+                "Normal",
+                ev.SUCCESSFUL_CREATE_SERVICE,
+                ev.summarize("Created", "service", created_services),
+            )
+        if deleted_pods:
+            self.recorder.record(
+                job,
+                "Normal",
+                ev.SUCCESSFUL_DELETE_POD,
+                ev.summarize("Deleted", "pod", deleted_pods),
+            )
+        if deleted_services:
+            self.recorder.record(
+                job,
+                "Normal",
+                ev.SUCCESSFUL_DELETE_SERVICE,
+                ev.summarize("Deleted", "service", deleted_services),
+            )
+        if errors:
+            raise errors[0]
+
+    def _remember_removed(
+        self, key: str, uid: str, plan: Plan, outcome: Outcome, deleted: Sequence[str]
+    ) -> None:
+        """Keep the restart history of pods removed for good (not recreated) in memory."""
+        recreated = {view.name for view in outcome.recreate}
+        removed = sum(
+            observe(pod).slot_restarts
+            for pod in plan.delete_pods
+            if _name(pod) in deleted and _name(pod) not in recreated
+        )
+        if removed:
+            before = self._carries_for(key, uid).get(REMOVED_HISTORY, 0)
+            self._set_carry(key, uid, REMOVED_HISTORY, before + removed)
+
+    def _delete(
+        self,
+        key: str,
+        kind: Kind,
+        objects: Sequence[Obj],
+        errors: list[Exception],
+    ) -> list[str]:
+        if not objects:
+            return []
+        self.expectations.expect_deletions(key, kind, [_uid(o) for o in objects])
+        done: list[str] = []
+        for obj in objects:
+            meta = as_mapping(obj.get("metadata"))
+            namespace, name = str(meta.get("namespace")), str(meta.get("name"))
+            path = pods_path(namespace, name) if kind == "pods" else services_path(namespace, name)
+            try:
+                self.client.request("DELETE", path, body={"preconditions": {"uid": _uid(obj)}})
+                self.metrics.api_writes.labels(verb="delete", resource=kind).inc()
+                done.append(name)
+            except (NotFound, Conflict):
+                self.expectations.deletion_observed(key, kind, _uid(obj))
+            except Exception as error:
+                self.expectations.deletion_observed(key, kind, _uid(obj))
+                errors.append(error)
+        return done
+
+    def _create(self, key: str, job: Obj, kind: Kind, body: Obj, errors: list[Exception]) -> bool:
+        meta = body["metadata"]
+        namespace, name = str(meta["namespace"]), str(meta["name"])
+        path = pods_path(namespace) if kind == "pods" else services_path(namespace)
+        try:
+            self.client.request("POST", path, body=body)
+            self.metrics.api_writes.labels(verb="create", resource=kind).inc()
+            return True
+        except AlreadyExists:
+            self.expectations.creation_observed(key, kind, name)
+            single = (
+                pods_path(namespace, name) if kind == "pods" else services_path(namespace, name)
+            )
+            try:
+                existing = self.client.request("GET", single)
+            except NotFound:
+                errors.append(Conflict(409, "Conflict", f"{kind} {name} vanished; retrying"))
+                return False
+            if controller_uid(existing) == _uid(job):
+                return False  # ours: the cache will show it
+            message = (
+                f"{kind[:-1].capitalize()} {namespace}/{name} already exists and is not "
+                "controlled by this MXJob; rename or delete it."
+            )
+            self.recorder.record(job, "Warning", ev.NAME_CONFLICT, message)
+            errors.append(NameConflictError(message))
+            return False
+        except Exception as error:
+            self.expectations.creation_observed(key, kind, name)
+            reason = ev.FAILED_CREATE_POD if kind == "pods" else ev.FAILED_CREATE_SERVICE
+            self.recorder.record(job, "Warning", reason, f"Error creating {name}: {error}")
+            errors.append(error)
+            return False
+
+    def _create_pods(
+        self, key: str, job: Obj, wanted: Sequence[tuple[Slot, int]], errors: list[Exception]
+    ) -> list[str]:
+        if not wanted:
+            return []
+        uid = _uid(job)
+        self.expectations.expect_creations(key, "pods", [slot.name for slot, _ in wanted])
+        created = []
+        for slot, restarts_before in wanted:
+            body = build_pod(job, slot, restarts_before=restarts_before)
+            if self._create(key, job, "pods", body, errors):
+                created.append(slot.name)
+                self._set_carry(key, uid, slot.key, None)
+        return created
+
+    def _create_services(
+        self, key: str, job: Obj, wanted: Sequence[Slot], errors: list[Exception]
+    ) -> list[str]:
+        if not wanted:
+            return []
+        self.expectations.expect_creations(key, "services", [slot.name for slot in wanted])
+        return [
+            slot.name
+            for slot in wanted
+            if self._create(key, job, "services", build_service(job, slot), errors)
+        ]

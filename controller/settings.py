@@ -1,0 +1,156 @@
+"""Settings of the controller process: one frozen dataclass, read from flags and environment.
+
+Flags win over environment variables (``MXJOB_CONTROLLER_<FLAG>``), which win over the defaults
+below. Defaults suit one replica in a cluster; tests shorten the lease and timers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+LogFormat = Literal["json", "text"]
+ENV_PREFIX: Final = "MXJOB_CONTROLLER_"
+
+
+def default_identity() -> str:
+    """``<hostname>_<pid>_<random>``: unique even for two processes on one host."""
+    return f"{socket.gethostname()}_{os.getpid()}_{secrets.token_hex(3)}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerSettings:
+    """Everything the controller process can be told."""
+
+    kubeconfig: Path | None = None
+    """The kubeconfig to use; None means in-cluster config (or ``$KUBECONFIG``/~/.kube)."""
+    namespaces: tuple[str, ...] = ()
+    """Namespaces to watch (one watch per namespace and resource); empty means all."""
+    workers: int = 4
+    """Jobs reconciled in parallel. Reconcile mostly waits on the API server, so a few
+    threads overlap those waits; more only add contention for the GIL."""
+    leader_elect: bool = False
+    """Take part in leader election; only the leader reconciles. Needed with replicas > 1."""
+    lease_namespace: str = "default"
+    """Namespace of the leader Lease (the controller's own namespace in a cluster)."""
+    lease_name: str = "mxjob-controller"
+    """Name of the leader Lease."""
+    lease_duration: float = 15.0
+    """Seconds before a dead leader's Lease may be taken (the failover time)."""
+    renew_deadline: float = 10.0
+    """Seconds the leader keeps retrying a renewal before it stops leading."""
+    retry_period: float = 2.0
+    """Seconds between acquire/renew attempts."""
+    identity: str = ""
+    """This process's name in the Lease; empty picks ``<hostname>_<pid>_<random>``."""
+    metrics_address: str = ":8080"
+    """``host:port`` serving ``/metrics``."""
+    health_address: str = ":8081"
+    """``host:port`` serving ``/healthz`` and ``/readyz`` (may equal ``metrics_address``)."""
+    log_format: LogFormat = "json"
+    """``json`` for log collectors, ``text`` for a terminal."""
+    log_level: str = "info"
+    """Root log level."""
+    events: Literal["all", "warnings"] = "all"
+    """Which Events to record on MXJobs. Every Event is an API write; ``warnings`` keeps only
+    the unusual part of the story (exit codes, restarts, failures) for clusters where the
+    write budget matters more than ``kubectl describe`` showing creations and successes."""
+    resync_period: float = 300.0
+    """Seconds between re-queues of every cached job (a safety net; no API request)."""
+    expectations_timeout: float = 300.0
+    """Seconds after which an unobserved create/delete stops holding its job back."""
+    watch_timeout: int = 300
+    """Server-side timeout of one watch request before it is re-opened."""
+    shutdown_timeout: float = 30.0
+    """Seconds a SIGTERM waits for in-flight reconciles before leaving anyway."""
+
+    @property
+    def pool_size(self) -> int:
+        """HTTP connections to keep: one per worker and per watch, plus events and the lease."""
+        watches = 3 * max(1, len(self.namespaces))
+        return self.workers + watches + 4
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mxjob-controller",
+        description="Reconciles MXJobs into pods and services (kubeflow.org/v1 MXJob).",
+    )
+    add = parser.add_argument
+    add("--kubeconfig", type=Path, help="kubeconfig file (default: in-cluster config)")
+    add(
+        "--namespace",
+        dest="namespaces",
+        action="append",
+        default=None,
+        help="watch this namespace (repeatable; default: all namespaces)",
+    )
+    add("--workers", type=int, help="jobs reconciled in parallel (default 4)")
+    add(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="take part in leader election on a Lease",
+    )
+    add("--lease-namespace", help="namespace of the leader Lease")
+    add("--lease-name", help="name of the leader Lease")
+    add("--lease-duration", type=float, help="seconds (default 15)")
+    add("--renew-deadline", type=float, help="seconds (default 10)")
+    add("--retry-period", type=float, help="seconds (default 2)")
+    add("--identity", help="this process's identity in the Lease")
+    add("--metrics-address", help="host:port for /metrics (default :8080)")
+    add("--health-address", help="host:port for /healthz and /readyz (default :8081)")
+    add("--log-format", choices=["json", "text"], help="log format (default json)")
+    add("--log-level", choices=["debug", "info", "warning", "error"], help="(default info)")
+    add("--events", choices=["all", "warnings"], help="Events to record (default all)")
+    add("--resync-period", type=float, help="seconds between re-queues of every cached job")
+    add("--watch-timeout", type=int, help="server-side timeout of a watch, seconds")
+    add("--shutdown-timeout", type=float, help="seconds to finish in-flight work on SIGTERM")
+    return parser
+
+
+_CONVERTERS = {
+    "kubeconfig": Path,
+    "workers": int,
+    "lease_duration": float,
+    "renew_deadline": float,
+    "retry_period": float,
+    "resync_period": float,
+    "watch_timeout": int,
+    "shutdown_timeout": float,
+}
+
+
+def from_args(
+    argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None
+) -> ControllerSettings:
+    """Settings from command-line flags, then ``MXJOB_CONTROLLER_*`` env, then defaults."""
+    args = vars(_parser().parse_args(argv))
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    for field_name in ControllerSettings.__dataclass_fields__:
+        flag_value = args.get(field_name)
+        if flag_value is not None:
+            values[field_name] = tuple(flag_value) if field_name == "namespaces" else flag_value
+            continue
+        raw = env.get(ENV_PREFIX + field_name.upper())
+        if raw is None or raw == "":
+            continue
+        if field_name == "namespaces":
+            values[field_name] = tuple(n for n in raw.replace(",", " ").split() if n)
+        elif field_name == "leader_elect":
+            values[field_name] = raw.lower() in ("1", "true", "yes", "on")
+        else:
+            values[field_name] = _CONVERTERS.get(field_name, str)(raw)
+    if not values.get("identity"):
+        values["identity"] = default_identity()
+    settings = ControllerSettings(**values)  # type: ignore[arg-type]
+    if settings.workers < 1:
+        raise SystemExit("mxjob-controller: --workers must be at least 1")
+    return settings

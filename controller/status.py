@@ -1,0 +1,595 @@
+"""Where status is computed: one pure function, job + observed pods + now → status and decisions.
+
+:func:`compute_status` is the whole policy of the operator: when a job is Running, Restarting,
+Succeeded or Failed, which failed pods are recreated, how restarts count against
+``backoffLimit``, when the deadline and the TTL fire. It does no I/O and reads no clock, so each
+rule is a unit test, and reconcile only carries the decisions out.
+
+Rules (design.md, "Pods and services" and issue 4):
+
+- A finished job (Succeeded or Failed True) never changes again, except that its TTL runs.
+- MXTrain succeeds when the Scheduler's pod succeeds (``successPolicy: AllWorkers``: every
+  Worker; single-node form: the Worker); MXTune when the Tuner's does.
+- A permanent failure of any replica fails the job, and it is checked before success, so a
+  failed worker never ends in Succeeded (kubeflow/mxnet-operator#38). Under ``Never`` every
+  failure is permanent. Under ``ExitCode`` a retryable exit or an eviction recreates the pod;
+  under ``OnFailure``/``Always`` the kubelet restarts in place, and an evicted pod is recreated.
+- ``restartCount`` counts every in-place restart and every recreation. Each pod carries the
+  restart total of its replica before it (an annotation written when it is created), so the
+  count is recomputed from the pods alone and is never lower than the persisted one: a
+  controller restart loses none and counts none twice. Exceeding ``backoffLimit`` fails the job
+  with BackoffLimitExceeded (training-operator retried forever: kubeflow/trainer#2045).
+- ``activeDeadlineSeconds`` runs from ``startTime`` (reset on resume) and fails the job with
+  DeadlineExceeded; the next due time is returned so a real timer fires it without any event
+  (kubeflow/trainer#3358).
+- ``replicaStatuses`` describe the pods as they will be once reconcile has acted (pods about to
+  be created or recreated count as active), so a reconcile's own actions do not cause a second
+  status write.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from controller.desired import Slot, desired_slots, replica_selector
+from controller.observed import PodView, observe
+from shared.conditions import ConditionType, Reason, current_state, get_condition, set_condition
+from shared.constants import CleanPodPolicy, JobMode, ReplicaType, RestartPolicy, SuccessPolicy
+from shared.exitcodes import ExitClass, classify_exit, describe_exit
+from shared.spec import (
+    active_deadline_seconds,
+    as_mapping,
+    backoff_limit,
+    clean_pod_policy,
+    is_int,
+    is_single_node,
+    is_suspended,
+    job_mode,
+    job_name,
+    replica_specs,
+    restart_policy,
+    success_policy,
+    ttl_seconds_after_finished,
+)
+
+FAILED_VALIDATION_REASON: Final = "MXJobFailedValidation"
+"""Failed reason of a job stored without passing the validating webhook and found invalid."""
+
+EXITED_WITH_CODE: Final = "ExitedWithCode"
+REMOVED_HISTORY: Final = "*removed"
+"""Key in ``carries``: restarts of replicas the controller removed (scale-down, suspend), which
+no live pod remembers any more but ``restartCount`` still includes."""
+EventType = Literal["Normal", "Warning"]
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    """An Event to record on the MXJob."""
+
+    type: EventType
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The new status of a job and what reconcile must do about it."""
+
+    status: dict[str, Any]
+    """The complete new ``status`` (without ``lastReconcileTime``, which the writer sets)."""
+    recreate: tuple[PodView, ...] = ()
+    """Failed pods to delete so that their replica is created again."""
+    restarts_before: dict[str, int] = field(default_factory=dict)
+    """Per missing slot (``<type>-<index>``): the restart history its new pod carries."""
+    finished: bool = False
+    """Succeeded or Failed: apply cleanPodPolicy, create nothing."""
+    stop_active: bool = False
+    """Delete every active pod whatever the cleanPodPolicy (the deadline passed)."""
+    suspended: bool = False
+    """Delete every pod and Service; create nothing."""
+    became: str | None = None
+    """``Succeeded`` or ``Failed`` when the job finished in this computation."""
+    created: bool = False
+    """The job was seen for the first time (the Created condition was set now)."""
+    new_restarts: int = 0
+    """How much ``restartCount`` grew."""
+    events: tuple[EventSpec, ...] = ()
+    requeue_after: float | None = None
+    """Seconds until a deadline or TTL is due; reconcile arms a timer for it."""
+    delete_job: bool = False
+    """The TTL after finishing has passed: delete the MXJob."""
+
+
+# -- time -----------------------------------------------------------------------------------------
+def format_time(moment: datetime.datetime) -> str:
+    """RFC 3339 in UTC with seconds, the format of the API's ``Time``."""
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: object) -> datetime.datetime | None:
+    """An API ``Time`` (or ``MicroTime``) as an aware datetime; None when absent or malformed."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+def _set(
+    conditions: list[dict[str, Any]],
+    ctype: ConditionType,
+    *,
+    status: bool,
+    reason: str,
+    message: str,
+    now: str,
+) -> list[dict[str, Any]]:
+    """``set_condition`` only when something changes, so that an unchanged job writes nothing."""
+    existing = get_condition(conditions, ctype)
+    wanted = "True" if status else "False"
+    if (
+        existing is not None
+        and existing.get("status") == wanted
+        and existing.get("reason") == reason
+        and existing.get("message") == message
+    ):
+        return conditions
+    if existing is None and not status:
+        return conditions
+    return set_condition(
+        conditions, type=ctype, status=status, reason=reason, message=message, now=now
+    )
+
+
+def _is_true(conditions: Sequence[Mapping[str, Any]], ctype: ConditionType) -> bool:
+    condition = get_condition(conditions, ctype)
+    return condition is not None and condition.get("status") == "True"
+
+
+def _describe(view: PodView) -> str:
+    rtype = view.replica_type.value if view.replica_type else "replica"
+    return f"{rtype} {view.index} (pod {view.name})"
+
+
+def _exit_text(view: PodView) -> str:
+    if view.exit_code is None:
+        why = view.reason or "no exit code"
+        return f"failed without an exit code ({why}, e.g. evicted or preempted)"
+    return f"exited with code {view.exit_code} ({describe_exit(view.exit_code)})"
+
+
+def _master_slot(job: Mapping[str, Any]) -> ReplicaType | None:
+    mode = job_mode(job)
+    if mode is JobMode.MXTUNE:
+        return ReplicaType.TUNER
+    if mode is JobMode.MXTRAIN:
+        return ReplicaType.WORKER if is_single_node(job) else ReplicaType.SCHEDULER
+    return None
+
+
+def _failure_kind(job: Mapping[str, Any], view: PodView) -> Literal["none", "permanent", "retry"]:
+    """How the failure of this pod counts under its replica's restart policy."""
+    if not view.failed or view.replica_type is None:
+        return "none"
+    policy = restart_policy(job, view.replica_type)
+    if policy is RestartPolicy.NEVER:
+        return "permanent"
+    if policy is RestartPolicy.EXIT_CODE:
+        return "retry" if classify_exit(view.exit_code) is ExitClass.RETRYABLE else "permanent"
+    # OnFailure/Always: the kubelet restarts failed containers in place, so a Failed pod was
+    # evicted (or hit a pod-level limit); only a new pod can run the replica again.
+    return "retry"
+
+
+def _succeeded(job: Mapping[str, Any], by_slot: Mapping[str, PodView | None]) -> bool:
+    """Whether the replicas that decide success have succeeded."""
+    if success_policy(job) is SuccessPolicy.ALL_WORKERS and not is_single_node(job):
+        workers = [v for k, v in by_slot.items() if k.startswith("worker-")]
+        return bool(workers) and all(v is not None and v.succeeded for v in workers)
+    master = _master_slot(job)
+    if master is None:
+        return False
+    view = by_slot.get(f"{master.value.lower()}-0")
+    return view is not None and view.succeeded
+
+
+def _replica_statuses(
+    job: Mapping[str, Any], counts: Mapping[ReplicaType, dict[str, int]]
+) -> dict[str, Any]:
+    return {
+        rtype.value: {
+            **counts.get(rtype, {"active": 0, "succeeded": 0, "failed": 0}),
+            "selector": replica_selector(job, rtype),
+        }
+        for rtype in (ReplicaType(t) for t in replica_specs(job))
+    }
+
+
+def _empty_counts(job: Mapping[str, Any]) -> dict[ReplicaType, dict[str, int]]:
+    return {ReplicaType(t): {"active": 0, "succeeded": 0, "failed": 0} for t in replica_specs(job)}
+
+
+def _cleaned_up(job: Mapping[str, Any], view: PodView, *, stop_active: bool) -> bool:
+    """Whether finishing removes this pod (so it no longer counts in replicaStatuses)."""
+    policy = clean_pod_policy(job)
+    if policy is CleanPodPolicy.ALL:
+        return True
+    return view.active and (stop_active or policy is CleanPodPolicy.RUNNING)
+
+
+def _final_counts(
+    job: Mapping[str, Any], views: Sequence[PodView], *, stop_active: bool
+) -> dict[ReplicaType, dict[str, int]]:
+    counts = _empty_counts(job)
+    for view in views:
+        if view.replica_type not in counts or _cleaned_up(job, view, stop_active=stop_active):
+            continue
+        bucket = counts[view.replica_type]
+        if view.succeeded:
+            bucket["succeeded"] += 1
+        elif view.failed:
+            bucket["failed"] += 1
+        elif view.active:
+            bucket["active"] += 1
+    return counts
+
+
+# -- the function ---------------------------------------------------------------------------------
+def compute_status(
+    job: Mapping[str, Any],
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    now: datetime.datetime,
+    carries: Mapping[str, int] | None = None,
+    violations: Sequence[str] = (),
+) -> Outcome:
+    """The job's new status and the decisions that go with it.
+
+    ``job`` is the defaulted MXJob with its persisted ``status``; ``pods`` are the pods it
+    controls (by owner uid), from the cache. ``carries`` maps a slot (``<type>-<index>``) whose
+    pod the controller deleted for recreation to the restart total its next pod must carry
+    (known exactly in memory; after a controller restart it is recovered from
+    ``status.restartCount``). ``violations`` are the reasons a job that never passed the
+    validating webhook is invalid; such a job fails at once.
+    """
+    name = job_name(job)
+    stamp = format_time(now)
+    old_status = as_mapping(job.get("status"))
+    status: dict[str, Any] = {k: v for k, v in old_status.items() if k != "lastReconcileTime"}
+    raw_conditions = old_status.get("conditions")
+    conditions: list[dict[str, Any]] = (
+        [dict(c) for c in raw_conditions if isinstance(c, Mapping)]
+        if isinstance(raw_conditions, list)
+        else []
+    )
+    persisted_restarts = old_status.get("restartCount")
+    restarts_so_far = persisted_restarts if is_int(persisted_restarts) else 0
+    created = not conditions
+    if created or get_condition(conditions, ConditionType.CREATED) is None:
+        conditions = _set(
+            conditions,
+            ConditionType.CREATED,
+            status=True,
+            reason=Reason.CREATED,
+            message=f"MXJob {name} is created.",
+            now=stamp,
+        )
+    views = [observe(p) for p in pods]
+    events: list[EventSpec] = []
+
+    def finish(
+        ctype: ConditionType,
+        reason: str,
+        message: str,
+        *,
+        stop_active: bool = False,
+        restart_count: int | None = None,
+    ) -> Outcome:
+        new_conditions = _set(
+            conditions, ctype, status=True, reason=reason, message=message, now=stamp
+        )
+        status["conditions"] = new_conditions
+        status["state"] = current_state(new_conditions)
+        status["completionTime"] = stamp
+        status.setdefault("startTime", stamp)
+        status["restartCount"] = restart_count if restart_count is not None else restarts_so_far
+        status["replicaStatuses"] = _replica_statuses(
+            job, _final_counts(job, views, stop_active=stop_active)
+        )
+        event_type: EventType = "Normal" if ctype is ConditionType.SUCCEEDED else "Warning"
+        events.append(EventSpec(event_type, reason, message))
+        ttl = ttl_seconds_after_finished(job)
+        return Outcome(
+            status=status,
+            finished=True,
+            stop_active=stop_active,
+            became=ctype.value,
+            created=created,
+            new_restarts=max(0, status["restartCount"] - restarts_so_far),
+            events=tuple(events),
+            requeue_after=float(ttl) if ttl is not None and ttl > 0 else None,
+            delete_job=ttl == 0,
+        )
+
+    # A finished job is frozen; only its TTL runs.
+    if _is_true(conditions, ConditionType.SUCCEEDED) or _is_true(conditions, ConditionType.FAILED):
+        status["conditions"] = conditions
+        status["state"] = current_state(conditions)
+        status.setdefault("completionTime", stamp)
+        if "replicaStatuses" not in status:
+            status["replicaStatuses"] = _replica_statuses(job, _empty_counts(job))
+        failed = get_condition(conditions, ConditionType.FAILED)
+        stop_active = (
+            failed is not None
+            and failed.get("status") == "True"
+            and failed.get("reason") == Reason.DEADLINE_EXCEEDED
+        )
+        ttl = ttl_seconds_after_finished(job)
+        requeue_after: float | None = None
+        delete_job = False
+        completion = parse_time(status.get("completionTime"))
+        if ttl is not None and completion is not None:
+            remaining = (completion + datetime.timedelta(seconds=ttl) - now).total_seconds()
+            delete_job = remaining <= 0
+            requeue_after = None if delete_job else remaining
+        return Outcome(
+            status=status,
+            finished=True,
+            stop_active=stop_active,
+            created=created,
+            requeue_after=requeue_after,
+            delete_job=delete_job,
+        )
+
+    if violations:
+        message = f"MXJob {name} is invalid: " + "; ".join(violations)
+        return finish(ConditionType.FAILED, FAILED_VALIDATION_REASON, message)
+
+    # Suspended: no pods, no deadline; resuming resets startTime.
+    if is_suspended(job):
+        message = f"MXJob {name} is suspended."
+        if not _is_true(conditions, ConditionType.SUSPENDED):
+            events.append(EventSpec("Normal", Reason.SUSPENDED, message))
+        conditions = _set(
+            conditions,
+            ConditionType.SUSPENDED,
+            status=True,
+            reason=Reason.SUSPENDED,
+            message=message,
+            now=stamp,
+        )
+        for ctype in (ConditionType.RUNNING, ConditionType.RESTARTING):
+            if _is_true(conditions, ctype):
+                conditions = _set(
+                    conditions,
+                    ctype,
+                    status=False,
+                    reason=Reason.SUSPENDED,
+                    message=message,
+                    now=stamp,
+                )
+        status["conditions"] = conditions
+        status["state"] = current_state(conditions)
+        status["restartCount"] = restarts_so_far
+        status["replicaStatuses"] = _replica_statuses(job, _empty_counts(job))
+        return Outcome(status=status, suspended=True, created=created, events=tuple(events))
+    if _is_true(conditions, ConditionType.SUSPENDED):
+        message = f"MXJob {name} is resumed."
+        conditions = _set(
+            conditions,
+            ConditionType.SUSPENDED,
+            status=False,
+            reason=Reason.RESUMED,
+            message=message,
+            now=stamp,
+        )
+        events.append(EventSpec("Normal", Reason.RESUMED, message))
+        status["startTime"] = stamp
+    status.setdefault("startTime", stamp)
+
+    # The deadline, from startTime.
+    requeue_after = None
+    deadline_seconds = active_deadline_seconds(job)
+    start = parse_time(status.get("startTime")) or now
+    if deadline_seconds is not None:
+        remaining = (start + datetime.timedelta(seconds=deadline_seconds) - now).total_seconds()
+        if remaining <= 0:
+            message = (
+                f"MXJob {name} has failed because it was active longer than its "
+                f"activeDeadlineSeconds ({deadline_seconds} s)."
+            )
+            return finish(ConditionType.FAILED, Reason.DEADLINE_EXCEEDED, message, stop_active=True)
+        requeue_after = remaining
+
+    # The pods, slot by slot.
+    slots = desired_slots(job)
+    views_by_name = {v.name: v for v in views}
+    by_slot: dict[str, PodView | None] = {}
+    for slot in slots:
+        view = views_by_name.get(slot.name)
+        by_slot[slot.key] = (
+            view if view is not None and view.replica_type is slot.replica_type else None
+        )
+
+    permanent = [
+        v
+        for v in by_slot.values()
+        if v and not v.terminating and _failure_kind(job, v) == "permanent"
+    ]
+    if permanent:
+        first = permanent[0]
+        for view in permanent:
+            events.append(
+                EventSpec(
+                    "Warning",
+                    EXITED_WITH_CODE,
+                    f"{_describe(view)} {_exit_text(view)}: permanent failure.",
+                )
+            )
+        message = f"MXJob {name} has failed because {_describe(first)} {_exit_text(first)}."
+        return finish(
+            ConditionType.FAILED,
+            Reason.FAILED,
+            message,
+            restart_count=max(restarts_so_far, _restart_sum(slots, by_slot, carries)[0]),
+        )
+
+    if _succeeded(job, by_slot):
+        return finish(
+            ConditionType.SUCCEEDED,
+            Reason.SUCCEEDED,
+            f"MXJob {name} is successfully completed.",
+            restart_count=max(restarts_so_far, _restart_sum(slots, by_slot, carries)[0]),
+        )
+
+    # Restarts: recreations of failed pods plus the kubelet's in-place restarts.
+    performed, restarts_before = _restart_sum(slots, by_slot, carries, total=restarts_so_far)
+    pending = [
+        v for v in by_slot.values() if v and not v.terminating and _failure_kind(job, v) == "retry"
+    ]
+    needed = max(restarts_so_far, performed + len(pending))
+    limit = backoff_limit(job)
+    if needed > limit:
+        for view in pending:
+            events.append(
+                EventSpec("Warning", EXITED_WITH_CODE, f"{_describe(view)} {_exit_text(view)}.")
+            )
+        message = (
+            f"MXJob {name} has failed because it has reached the specified backoff limit "
+            f"({limit} restart{'s' if limit != 1 else ''})."
+        )
+        return finish(
+            ConditionType.FAILED,
+            Reason.BACKOFF_LIMIT_EXCEEDED,
+            message,
+            restart_count=max(restarts_so_far, performed),
+        )
+    new_restarts = needed - restarts_so_far
+    for view in pending:
+        restarts_before[view.slot] = view.slot_restarts + 1
+        events.append(
+            EventSpec(
+                "Warning",
+                EXITED_WITH_CODE,
+                f"{_describe(view)} {_exit_text(view)}: retryable, recreating it.",
+            )
+        )
+    if pending:
+        what = ", ".join(f"{_describe(v)} {_exit_text(v)}" for v in pending)
+        message = f"MXJob {name} is restarting because {what}."
+        conditions = _set(
+            conditions,
+            ConditionType.RESTARTING,
+            status=True,
+            reason=Reason.RESTARTING,
+            message=message,
+            now=stamp,
+        )
+        events.append(
+            EventSpec(
+                "Warning",
+                Reason.RESTARTING,
+                f"Restarting {len(pending)} replica(s); restart {needed} of at most {limit}.",
+            )
+        )
+    elif new_restarts > 0:
+        events.append(
+            EventSpec(
+                "Warning",
+                Reason.RESTARTING,
+                f"{new_restarts} container restart(s) in place; restart "
+                f"{needed} of at most {limit}.",
+            )
+        )
+
+    # Running once every replica is up (or done) and the deciding one runs.
+    everyone_up = all(
+        v is not None and not v.terminating and (v.running or v.succeeded) for v in by_slot.values()
+    )
+    master = _master_slot(job)
+    master_view = by_slot.get(f"{master.value.lower()}-0") if master else None
+    if (
+        not pending
+        and everyone_up
+        and master_view is not None
+        and master_view.running
+        and not _is_true(conditions, ConditionType.RUNNING)
+    ):
+        conditions = _set(
+            conditions,
+            ConditionType.RUNNING,
+            status=True,
+            reason=Reason.RUNNING,
+            message=f"MXJob {name} is running.",
+            now=stamp,
+        )
+
+    counts = _empty_counts(job)
+    for slot in slots:
+        view = by_slot[slot.key]
+        bucket = counts[slot.replica_type]
+        if view is None or view.terminating or view.active or view in pending:
+            bucket["active"] += 1
+        elif view.succeeded:
+            bucket["succeeded"] += 1
+        else:
+            bucket["failed"] += 1
+    status["conditions"] = conditions
+    status["state"] = current_state(conditions)
+    status["restartCount"] = needed
+    status["replicaStatuses"] = _replica_statuses(job, counts)
+    return Outcome(
+        status=status,
+        recreate=tuple(pending),
+        restarts_before=restarts_before,
+        created=created,
+        new_restarts=new_restarts,
+        events=tuple(events),
+        requeue_after=requeue_after,
+    )
+
+
+def _restart_sum(
+    slots: Sequence[Slot],
+    by_slot: Mapping[str, PodView | None],
+    carries: Mapping[str, int] | None,
+    *,
+    total: int = 0,
+) -> tuple[int, dict[str, int]]:
+    """Restarts performed so far, and the history each missing slot's new pod must carry.
+
+    A live pod knows its slot's history (annotation + in-place restarts). A slot without a live
+    pod takes the carry reconcile remembered when it deleted the pod (and replicas removed by
+    scaling down or suspending are remembered under :data:`REMOVED_HISTORY`); failing that (the
+    controller restarted meanwhile, or someone else deleted the pod), the persisted ``total``
+    minus what the live pods explain is given to the first such slot, so the sum, which is all
+    that backoffLimit needs, stays exact.
+    """
+    known = carries or {}
+    performed = known.get(REMOVED_HISTORY, 0)
+    unknown: list[str] = []
+    restarts_before: dict[str, int] = {}
+    for slot in slots:
+        view = by_slot.get(slot.key)
+        if view is not None and not view.terminating:
+            performed += view.slot_restarts
+        elif slot.key in known:
+            performed += known[slot.key]
+            restarts_before[slot.key] = known[slot.key]
+        elif view is not None:
+            performed += view.slot_restarts
+            restarts_before[slot.key] = view.slot_restarts
+        else:
+            unknown.append(slot.key)
+    if unknown:
+        remainder = max(0, total - performed)
+        for position, key in enumerate(unknown):
+            restarts_before[key] = remainder if position == 0 else 0
+        performed += remainder
+    return performed, {k: v for k, v in restarts_before.items() if v > 0}

@@ -1,0 +1,120 @@
+"""MXJobs and pods as the controller sees them, for the controller's unit tests.
+
+Jobs come defaulted (as the mutating webhook stores them) with the metadata the API server adds;
+pods are built by ``controller.desired`` and given the status a kubelet would write.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from typing import Any
+
+from controller.desired import Slot, build_pod, desired_slots
+from shared.defaults import apply_defaults
+
+Obj = dict[str, Any]
+
+NOW = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+NOW_TEXT = "2030-01-02T03:04:05Z"
+
+
+def later(seconds: float) -> datetime.datetime:
+    return NOW + datetime.timedelta(seconds=seconds)
+
+
+def template(image: str = "mxjob/mxnet:cpu") -> Obj:
+    return {"spec": {"containers": [{"name": "mxnet", "image": image}]}}
+
+
+def job(
+    name: str = "mnist",
+    *,
+    mode: str = "MXTrain",
+    replicas: dict[str, int] | None = None,
+    restart_policy: str | None = None,
+    run_policy: dict[str, Any] | None = None,
+    success_policy: str | None = None,
+    status: Obj | None = None,
+    namespace: str = "ns",
+    uid: str = "job-uid",
+) -> Obj:
+    """A defaulted MXJob (``replicas`` default: Scheduler 1, Server 1, Worker 2)."""
+    counts = replicas or {"Scheduler": 1, "Server": 1, "Worker": 2}
+    specs: Obj = {}
+    for rtype, count in counts.items():
+        specs[rtype] = {"replicas": count, "template": template()}
+        if restart_policy:
+            specs[rtype]["restartPolicy"] = restart_policy
+    spec: Obj = {"jobMode": mode, "mxReplicaSpecs": specs}
+    if run_policy:
+        spec["runPolicy"] = copy.deepcopy(run_policy)
+    if success_policy is not None:
+        spec["successPolicy"] = success_policy
+    raw: Obj = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+            "generation": 1,
+            "resourceVersion": "10",
+        },
+        "spec": spec,
+    }
+    defaulted = apply_defaults(raw)
+    if status is not None:
+        defaulted["status"] = copy.deepcopy(status)
+    return defaulted
+
+
+def slot(job_obj: Obj, key: str) -> Slot:
+    """The slot ``<lower type>-<index>`` of a job."""
+    for found in desired_slots(job_obj):
+        if found.key == key:
+            return found
+    raise KeyError(key)
+
+
+def pod(
+    job_obj: Obj,
+    key: str,
+    *,
+    phase: str = "Running",
+    exit_code: int | None = None,
+    restarts: int = 0,
+    restarts_before: int = 0,
+    reason: str | None = None,
+    terminating: bool = False,
+    uid: str | None = None,
+    last_exit_code: int | None = None,
+) -> Obj:
+    """The pod of slot ``key`` with a kubelet-like status."""
+    built = build_pod(job_obj, slot(job_obj, key), restarts_before=restarts_before)
+    built["metadata"]["uid"] = uid or f"pod-{key}"
+    built["metadata"]["resourceVersion"] = "20"
+    if terminating:
+        built["metadata"]["deletionTimestamp"] = NOW_TEXT
+    state: Obj
+    if exit_code is not None:
+        state = {
+            "terminated": {"exitCode": exit_code, "reason": "Error" if exit_code else "Completed"}
+        }
+    elif phase == "Running":
+        state = {"running": {"startedAt": NOW_TEXT}}
+    else:
+        state = {"waiting": {"reason": "ContainerCreating"}}
+    container: Obj = {"name": "mxnet", "restartCount": restarts, "state": state}
+    if last_exit_code is not None:
+        container["lastState"] = {"terminated": {"exitCode": last_exit_code}}
+    status: Obj = {"phase": phase, "containerStatuses": [container]}
+    if reason:
+        status["reason"] = reason
+    built["status"] = status
+    return built
+
+
+def pods_all(job_obj: Obj, **overrides: Any) -> list[Obj]:
+    """A pod per slot, every one Running (``overrides`` apply to all)."""
+    return [pod(job_obj, s.key, **overrides) for s in desired_slots(job_obj)]

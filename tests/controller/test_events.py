@@ -1,0 +1,65 @@
+"""Events: written in the background, repeats aggregated into a count."""
+
+from __future__ import annotations
+
+from controller.events import EventRecorder, summarize
+from tests.controller.fakes import FakeApi
+from tests.controller.samples import job
+
+
+def recorded(api: FakeApi) -> list[dict[str, object]]:
+    return [o for path, o in api.objects.items() if "/events/" in path]
+
+
+def test_an_event_names_the_mxjob_and_the_controller() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, host="node-1")
+    recorder.start()
+    recorder.record(job(), "Warning", "ExitedWithCode", "Worker 0 exited with code 137")
+    recorder.stop()
+    [event] = recorded(api)
+    assert event["involvedObject"] == {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "name": "mnist",
+        "namespace": "ns",
+        "uid": "job-uid",
+    }
+    assert (event["type"], event["reason"], event["count"]) == ("Warning", "ExitedWithCode", 1)
+    assert event["source"] == {"component": "mxjob-controller", "host": "node-1"}
+
+
+def test_a_repeated_event_bumps_the_count_of_the_first() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api)
+    recorder.start()
+    for _ in range(3):
+        recorder.record(job(), "Normal", "SuccessfulCreatePod", "Created pod: mnist-worker-0")
+    recorder.record(job(), "Normal", "SuccessfulCreatePod", "Created pod: mnist-worker-1")
+    recorder.stop()
+    counts = sorted((e["message"], e["count"]) for e in recorded(api))
+    assert counts == [("Created pod: mnist-worker-0", 3), ("Created pod: mnist-worker-1", 1)]
+    assert [r.method for r in api.requests] == ["POST", "PATCH", "PATCH", "POST"]
+
+
+def test_a_full_queue_drops_events_instead_of_blocking() -> None:
+    recorder = EventRecorder(FakeApi(), queue_size=1)
+    recorder.record(job(), "Normal", "A", "one")
+    recorder.record(job(), "Normal", "B", "two")
+    assert recorder.dropped == 1
+
+
+def test_summaries_list_names_and_cut_long_lists() -> None:
+    assert summarize("Created", "pod", ["a"]) == "Created pod: a"
+    names = [f"p{i}" for i in range(12)]
+    assert summarize("Deleted", "service", names, limit=2) == "Deleted services: p0, p1 and 10 more"
+
+
+def test_warnings_only_skips_normal_events() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, warnings_only=True)
+    recorder.start()
+    recorder.record(job(), "Normal", "SuccessfulCreatePod", "Created pod: mnist-worker-0")
+    recorder.record(job(), "Warning", "ExitedWithCode", "Worker 0 exited with code 137")
+    recorder.stop()
+    assert [e["reason"] for e in recorded(api)] == ["ExitedWithCode"]

@@ -1,0 +1,184 @@
+"""Informers: list + watch into the cache; bookmarks, reconnects and 410 relists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.informers import (
+    DELETED,
+    Informer,
+    InformerSettings,
+    Store,
+    slim_pod,
+)
+from controller.kube import Gone
+from tests.controller.fakes import ScriptedWatchApi
+
+Obj = dict[str, Any]
+
+
+def obj(name: str, rv: str, *, uid: str | None = None, job: str = "j", **extra: Any) -> Obj:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": uid or f"uid-{name}",
+            "resourceVersion": rv,
+            "labels": {"job": job},
+            "managedFields": [{"manager": "x"}],
+        },
+        **extra,
+    }
+
+
+def listing(*items: Obj, rv: str, token: str = "") -> Obj:
+    return {"metadata": {"resourceVersion": rv, "continue": token}, "items": list(items)}
+
+
+def event(kind: str, item: Obj) -> Obj:
+    return {"type": kind, "object": item}
+
+
+def run(api: ScriptedWatchApi, **kwargs: Any) -> tuple[Informer, list[tuple[str, str]]]:
+    """Run an informer over the scripts until they are used up; return it and its events."""
+    informer = Informer(
+        api,
+        name="test",
+        path_for=lambda ns: "/api/v1/pods",
+        index_label="job",
+        settings=InformerSettings(retry_min=0.001, retry_max=0.002),
+        **kwargs,
+    )
+    seen: list[tuple[str, str]] = []
+    informer.add_handler(lambda kind, o, old: seen.append((kind, o["metadata"]["name"])))
+    api.on_exhausted = lambda: informer.stop(wait=False)
+    informer.start()
+    for thread in informer._threads:
+        thread.join(timeout=5)
+    assert not informer.alive()
+    return informer, seen
+
+
+def test_lists_every_page_then_watches_from_the_lists_version_with_bookmarks() -> None:
+    api = ScriptedWatchApi(
+        lists=[listing(obj("a", "5"), rv="9", token="next"), listing(obj("b", "6"), rv="10")],
+        watches=[[event("MODIFIED", obj("a", "11")), event("DELETED", obj("b", "12"))]],
+    )
+    informer, seen = run(api)
+    assert ("continue", "next") in api.list_queries[1]
+    query = dict(api.watch_queries[0])
+    assert query["resourceVersion"] == "10" and query["allowWatchBookmarks"] == "true"
+    assert seen == [("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
+    assert informer.store.all_keys() == ["ns/a"]
+    assert informer.has_synced()
+    assert "managedFields" not in informer.store.get("ns/a")["metadata"]  # type: ignore[index]
+
+
+def test_a_closed_stream_resumes_from_the_last_bookmark_without_relisting() -> None:
+    api = ScriptedWatchApi(
+        lists=[listing(rv="10")],
+        watches=[
+            [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "50"}}}],
+            [event("ADDED", obj("c", "51"))],
+        ],
+    )
+    informer, seen = run(api)
+    assert dict(api.watch_queries[1])["resourceVersion"] == "50"
+    assert informer.relists == 1 and seen == [("ADDED", "c")]
+
+
+def test_a_dropped_connection_reconnects_from_the_last_version() -> None:
+    api = ScriptedWatchApi(
+        lists=[listing(obj("a", "5"), rv="10")],
+        watches=[
+            [event("MODIFIED", obj("a", "20"))],
+            ConnectionResetError("reset"),
+            [event("MODIFIED", obj("a", "21"))],
+        ],
+    )
+    informer, _ = run(api)
+    assert [dict(q)["resourceVersion"] for q in api.watch_queries[:3]] == ["10", "20", "20"]
+    assert informer.relists == 1
+
+
+def test_an_expired_watch_relists_and_reports_what_vanished_meanwhile() -> None:
+    api = ScriptedWatchApi(
+        lists=[listing(obj("a", "5"), obj("b", "6"), rv="10"), listing(obj("a", "30"), rv="31")],
+        watches=[
+            [{"type": "ERROR", "object": {"code": 410, "message": "too old"}}],
+            [event("ADDED", obj("d", "32"))],
+        ],
+    )
+    informer, seen = run(api)
+    assert informer.relists == 2
+    assert seen[2:] == [("DELETED", "b"), ("MODIFIED", "a"), ("ADDED", "d")]
+    assert dict(api.watch_queries[1])["resourceVersion"] == "31"
+
+
+def test_a_410_answer_to_the_watch_request_also_relists() -> None:
+    api = ScriptedWatchApi(
+        lists=[listing(rv="10"), listing(rv="40")],
+        watches=[Gone(410, "Gone", {"reason": "Expired"}), []],
+    )
+    informer, _ = run(api)
+    assert informer.relists == 2
+
+
+def test_one_watch_per_namespace_when_namespaces_are_given() -> None:
+    paths: list[str | None] = []
+    api = ScriptedWatchApi(lists=[listing(rv="1"), listing(rv="2")], watches=[])
+
+    def path_for(namespace: str | None) -> str:
+        paths.append(namespace)
+        return f"/api/v1/namespaces/{namespace}/pods"
+
+    informer = Informer(
+        api,
+        name="ns",
+        path_for=path_for,
+        namespaces=("a", "b"),
+        settings=InformerSettings(retry_min=0.001),
+    )
+    informer.start()
+    assert informer.wait_synced(timeout=5)
+    informer.stop()
+    assert not informer.alive()
+    assert {"a", "b"} <= set(paths)
+    assert len(api.list_queries) == 2
+
+
+# -- the store --------------------------------------------------------------------------------
+def test_the_store_indexes_by_label_and_follows_relabels() -> None:
+    store = Store(index_label="job")
+    store.apply("ADDED", obj("a", "1", job="x"))
+    store.apply("ADDED", obj("b", "1", job="x"))
+    store.apply("MODIFIED", obj("b", "2", job="y"))
+    assert [o["metadata"]["name"] for o in store.by_index("ns", "x")] == ["a"]
+    assert [o["metadata"]["name"] for o in store.by_index("ns", "y")] == ["b"]
+
+
+def test_a_late_delete_of_an_old_object_keeps_its_same_named_successor() -> None:
+    store = Store()
+    store.apply("ADDED", obj("a", "5", uid="new"))
+    changed, _ = store.apply(DELETED, obj("a", "3", uid="old"))
+    assert not changed and store.get("ns/a") is not None
+
+
+def test_a_write_through_is_not_undone_by_an_older_event() -> None:
+    store = Store()
+    store.put_if_newer(obj("a", "20"))
+    changed, _ = store.apply("MODIFIED", obj("a", "19"))
+    assert not changed
+    assert store.get("ns/a")["metadata"]["resourceVersion"] == "20"  # type: ignore[index]
+
+
+def test_slim_pods_keep_only_what_status_needs() -> None:
+    pod = obj(
+        "a",
+        "1",
+        spec={"nodeName": "n", "restartPolicy": "Never", "containers": [{}]},
+        status={"phase": "Running"},
+    )
+    slim = slim_pod(pod)
+    assert slim["spec"] == {"nodeName": "n", "restartPolicy": "Never"}
+    assert slim["status"] == {"phase": "Running"}

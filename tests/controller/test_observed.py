@@ -1,0 +1,45 @@
+"""observed: what a pod says about its replica, read totally."""
+
+from __future__ import annotations
+
+from controller.observed import controller_uid, observe
+from tests.controller.samples import job, pod
+
+
+def test_a_terminated_container_gives_the_exit_code_and_slot() -> None:
+    view = observe(pod(job(), "worker-1", phase="Failed", exit_code=137))
+    assert (view.slot, view.exit_code, view.failed, view.active) == ("worker-1", 137, True, False)
+    assert view.reason == "Error"
+
+
+def test_an_evicted_pod_has_no_exit_code_and_the_pods_reason() -> None:
+    view = observe(pod(job(), "server-0", phase="Failed", reason="Evicted"))
+    assert view.exit_code is None and view.reason == "Evicted"
+
+
+def test_restart_history_is_the_annotation_plus_in_place_restarts() -> None:
+    view = observe(pod(job(), "worker-0", restarts=2, restarts_before=3, last_exit_code=1))
+    assert view.slot_restarts == 5 and view.last_exit_code == 1
+
+
+def test_a_terminating_pod_is_not_active() -> None:
+    view = observe(pod(job(), "worker-0", terminating=True))
+    assert view.terminating and not view.active and not view.running
+
+
+def test_a_malformed_pod_reads_as_pending() -> None:
+    view = observe(
+        {
+            "metadata": {"name": "x", "labels": {"training.kubeflow.org/replica-index": "abc"}},
+            "status": "oops",
+        }
+    )
+    assert view.phase == "Pending" and view.index is None and view.replica_type is None
+    assert view.slot_restarts == 0
+
+
+def test_the_controller_owner_is_found_among_owner_references() -> None:
+    built = pod(job(uid="u-1"), "worker-0")
+    built["metadata"]["ownerReferences"].insert(0, {"uid": "not-controller"})
+    assert controller_uid(built) == "u-1"
+    assert controller_uid({"metadata": {}}) is None

@@ -1,0 +1,295 @@
+"""reconcile: the plan (pure) and what the Reconciler sends to the API server (in-memory fake)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from controller.events import EventRecorder
+from controller.expectations import Expectations
+from controller.informers import Store
+from controller.kube import Conflict, mxjobs_path, pods_path, services_path
+from controller.metrics import Metrics
+from controller.observed import RESTARTS_BEFORE_ANNOTATION
+from controller.reconcile import NameConflictError, Reconciler, plan_actions
+from controller.status import compute_status
+from shared.constants import LABEL_JOB_NAME
+from tests.controller.fakes import FakeApi
+from tests.controller.samples import NOW, job, later, pod, pods_all
+
+Obj = dict[str, Any]
+KEY = "ns/mnist"
+
+
+def names(objects: list[Obj]) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in objects)
+
+
+# -- plan_actions -----------------------------------------------------------------------------
+def test_plan_creates_every_missing_pod_and_service() -> None:
+    j = job()
+    plan = plan_actions(j, compute_status(j, [], now=NOW), [], [])
+    assert [s.name for s, _ in plan.create_pods] == [
+        "mnist-scheduler-0",
+        "mnist-server-0",
+        "mnist-worker-0",
+        "mnist-worker-1",
+    ]
+    assert [s.name for s in plan.create_services] == [s.name for s, _ in plan.create_pods]
+    assert not plan.delete_pods and not plan.delete_services
+
+
+def test_plan_scales_down_by_deleting_the_highest_indices() -> None:
+    big = job(replicas={"Scheduler": 1, "Worker": 3})
+    existing = pods_all(big)
+    small = job(replicas={"Scheduler": 1, "Worker": 1})
+    plan = plan_actions(small, compute_status(small, existing, now=NOW), existing, [])
+    assert names(plan.delete_pods) == ["mnist-worker-1", "mnist-worker-2"]
+    assert not plan.create_pods
+
+
+def test_plan_waits_for_a_terminating_pod_to_go_before_recreating_it() -> None:
+    j = job()
+    existing = [*pods_all(j)[:3], pod(j, "worker-1", terminating=True)]
+    plan = plan_actions(j, compute_status(j, existing, now=NOW), existing, [])
+    assert not plan.create_pods and not plan.delete_pods
+
+
+def test_plan_deletes_everything_while_suspended() -> None:
+    j = job(run_policy={"suspend": True})
+    existing = pods_all(j)
+    plan = plan_actions(j, compute_status(j, existing, now=NOW), existing, existing)
+    assert len(plan.delete_pods) == 4 and len(plan.delete_services) == 4
+    assert not plan.create_pods
+
+
+@pytest.mark.parametrize(
+    ("policy", "deleted", "services_deleted"),
+    [
+        ("All", ["mnist-scheduler-0", "mnist-server-0", "mnist-worker-0", "mnist-worker-1"], 4),
+        ("Running", ["mnist-server-0", "mnist-worker-0", "mnist-worker-1"], 0),
+        ("None", [], 0),
+    ],
+)
+def test_plan_applies_the_clean_pod_policy_when_finished(
+    policy: str, deleted: list[str], services_deleted: int
+) -> None:
+    j = job(run_policy={"cleanPodPolicy": policy})
+    existing = [pod(j, "scheduler-0", phase="Succeeded", exit_code=0), *pods_all(j)[1:]]
+    outcome = compute_status(j, existing, now=NOW)
+    assert outcome.finished
+    plan = plan_actions(j, outcome, existing, existing)
+    assert names(plan.delete_pods) == deleted
+    assert len(plan.delete_services) == services_deleted
+
+
+def test_plan_stops_active_pods_after_the_deadline_even_with_clean_policy_none() -> None:
+    j = job(run_policy={"cleanPodPolicy": "None", "activeDeadlineSeconds": 1})
+    existing = pods_all(j)
+    started = compute_status(j, [], now=NOW).status
+    outcome = compute_status({**j, "status": started}, existing, now=later(2))
+    assert outcome.stop_active
+    assert len(plan_actions(j, outcome, existing, []).delete_pods) == 4
+
+
+# -- the Reconciler against an in-memory API --------------------------------------------------
+class World:
+    """A Reconciler whose caches the test fills, over a FakeApi."""
+
+    def __init__(self, job_obj: Obj) -> None:
+        self.api = FakeApi()
+        self.jobs = Store()
+        self.pods = Store(index_label=LABEL_JOB_NAME)
+        self.services = Store(index_label=LABEL_JOB_NAME)
+        self.expectations = Expectations()
+        self.recorder = EventRecorder(self.api)
+        self.clock = NOW
+        self.reconciler = Reconciler(
+            self.api,
+            jobs=self.jobs,
+            pods=self.pods,
+            services=self.services,
+            expectations=self.expectations,
+            recorder=self.recorder,
+            metrics=Metrics(),
+            now=lambda: self.clock,
+        )
+        stored = self.api.put_object(mxjobs_path("ns", "mnist"), job_obj)
+        self.jobs.apply("ADDED", stored)
+
+    def sync_from_api(self) -> None:
+        """What the informers would do: copy the API's objects into the caches."""
+        for path, obj in self.api.objects.items():
+            store = (
+                self.pods
+                if "/pods/" in path
+                else self.services
+                if "/services/" in path
+                else self.jobs
+            )
+            store.put_if_newer(copy.deepcopy(obj))
+        for store, marker in ((self.pods, "/pods/"), (self.services, "/services/")):
+            for obj in store.objects():
+                path = (pods_path if marker == "/pods/" else services_path)(
+                    "ns", obj["metadata"]["name"]
+                )
+                if path not in self.api.objects:
+                    store.apply("DELETED", obj)
+                    self.expectations.deletion_observed(
+                        KEY,
+                        marker.strip("/"),  # type: ignore[arg-type]
+                        obj["metadata"]["uid"],
+                    )
+        for obj in self.pods.objects():
+            self.expectations.creation_observed(KEY, "pods", obj["metadata"]["name"])
+        for obj in self.services.objects():
+            self.expectations.creation_observed(KEY, "services", obj["metadata"]["name"])
+
+    def set_pod_status(self, name: str, status: Obj) -> None:
+        self.api.objects[pods_path("ns", name)]["status"] = status
+        self.api.objects[pods_path("ns", name)]["metadata"]["resourceVersion"] += "0"
+
+
+def test_first_reconcile_writes_status_once_and_creates_pods_and_services() -> None:
+    world = World(job())
+    world.reconciler.reconcile(KEY)
+    writes = [(r.method, r.path) for r in world.api.writes()]
+    assert writes[0] == ("PUT", mxjobs_path("ns", "mnist", subresource="status"))
+    assert writes.count(("POST", pods_path("ns"))) == 4
+    assert writes.count(("POST", services_path("ns"))) == 4
+    assert len(writes) == 9
+    created = world.api.objects[pods_path("ns", "mnist-worker-1")]
+    assert created["metadata"]["ownerReferences"][0]["uid"] == "job-uid"
+    stored = world.api.objects[mxjobs_path("ns", "mnist")]
+    assert stored["status"]["state"] == "Created"
+    assert stored["status"]["lastReconcileTime"] == "2030-01-02T03:04:05Z"
+
+
+def test_a_second_reconcile_with_nothing_new_sends_nothing() -> None:
+    world = World(job())
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    before = len(world.api.requests)
+    world.clock = later(30)
+    world.reconciler.reconcile(KEY)
+    assert world.api.requests[before:] == []
+
+
+def test_nothing_is_done_while_created_pods_are_not_yet_in_the_cache() -> None:
+    world = World(job())
+    world.reconciler.reconcile(KEY)
+    before = len(world.api.requests)
+    world.reconciler.reconcile(KEY)  # the informers have not delivered the pods yet
+    assert world.api.requests[before:] == []
+
+
+def test_a_status_conflict_is_raised_before_any_pod_is_touched() -> None:
+    world = World(job())
+    world.api.fail_next[("PUT", mxjobs_path("ns", "mnist", subresource="status"))] = Conflict(
+        409, "Conflict", {"reason": "Conflict"}
+    )
+    with pytest.raises(Conflict):
+        world.reconciler.reconcile(KEY)
+    assert [r.method for r in world.api.writes()] == ["PUT"]
+
+
+def test_an_existing_pod_owned_by_the_job_is_adopted_without_error() -> None:
+    world = World(job())
+    ours = pod(job(), "worker-0")
+    world.api.put_object(pods_path("ns", "mnist-worker-0"), ours)
+    world.reconciler.reconcile(KEY)  # AlreadyExists on worker-0: it is ours, fine
+    assert pods_path("ns", "mnist-worker-1") in world.api.objects
+
+
+def test_a_name_taken_by_a_foreign_pod_is_an_error_and_a_warning_event() -> None:
+    world = World(job())
+    foreign = pod(job(uid="other-job"), "worker-0")
+    world.api.put_object(pods_path("ns", "mnist-worker-0"), foreign)
+    with pytest.raises(NameConflictError):
+        world.reconciler.reconcile(KEY)
+    assert pods_path("ns", "mnist-worker-1") in world.api.objects  # the others were created
+
+
+def test_a_retryable_failure_is_recreated_with_its_restart_history() -> None:
+    world = World(job())
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    world.set_pod_status(
+        "mnist-worker-1", pod(job(), "worker-1", phase="Failed", exit_code=137)["status"]
+    )
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    assert pods_path("ns", "mnist-worker-1") not in world.api.objects
+    assert world.api.objects[mxjobs_path("ns", "mnist")]["status"]["restartCount"] == 1
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    replacement = world.api.objects[pods_path("ns", "mnist-worker-1")]
+    assert replacement["metadata"]["annotations"][RESTARTS_BEFORE_ANNOTATION] == "1"
+
+
+def test_ttl_expiry_deletes_the_job_with_a_uid_precondition() -> None:
+    finished = job(run_policy={"ttlSecondsAfterFinished": 0})
+    finished["status"] = compute_status(
+        finished, [pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)], now=NOW
+    ).status
+    world = World(finished)
+    world.reconciler.reconcile(KEY)
+    delete = next(r for r in world.api.writes() if r.method == "DELETE")
+    assert delete.path == mxjobs_path("ns", "mnist")
+    assert delete.body["preconditions"]["uid"] == "job-uid"
+
+
+def test_a_job_managed_by_another_controller_is_left_alone() -> None:
+    world = World(job(run_policy={"managedBy": "example.com/other"}))
+    assert world.reconciler.reconcile(KEY) is None
+    assert world.api.writes() == []
+
+
+def test_a_job_stored_without_the_webhook_is_defaulted_in_memory_and_runs() -> None:
+    raw = job()
+    for replica in raw["spec"]["mxReplicaSpecs"].values():
+        replica["template"]["spec"]["containers"][0].pop("env", None)
+    raw["spec"]["mxReplicaSpecs"]["worker"] = raw["spec"]["mxReplicaSpecs"].pop("Worker")
+    world = World(raw)
+    world.reconciler.reconcile(KEY)
+    worker = world.api.objects[pods_path("ns", "mnist-worker-1")]
+    env = {e["name"] for e in worker["spec"]["containers"][0]["env"]}
+    assert {"DMLC_ROLE", "DMLC_PS_ROOT_URI", "MX_CONFIG"} <= env
+
+
+def test_an_invalid_job_stored_without_the_webhook_fails_with_a_clear_reason() -> None:
+    raw = job()
+    raw["spec"]["mxReplicaSpecs"]["Scheduler"]["replicas"] = 2
+    world = World(raw)
+    world.reconciler.reconcile(KEY)
+    status = world.api.objects[mxjobs_path("ns", "mnist")]["status"]
+    assert status["state"] == "Failed"
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "MXJobFailedValidation"
+    assert "Scheduler" in failed["message"]
+    assert not any(r.method == "POST" for r in world.api.writes())
+
+
+def test_scaling_down_remembers_the_restarts_of_the_removed_replicas() -> None:
+    world = World(job(replicas={"Scheduler": 1, "Worker": 2}))
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    world.api.objects[pods_path("ns", "mnist-worker-1")]["metadata"]["annotations"] = {
+        RESTARTS_BEFORE_ANNOTATION: "2"
+    }
+    stored = world.api.objects[mxjobs_path("ns", "mnist")]
+    stored["status"]["restartCount"] = 2
+    stored["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 1
+    stored["metadata"]["generation"] = 2
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    assert pods_path("ns", "mnist-worker-1") not in world.api.objects
+    world.sync_from_api()
+    world.set_pod_status(
+        "mnist-worker-0", pod(job(), "worker-0", phase="Failed", exit_code=137)["status"]
+    )
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    assert world.api.objects[mxjobs_path("ns", "mnist")]["status"]["restartCount"] == 3

@@ -1,0 +1,406 @@
+"""compute_status: the operator's policy, one behaviour per test (no I/O, fixed clock)."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.desired import desired_slots
+from controller.status import (
+    FAILED_VALIDATION_REASON,
+    REMOVED_HISTORY,
+    Outcome,
+    compute_status,
+    format_time,
+    parse_time,
+)
+from tests.controller.samples import NOW, NOW_TEXT, job, later, pod, pods_all
+
+Obj = dict[str, Any]
+
+
+def step(
+    job_obj: Obj,
+    pods: list[Obj],
+    *,
+    now: datetime.datetime = NOW,
+    carries: dict[str, int] | None = None,
+) -> tuple[Obj, Outcome]:
+    """Compute, and return the job with the new status stored (as reconcile would)."""
+    outcome = compute_status(job_obj, pods, now=now, carries=carries)
+    stored = copy.deepcopy(job_obj)
+    stored["status"] = copy.deepcopy(outcome.status)
+    return stored, outcome
+
+
+def cond(status: Obj, ctype: str) -> Obj | None:
+    return next((c for c in status.get("conditions", []) if c["type"] == ctype), None)
+
+
+def true_exclusive(status: Obj) -> list[str]:
+    return [
+        c["type"]
+        for c in status.get("conditions", [])
+        if c["type"] in ("Running", "Restarting", "Succeeded", "Failed") and c["status"] == "True"
+    ]
+
+
+# -- creation and running ---------------------------------------------------------------------
+def test_a_new_job_is_created_with_start_time_and_every_replica_counted_active() -> None:
+    _, outcome = step(job(), [])
+    status = outcome.status
+    assert outcome.created
+    assert status["state"] == "Created"
+    assert cond(status, "Created")["reason"] == "MXJobCreated"  # type: ignore[index]
+    assert status["startTime"] == NOW_TEXT
+    assert status["restartCount"] == 0
+    assert status["replicaStatuses"]["Worker"] == {
+        "active": 2,
+        "succeeded": 0,
+        "failed": 0,
+        "selector": (
+            "training.kubeflow.org/job-name=mnist,training.kubeflow.org/replica-type=worker"
+        ),
+    }
+
+
+def test_recomputing_with_nothing_new_changes_nothing() -> None:
+    stored, _ = step(job(), [])
+    stored, _ = step(stored, pods_all(stored))
+    _, outcome = step(stored, pods_all(stored), now=later(30))
+    assert outcome.status == stored["status"]
+    assert not outcome.events and not outcome.recreate
+
+
+def test_the_job_runs_once_every_replica_runs() -> None:
+    stored, _ = step(job(), [])
+    pending = [*pods_all(stored)[:-1], pod(stored, "worker-1", phase="Pending")]
+    stored, outcome = step(stored, pending)
+    assert outcome.status["state"] == "Created"
+    _, outcome = step(stored, pods_all(stored))
+    assert outcome.status["state"] == "Running"
+    assert cond(outcome.status, "Running")["message"] == "MXJob mnist is running."  # type: ignore[index]
+
+
+# -- success ----------------------------------------------------------------------------------
+def test_mxtrain_succeeds_when_the_scheduler_exits_0() -> None:
+    stored, _ = step(job(), [])
+    running = pods_all(stored)
+    done = [pod(stored, "scheduler-0", phase="Succeeded", exit_code=0), *running[1:]]
+    _, outcome = step(stored, done, now=later(10))
+    assert outcome.became == "Succeeded" and outcome.finished
+    assert outcome.status["state"] == "Succeeded"
+    assert outcome.status["completionTime"] == format_time(later(10))
+    assert true_exclusive(outcome.status) == ["Succeeded"]
+    assert [e.reason for e in outcome.events] == ["MXJobSucceeded"]
+    # cleanPodPolicy Running: the still-running pods are cleaned up, so no longer active.
+    assert outcome.status["replicaStatuses"]["Worker"]["active"] == 0
+    assert outcome.status["replicaStatuses"]["Scheduler"]["succeeded"] == 1
+
+
+def test_all_workers_policy_waits_for_every_worker_not_the_scheduler() -> None:
+    stored, _ = step(job(success_policy="AllWorkers"), [])
+    scheduler_done = [
+        pod(stored, "scheduler-0", phase="Succeeded", exit_code=0),
+        pod(stored, "server-0"),
+        pod(stored, "worker-0"),
+        pod(stored, "worker-1"),
+    ]
+    stored, outcome = step(stored, scheduler_done)
+    assert not outcome.finished
+    workers_done = [
+        pod(stored, "scheduler-0"),
+        pod(stored, "server-0"),
+        pod(stored, "worker-0", phase="Succeeded", exit_code=0),
+        pod(stored, "worker-1", phase="Succeeded", exit_code=0),
+    ]
+    _, outcome = step(stored, workers_done)
+    assert outcome.became == "Succeeded"
+
+
+def test_single_node_job_succeeds_when_its_worker_exits_0() -> None:
+    stored, _ = step(job(replicas={"Worker": 1}), [])
+    _, outcome = step(stored, [pod(stored, "worker-0", phase="Succeeded", exit_code=0)])
+    assert outcome.became == "Succeeded"
+
+
+def test_mxtune_succeeds_when_the_tuner_exits_0() -> None:
+    tune = job(mode="MXTune", replicas={"TunerTracker": 1, "TunerServer": 1, "Tuner": 1})
+    stored, _ = step(tune, [])
+    tracker_done = [
+        pod(stored, "tunertracker-0", phase="Succeeded", exit_code=0),
+        pod(stored, "tunerserver-0"),
+        pod(stored, "tuner-0"),
+    ]
+    stored, outcome = step(stored, tracker_done)
+    assert not outcome.finished
+    tuner_done = [
+        pod(stored, "tunertracker-0"),
+        pod(stored, "tunerserver-0"),
+        pod(stored, "tuner-0", phase="Succeeded", exit_code=0),
+    ]
+    _, outcome = step(stored, tuner_done)
+    assert outcome.became == "Succeeded"
+
+
+# -- failure ----------------------------------------------------------------------------------
+def test_a_worker_exiting_1_fails_the_job_even_when_the_scheduler_exits_0() -> None:
+    stored, _ = step(job(), [])
+    both = [
+        pod(stored, "scheduler-0", phase="Succeeded", exit_code=0),
+        pod(stored, "server-0"),
+        pod(stored, "worker-0", phase="Failed", exit_code=1),
+        pod(stored, "worker-1"),
+    ]
+    _, outcome = step(stored, both)
+    assert outcome.became == "Failed"
+    failed = cond(outcome.status, "Failed")
+    assert failed is not None and failed["reason"] == "MXJobFailed"
+    assert "mnist-worker-0" in failed["message"] and "code 1 (general error)" in failed["message"]
+    assert cond(outcome.status, "Succeeded") is None
+    assert {e.reason for e in outcome.events} == {"ExitedWithCode", "MXJobFailed"}
+
+
+def test_a_finished_job_never_changes_again() -> None:
+    stored, _ = step(job(), [])
+    stored, _ = step(stored, [pod(stored, "worker-0", phase="Failed", exit_code=2)])
+    _, outcome = step(
+        stored, [pod(stored, "scheduler-0", phase="Succeeded", exit_code=0)], now=later(100)
+    )
+    assert outcome.status == stored["status"]
+    assert outcome.finished and outcome.became is None and not outcome.events
+
+
+def test_never_policy_fails_the_job_on_a_retryable_exit() -> None:
+    stored, _ = step(job(restart_policy="Never"), [])
+    _, outcome = step(
+        stored, [*pods_all(stored)[:3], pod(stored, "worker-1", phase="Failed", exit_code=137)]
+    )
+    assert outcome.became == "Failed" and not outcome.recreate
+
+
+def test_a_job_stored_without_validation_fails_with_the_violations_as_reason() -> None:
+    outcome = compute_status(job(), [], now=NOW, violations=["spec.jobMode: is required"])
+    failed = cond(outcome.status, "Failed")
+    assert failed is not None and failed["reason"] == FAILED_VALIDATION_REASON
+    assert "spec.jobMode: is required" in failed["message"]
+    assert outcome.status["state"] == "Failed"
+
+
+# -- restarts ---------------------------------------------------------------------------------
+def test_exit_code_137_recreates_the_pod_and_shows_restarting() -> None:
+    stored, _ = step(job(), [])
+    stored, _ = step(stored, pods_all(stored))
+    failed = pod(stored, "worker-1", phase="Failed", exit_code=137)
+    _, outcome = step(stored, [*pods_all(stored)[:3], failed])
+    assert [v.name for v in outcome.recreate] == ["mnist-worker-1"]
+    assert outcome.restarts_before == {"worker-1": 1}
+    assert outcome.status["restartCount"] == 1 and outcome.new_restarts == 1
+    assert outcome.status["state"] == "Restarting"
+    assert true_exclusive(outcome.status) == ["Restarting"]
+    assert "137 (SIGKILL)" in cond(outcome.status, "Restarting")["message"]  # type: ignore[index]
+    assert {e.reason for e in outcome.events} == {"ExitedWithCode", "MXJobRestarting"}
+    # The pod about to be recreated counts as active: the next status needs no new write.
+    assert outcome.status["replicaStatuses"]["Worker"]["active"] == 2
+
+
+def test_an_evicted_pod_is_recreated_under_exit_code() -> None:
+    stored, _ = step(job(), [])
+    evicted = pod(stored, "server-0", phase="Failed", reason="Evicted")
+    _, outcome = step(
+        stored,
+        [pod(stored, "scheduler-0"), evicted, pod(stored, "worker-0"), pod(stored, "worker-1")],
+    )
+    assert [v.name for v in outcome.recreate] == ["mnist-server-0"]
+    assert "Evicted" in cond(outcome.status, "Restarting")["message"]  # type: ignore[index]
+
+
+def test_in_place_restarts_under_on_failure_count_toward_the_backoff_limit() -> None:
+    stored, _ = step(job(restart_policy="OnFailure", run_policy={"backoffLimit": 3}), [])
+    stored, outcome = step(
+        stored, [*pods_all(stored)[:3], pod(stored, "worker-1", restarts=2, last_exit_code=1)]
+    )
+    assert outcome.status["restartCount"] == 2 and not outcome.finished
+    assert not outcome.recreate
+    _, outcome = step(stored, [*pods_all(stored)[:3], pod(stored, "worker-1", restarts=4)])
+    assert outcome.became == "Failed"
+    assert cond(outcome.status, "Failed")["reason"] == "BackoffLimitExceeded"  # type: ignore[index]
+    assert outcome.status["restartCount"] == 4
+
+
+def test_the_third_retryable_failure_with_backoff_limit_2_fails_the_job() -> None:
+    stored, _ = step(
+        job(replicas={"Scheduler": 1, "Worker": 1}, run_policy={"backoffLimit": 2}), []
+    )
+    for restarts_before in (0, 1):
+        failed = pod(
+            stored, "worker-0", phase="Failed", exit_code=143, restarts_before=restarts_before
+        )
+        stored, outcome = step(stored, [pod(stored, "scheduler-0"), failed])
+        assert outcome.recreate and outcome.status["restartCount"] == restarts_before + 1
+    failed = pod(stored, "worker-0", phase="Failed", exit_code=137, restarts_before=2)
+    _, outcome = step(stored, [pod(stored, "scheduler-0"), failed])
+    assert outcome.became == "Failed" and not outcome.recreate
+    assert cond(outcome.status, "Failed")["reason"] == "BackoffLimitExceeded"  # type: ignore[index]
+    assert outcome.status["restartCount"] == 2
+    # cleanPodPolicy applies on this failure too: the running scheduler is not counted active.
+    assert outcome.status["replicaStatuses"]["Scheduler"]["active"] == 0
+
+
+def test_a_restart_persisted_before_its_pod_was_deleted_is_not_counted_twice() -> None:
+    """The controller died after writing restartCount 1 but before deleting the failed pod."""
+    stored, _ = step(job(), [])
+    failed = pod(stored, "worker-0", phase="Failed", exit_code=137)
+    stored, outcome = step(
+        stored,
+        [pod(stored, "scheduler-0"), pod(stored, "server-0"), failed, pod(stored, "worker-1")],
+    )
+    assert outcome.status["restartCount"] == 1
+    _, again = step(
+        stored,
+        [pod(stored, "scheduler-0"), pod(stored, "server-0"), failed, pod(stored, "worker-1")],
+    )
+    assert again.status["restartCount"] == 1 and again.new_restarts == 0
+    assert [v.name for v in again.recreate] == ["mnist-worker-0"]
+
+
+def test_a_slot_emptied_while_the_controller_was_down_inherits_the_persisted_restarts() -> None:
+    """The controller died between deleting the failed pod and creating its replacement."""
+    stored, _ = step(job(), [])
+    failed = pod(stored, "worker-0", phase="Failed", exit_code=137)
+    others = [pod(stored, "scheduler-0"), pod(stored, "server-0"), pod(stored, "worker-1")]
+    stored, _ = step(stored, [*others, failed])
+    _, outcome = step(stored, others)  # no carries: a fresh controller
+    assert outcome.restarts_before == {"worker-0": 1}
+    assert outcome.status["restartCount"] == 1
+    # The replacement carries the history, so the next failure makes it 2, not 1.
+    replacement = pod(stored, "worker-0", phase="Failed", exit_code=137, restarts_before=1)
+    _, outcome = step(stored, [*others, replacement])
+    assert outcome.status["restartCount"] == 2
+
+
+def test_the_remembered_carry_of_a_recreated_slot_wins_over_the_estimate() -> None:
+    stored, _ = step(job(), [])
+    others = [pod(stored, "scheduler-0"), pod(stored, "server-0"), pod(stored, "worker-1")]
+    stored["status"]["restartCount"] = 5  # history of replicas scaled away long ago
+    _, outcome = step(stored, others, carries={"worker-0": 3})
+    assert outcome.restarts_before == {"worker-0": 3}
+    assert outcome.status["restartCount"] == 5
+
+
+# -- deadline and TTL -------------------------------------------------------------------------
+def test_the_deadline_arms_a_timer_then_fails_the_job_and_stops_its_pods() -> None:
+    stored, outcome = step(job(run_policy={"activeDeadlineSeconds": 5}), [])
+    assert outcome.requeue_after == 5
+    stored, outcome = step(stored, pods_all(stored), now=later(3))
+    assert outcome.requeue_after == 2
+    _, outcome = step(stored, pods_all(stored), now=later(5))
+    assert outcome.became == "Failed" and outcome.stop_active
+    failed = cond(outcome.status, "Failed")
+    assert failed is not None and failed["reason"] == "DeadlineExceeded"
+    assert [e.reason for e in outcome.events] == ["DeadlineExceeded"]
+
+
+def test_ttl_after_finished_arms_a_timer_then_asks_for_deletion() -> None:
+    stored, _ = step(job(run_policy={"ttlSecondsAfterFinished": 3}), [])
+    stored, outcome = step(
+        stored, [pod(stored, "scheduler-0", phase="Succeeded", exit_code=0)], now=later(10)
+    )
+    assert outcome.requeue_after == 3 and not outcome.delete_job
+    _, outcome = step(stored, [], now=later(12))
+    assert outcome.requeue_after == 1 and not outcome.delete_job
+    _, outcome = step(stored, [], now=later(13))
+    assert outcome.delete_job
+
+
+# -- suspend ----------------------------------------------------------------------------------
+def test_suspend_stops_running_and_resume_resets_the_start_time() -> None:
+    stored, _ = step(job(), [])
+    stored, _ = step(stored, pods_all(stored))
+    stored["spec"]["runPolicy"]["suspend"] = True
+    stored, outcome = step(stored, pods_all(stored), now=later(5))
+    assert outcome.suspended
+    assert [e.reason for e in outcome.events] == ["MXJobSuspended"]
+    assert outcome.status["state"] == "Suspended"
+    assert cond(outcome.status, "Running")["status"] == "False"  # type: ignore[index]
+    assert outcome.status["replicaStatuses"]["Worker"]["active"] == 0
+    stored["spec"]["runPolicy"]["suspend"] = False
+    _, outcome = step(stored, [], now=later(60))
+    suspended = cond(outcome.status, "Suspended")
+    assert suspended is not None and suspended["status"] == "False"
+    assert suspended["reason"] == "MXJobResumed"
+    assert [e.reason for e in outcome.events] == ["MXJobResumed"]
+    assert outcome.status["startTime"] == format_time(later(60))
+    assert outcome.status["state"] == "Created"
+
+
+def test_a_suspended_job_has_no_deadline() -> None:
+    stored, _ = step(job(run_policy={"activeDeadlineSeconds": 5, "suspend": True}), [])
+    _, outcome = step(stored, [], now=later(3600))
+    assert not outcome.finished and outcome.requeue_after is None
+
+
+def test_times_round_trip() -> None:
+    assert parse_time(format_time(NOW)) == NOW
+    assert parse_time("not a time") is None
+
+
+# -- invariants over random histories ----------------------------------------------------------
+POD_STATES = st.sampled_from(
+    [
+        ("Pending", None),
+        ("Running", None),
+        ("Succeeded", 0),
+        ("Failed", 1),
+        ("Failed", 137),
+        ("Failed", None),
+        None,
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    history=st.lists(st.lists(POD_STATES, min_size=4, max_size=4), min_size=1, max_size=8),
+    policy=st.sampled_from(["ExitCode", "Never", "OnFailure"]),
+)
+def test_status_invariants_hold_over_any_history(
+    history: list[list[tuple[str, int | None] | None]], policy: str
+) -> None:
+    stored, _ = step(job(restart_policy=policy, run_policy={"backoffLimit": 3}), [])
+    slots = [s.key for s in desired_slots(stored)]
+    restarts = 0
+    finished_as: str | None = None
+    for moment, states in enumerate(history):
+        pods = [
+            pod(stored, key, phase=state[0], exit_code=state[1])
+            for key, state in zip(slots, states, strict=True)
+            if state is not None
+        ]
+        stored, outcome = step(stored, pods, now=later(moment))
+        status = outcome.status
+        assert len(true_exclusive(status)) <= 1
+        assert status["restartCount"] >= restarts
+        restarts = status["restartCount"]
+        if finished_as is not None:
+            assert status["state"] == finished_as
+        elif outcome.finished:
+            finished_as = status["state"]
+            assert finished_as in ("Succeeded", "Failed")
+
+
+def test_restarts_of_replicas_scaled_away_still_count_when_others_restart() -> None:
+    big = job(replicas={"Scheduler": 1, "Worker": 2})
+    stored, _ = step(
+        big,
+        [pod(big, "scheduler-0"), pod(big, "worker-0"), pod(big, "worker-1", restarts_before=2)],
+    )
+    assert stored["status"]["restartCount"] == 2
+    small = job(replicas={"Scheduler": 1, "Worker": 1}, status=stored["status"])
+    failed = pod(small, "worker-0", phase="Failed", exit_code=137)
+    _, outcome = step(small, [pod(small, "scheduler-0"), failed], carries={REMOVED_HISTORY: 2})
+    assert outcome.status["restartCount"] == 3
