@@ -151,16 +151,18 @@ class LocalOperator:
         return crd
 
     def install_crd(self, *, webhook_port: int) -> None:
-        """Apply the CRD (server-side: it is too large for a last-applied annotation)."""
-        self.plane.kubectl(
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--field-manager=localkube",
-            "-f",
-            "-",
-            input_text=json.dumps(self.crd_manifest(webhook_port=webhook_port)),
-        )
+        """Create or replace the CRD with its conversion webhook pointed at ``webhook_port``.
+
+        Replace rather than apply: the CRD is too large for a last-applied annotation, and a
+        server-side apply would keep a ``service`` reference another field manager set next to
+        the ``url`` this sets, which the API server refuses.
+        """
+        manifest = json.dumps(self.crd_manifest(webhook_port=webhook_port))
+        replaced = self.plane.kubectl("replace", "-f", "-", input_text=manifest, check=False)
+        if replaced.returncode != 0:
+            if "NotFound" not in replaced.stderr and "not found" not in replaced.stderr:
+                raise OperatorError(f"replacing CRD {CRD_NAME} failed: {replaced.stderr}")
+            self.plane.kubectl("create", "-f", "-", input_text=manifest)
         # `kubectl wait` fails outright while the new CRD has no conditions yet: poll instead.
         deadline = time.monotonic() + 60
         while True:
