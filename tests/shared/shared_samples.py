@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import yaml
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from shared.constants import (
@@ -225,6 +226,14 @@ def mxnet_of(found: Job, replica_type: str) -> Job:
 
 def env_names(entries: list[Job]) -> list[str]:
     return [e["name"] for e in entries]
+
+
+def property_settings(max_examples: int = 100) -> settings:
+    """Settings for the property tests: no per-example deadline, so a loaded CI machine
+    cannot turn a slow example into a failure."""
+    return settings(
+        max_examples=max_examples, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
 
 
 # --- hypothesis strategies ------------------------------------------------------------------

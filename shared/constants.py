@@ -1,0 +1,144 @@
+"""Names and fixed values of the MXJob API, shared by the webhook and the controller.
+
+Everything another module would otherwise spell as a string literal lives here, so that a typo
+in a label key or an env name is a NameError instead of a silent mismatch between the pods the
+controller builds and the env the webhook injects.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+GROUP = "kubeflow.org"
+V1 = "v1"
+V1BETA1 = "v1beta1"
+API_VERSION_V1 = f"{GROUP}/{V1}"
+API_VERSION_V1BETA1 = f"{GROUP}/{V1BETA1}"
+KIND = "MXJob"
+PLURAL = "mxjobs"
+SINGULAR = "mxjob"
+SHORT_NAME = "mxj"
+
+
+class JobMode(StrEnum):
+    """`spec.jobMode`: distributed MXNet training or TVM auto-tuning."""
+
+    MXTRAIN = "MXTrain"
+    MXTUNE = "MXTune"
+
+
+class ReplicaType(StrEnum):
+    """Keys of `spec.mxReplicaSpecs`; declaration order is the canonical order of MX_CONFIG."""
+
+    SCHEDULER = "Scheduler"
+    SERVER = "Server"
+    WORKER = "Worker"
+    TUNER_TRACKER = "TunerTracker"
+    TUNER_SERVER = "TunerServer"
+    TUNER = "Tuner"
+
+
+MODE_REPLICA_TYPES: dict[JobMode, tuple[ReplicaType, ...]] = {
+    JobMode.MXTRAIN: (ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER),
+    JobMode.MXTUNE: (ReplicaType.TUNER_TRACKER, ReplicaType.TUNER_SERVER, ReplicaType.TUNER),
+}
+
+
+class RestartPolicy(StrEnum):
+    """Per-replica restart policy; `ExitCode` lets the controller decide from the exit code."""
+
+    ALWAYS = "Always"
+    ON_FAILURE = "OnFailure"
+    NEVER = "Never"
+    EXIT_CODE = "ExitCode"
+
+
+class CleanPodPolicy(StrEnum):
+    """Which pods are deleted when the job finishes."""
+
+    ALL = "All"
+    RUNNING = "Running"
+    NONE = "None"
+
+
+class SuccessPolicy(StrEnum):
+    """`spec.successPolicy`: empty means the Scheduler (or Tuner) decides success."""
+
+    DEFAULT = ""
+    ALL_WORKERS = "AllWorkers"
+
+
+# The container whose exit code, port and env the operator owns.
+CONTAINER_NAME = "mxnet"
+PORT_NAME = "mxjob-port"
+DEFAULT_PORT = 9091
+DEFAULT_REPLICAS = 1
+DEFAULT_RESTART_POLICY = RestartPolicy.EXIT_CODE
+DEFAULT_CLEAN_POD_POLICY = CleanPodPolicy.RUNNING
+DEFAULT_BACKOFF_LIMIT = 6
+
+# v1: the TVM tuner-server key lives in this annotation of a replica's pod template
+# (v1beta1 spelled it as the replica's `label` field).
+TUNER_SERVER_KEY_ANNOTATION = "tuner-server-key"
+
+# Where conversion keeps what the target API version cannot express (see shared/conversion.py).
+CONVERSION_DATA_ANNOTATION = "mxjob.kubeflow.org/conversion-data"
+
+LABEL_OPERATOR_NAME = "training.kubeflow.org/operator-name"
+OPERATOR_NAME = "mxjob-operator"
+LABEL_JOB_NAME = "training.kubeflow.org/job-name"
+LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"
+LABEL_REPLICA_INDEX = "training.kubeflow.org/replica-index"
+LABEL_JOB_ROLE = "training.kubeflow.org/job-role"
+
+ROLE_MASTER = "master"
+ROLE_WORKER = "worker"
+
+# Env names the operator owns in the mxnet container. The per-pod replica index reaches the
+# container through the Downward API (from the replica-index label) and `$(VAR)` expansion.
+REPLICA_INDEX_ENV = "MXJOB_REPLICA_INDEX"
+ENV_DMLC_ROLE = "DMLC_ROLE"
+ENV_DMLC_PS_ROOT_URI = "DMLC_PS_ROOT_URI"
+ENV_DMLC_PS_ROOT_PORT = "DMLC_PS_ROOT_PORT"
+ENV_DMLC_NUM_SERVER = "DMLC_NUM_SERVER"
+ENV_DMLC_NUM_WORKER = "DMLC_NUM_WORKER"
+ENV_DMLC_USE_KUBERNETES = "DMLC_USE_KUBERNETES"
+ENV_DMLC_WORKER_ID = "DMLC_WORKER_ID"
+ENV_MX_CONFIG = "MX_CONFIG"
+
+OWNED_ENV_NAMES: frozenset[str] = frozenset(
+    {
+        ENV_DMLC_ROLE,
+        ENV_DMLC_PS_ROOT_URI,
+        ENV_DMLC_PS_ROOT_PORT,
+        ENV_DMLC_NUM_SERVER,
+        ENV_DMLC_NUM_WORKER,
+        ENV_DMLC_USE_KUBERNETES,
+        ENV_DMLC_WORKER_ID,
+        ENV_MX_CONFIG,
+        REPLICA_INDEX_ENV,
+    }
+)
+
+# Fields of `spec.runPolicy` (v1). The standalone mxnet-operator v1 shape wrote them directly
+# under `spec`; defaulting moves them.
+RUN_POLICY_FIELDS: tuple[str, ...] = (
+    "cleanPodPolicy",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "suspend",
+    "schedulingPolicy",
+    "managedBy",
+)
+
+# The run-policy fields v1beta1 has, directly under `spec`.
+V1BETA1_RUN_POLICY_FIELDS: tuple[str, ...] = (
+    "cleanPodPolicy",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+)
+
+# Kubernetes limit for a DNS-1035 label (Service names) and for label values.
+DNS1035_LABEL_MAX_LENGTH = 63

@@ -1,0 +1,171 @@
+"""Defaulting of an MXJob (the mutating webhook): a new, complete object, idempotently.
+
+The order matters. Structural defaults come first (canonical replica keys, replicas, the
+mxnet container's name and port) because the env is computed from them: MX_CONFIG lists every
+replica with its port, DMLC_NUM_WORKER counts workers. The env is then recomputed from the
+result on every pass, so a second pass changes nothing and an UPDATE that scales a replica
+type gets fresh counts.
+
+Nothing here raises on malformed input: what cannot be defaulted is left for validation to
+report with its path.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from shared.constants import (
+    CONTAINER_NAME,
+    DEFAULT_BACKOFF_LIMIT,
+    DEFAULT_CLEAN_POD_POLICY,
+    DEFAULT_PORT,
+    DEFAULT_REPLICAS,
+    DEFAULT_RESTART_POLICY,
+    MODE_REPLICA_TYPES,
+    OWNED_ENV_NAMES,
+    PORT_NAME,
+    RUN_POLICY_FIELDS,
+)
+from shared.env import owned_entries, replica_env
+from shared.spec import canonical_replica_type, job_mode, mxnet_container
+
+
+def _unset(mapping: Mapping[str, Any], key: str) -> bool:
+    """Kubernetes reads a missing field, null and (for strings) "" as unset."""
+    return mapping.get(key) in (None, "")
+
+
+def canonicalize_replica_keys(spec: dict[str, Any]) -> None:
+    """Rewrite `worker` as `Worker` etc., keeping order; a key whose canonical spelling is
+    already taken stays as written so validation can report the duplicate."""
+    replicas = spec.get("mxReplicaSpecs")
+    if not isinstance(replicas, dict):
+        return
+    rewritten: dict[str, Any] = {}
+    for key, value in replicas.items():
+        rtype = canonical_replica_type(key)
+        canonical = rtype.value if rtype is not None else key
+        if canonical != key and (canonical in replicas or canonical in rewritten):
+            canonical = key
+        rewritten[canonical] = value
+    spec["mxReplicaSpecs"] = rewritten
+
+
+def move_run_policy(spec: dict[str, Any]) -> None:
+    """Move run-policy fields written directly under `spec` into `spec.runPolicy`.
+
+    A field set in both places with the same value is dropped from `spec`; with different
+    values both stay, and validation reports the conflict rather than guessing which one the
+    user meant.
+    """
+    if "runPolicy" in spec and not isinstance(spec["runPolicy"], dict):
+        return
+    policy: dict[str, Any] = spec.get("runPolicy") or {}
+    for field in RUN_POLICY_FIELDS:
+        if field not in spec:
+            continue
+        if field not in policy:
+            policy[field] = spec.pop(field)
+        elif policy[field] == spec[field]:
+            del spec[field]
+    spec["runPolicy"] = policy
+
+
+def default_run_policy(spec: dict[str, Any]) -> None:
+    """cleanPodPolicy Running (finished pods stay for `kubectl logs`), backoffLimit 6."""
+    policy = spec.get("runPolicy")
+    if not isinstance(policy, dict):
+        return
+    if _unset(policy, "cleanPodPolicy"):
+        policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY.value
+    if policy.get("backoffLimit") is None:
+        policy["backoffLimit"] = DEFAULT_BACKOFF_LIMIT
+
+
+def default_container(template: dict[str, Any]) -> None:
+    """Name a sole unnamed container `mxnet`; give the mxnet container its `mxjob-port`."""
+    pod_spec = template.get("spec")
+    if not isinstance(pod_spec, dict):
+        return
+    containers = pod_spec.get("containers")
+    if not isinstance(containers, list):
+        return
+    if len(containers) == 1 and isinstance(containers[0], dict) and _unset(containers[0], "name"):
+        containers[0]["name"] = CONTAINER_NAME
+    container = mxnet_container(template)
+    if container is None:
+        return
+    ports = container.get("ports")
+    if ports is None:
+        ports = container["ports"] = []
+    if not isinstance(ports, list):
+        return
+    if not any(isinstance(p, dict) and p.get("name") == PORT_NAME for p in ports):
+        ports.append({"name": PORT_NAME, "containerPort": DEFAULT_PORT})
+
+
+def default_replica(rspec: dict[str, Any]) -> None:
+    """replicas 1, restartPolicy ExitCode, then the template's container defaults."""
+    if rspec.get("replicas") is None:
+        rspec["replicas"] = DEFAULT_REPLICAS
+    if _unset(rspec, "restartPolicy"):
+        rspec["restartPolicy"] = DEFAULT_RESTART_POLICY.value
+    template = rspec.get("template")
+    if isinstance(template, dict):
+        default_container(template)
+
+
+def inject_env(job: dict[str, Any]) -> None:
+    """Put the computed env first in each mxnet container, replacing any owned entries.
+
+    First, so that the user's own entries may refer to ours as `$(DMLC_ROLE)`. Only the
+    mxnet container: sidecars and init containers are not MXNet processes. Only replica types
+    of the job's mode: anything else is invalid and left for validation to report.
+    """
+    mode = job_mode(job)
+    replicas = job["spec"].get("mxReplicaSpecs")
+    if mode is None or not isinstance(replicas, dict):
+        return
+    for key, rspec in replicas.items():
+        rtype = canonical_replica_type(key)
+        if rtype is None or rtype not in MODE_REPLICA_TYPES[mode] or not isinstance(rspec, dict):
+            continue
+        if rtype.value != key:
+            continue  # a duplicate spelling; validation rejects it
+        template = rspec.get("template")
+        container = mxnet_container(template) if isinstance(template, dict) else None
+        if container is None:
+            continue
+        env = container.get("env")
+        if env is None:
+            env = []
+        if not isinstance(env, list):
+            continue
+        owned = {i for i, _ in owned_entries(env, OWNED_ENV_NAMES)}
+        kept = [entry for i, entry in enumerate(env) if i not in owned]
+        container["env"] = replica_env(job, rtype) + kept
+
+
+def apply_defaults(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The defaulted MXJob: a deep copy of `job` with every default and the owned env applied.
+
+    Never modifies `job`; applying it to its own result returns an equal object.
+    """
+    if not isinstance(job, Mapping):
+        raise TypeError(f"an MXJob must be a JSON object, not {type(job).__name__}")
+    result: dict[str, Any] = copy.deepcopy(dict(job))
+    spec = result.get("spec")
+    if not isinstance(spec, dict):
+        return result
+    canonicalize_replica_keys(spec)
+    move_run_policy(spec)
+    default_run_policy(spec)
+    replicas = spec.get("mxReplicaSpecs")
+    if isinstance(replicas, dict):
+        for rspec in replicas.values():
+            if isinstance(rspec, dict):
+                default_replica(rspec)
+    inject_env(result)
+    return result

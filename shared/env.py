@@ -1,0 +1,230 @@
+"""The env the operator injects into the `mxnet` container of each replica template.
+
+One template serves every index of a replica type, so nothing per-pod may be written into it
+literally. The per-pod value (the replica index) reaches the container through the Downward
+API: `MXJOB_REPLICA_INDEX` is read from the pod's `replica-index` label, and later entries
+refer to it as `$(MXJOB_REPLICA_INDEX)`, which the kubelet expands. That is why it comes
+first, and why every other literal is `$`-escaped: only our own reference may expand.
+
+`expand_vars` and `resolve_env` reproduce the kubelet's expansion so that tests (and the test
+kubelet) see the env exactly as a process in the pod would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from shared.constants import (
+    ENV_DMLC_NUM_SERVER,
+    ENV_DMLC_NUM_WORKER,
+    ENV_DMLC_PS_ROOT_PORT,
+    ENV_DMLC_PS_ROOT_URI,
+    ENV_DMLC_ROLE,
+    ENV_DMLC_USE_KUBERNETES,
+    ENV_DMLC_WORKER_ID,
+    ENV_MX_CONFIG,
+    LABEL_REPLICA_INDEX,
+    REPLICA_INDEX_ENV,
+    JobMode,
+    ReplicaType,
+)
+from shared.naming import replica_name
+from shared.spec import (
+    as_mapping,
+    canonical_replica_type,
+    job_mode,
+    job_name,
+    replica_count,
+    replica_port,
+    replica_specs,
+    tuner_server_key,
+)
+
+REPLICA_INDEX_FIELD_PATH = f"metadata.labels['{LABEL_REPLICA_INDEX}']"
+REPLICA_INDEX_REF = f"$({REPLICA_INDEX_ENV})"
+
+
+def escape_vars(value: str) -> str:
+    """Escape `$` so that the kubelet's `$(VAR)` expansion leaves `value` unchanged."""
+    return value.replace("$", "$$")
+
+
+def expand_vars(value: str, env: Mapping[str, str]) -> str:
+    """Expand `$(VAR)` references the way the kubelet does for env values, command and args.
+
+    `$$` is an escaped `$`; `$(NAME)` becomes `env[NAME]` when NAME is defined and stays
+    as written otherwise; an unterminated `$(` and any other `$` are kept literally.
+    """
+    out: list[str] = []
+    i = 0
+    n = len(value)
+    while i < n:
+        char = value[i]
+        if char != "$" or i + 1 >= n:
+            out.append(char)
+            i += 1
+            continue
+        following = value[i + 1]
+        if following == "$":
+            out.append("$")
+            i += 2
+        elif following == "(":
+            close = value.find(")", i + 2)
+            if close == -1:
+                out.append("$(")
+                i += 2
+            else:
+                name = value[i + 2 : close]
+                out.append(env.get(name, f"$({name})"))
+                i = close + 1
+        else:
+            out.append("$")
+            i += 1
+    return "".join(out)
+
+
+def _field_value(field_path: str, pod_metadata: Mapping[str, Any]) -> str | None:
+    """The Downward API value of a `fieldRef.fieldPath` over a pod's metadata."""
+    for prefix, key in (("metadata.labels['", "labels"), ("metadata.annotations['", "annotations")):
+        if field_path.startswith(prefix) and field_path.endswith("']"):
+            found = as_mapping(pod_metadata.get(key)).get(field_path[len(prefix) : -2])
+            return found if isinstance(found, str) else ""
+    if field_path in ("metadata.name", "metadata.namespace", "metadata.uid"):
+        found = pod_metadata.get(field_path.removeprefix("metadata."))
+        return found if isinstance(found, str) else ""
+    return None
+
+
+def resolve_env(entries: Iterable[Any], *, pod_metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The env a container process sees: entries in order, each expanded over the earlier ones.
+
+    Supports literal values and `valueFrom.fieldRef` over the pod's metadata (labels,
+    annotations, name, namespace, uid); other sources (secrets, config maps, resources) are not
+    something a unit test or the test kubelet can resolve, so those entries are skipped.
+    """
+    resolved: dict[str, str] = {}
+    for entry in entries:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            continue
+        name: str = entry["name"]
+        value_from = entry.get("valueFrom")
+        if value_from is not None:
+            field_path = as_mapping(as_mapping(value_from).get("fieldRef")).get("fieldPath")
+            found = _field_value(field_path, pod_metadata) if isinstance(field_path, str) else None
+            if found is not None:
+                resolved[name] = found
+            continue
+        value = entry.get("value")
+        resolved[name] = expand_vars(value, resolved) if isinstance(value, str) else ""
+    return resolved
+
+
+def _literal(name: str, value: str) -> dict[str, Any]:
+    return {"name": name, "value": value}
+
+
+def replica_index_env() -> dict[str, Any]:
+    """`MXJOB_REPLICA_INDEX` from the pod's replica-index label (Downward API)."""
+    return {
+        "name": REPLICA_INDEX_ENV,
+        "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": REPLICA_INDEX_FIELD_PATH}},
+    }
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def mx_config(job: Mapping[str, Any], replica_type: str) -> str:
+    """The MX_CONFIG value of a replica template, with the index left as `$(MXJOB_REPLICA_INDEX)`.
+
+    Cluster and labels list every replica type of the job in canonical order (lower-case
+    keys), so the value is deterministic and defaulting stays idempotent. The index is written
+    unquoted: after the kubelet expands it the value is JSON with an integer index.
+    """
+    name = job_name(job)
+    cluster: dict[str, list[dict[str, Any]]] = {}
+    labels: dict[str, str] = {}
+    for rtype, rspec in replica_specs(job).items():
+        lower = rtype.lower()
+        port = replica_port(job, rtype)
+        cluster[lower] = [
+            {"url": replica_name(name, rtype, i), "port": port}
+            for i in range(replica_count(job, rtype))
+        ]
+        key = tuner_server_key(as_mapping(rspec.get("template")))
+        if key is not None:
+            labels[lower] = key
+    task_type = _compact(replica_type.lower())
+    return (
+        escape_vars(
+            f'{{"cluster":{_compact(cluster)},"labels":{_compact(labels)},"task":{{"type":{task_type},'
+        )
+        + f'"index":{REPLICA_INDEX_REF}}}}}'
+    )
+
+
+def replica_env(job: Mapping[str, Any], replica_type: str) -> list[dict[str, Any]]:
+    """The env entries injected, in this order, into the mxnet container of `replica_type`.
+
+    MXJOB_REPLICA_INDEX first (everything else may refer to it); then, in MXTrain, the DMLC_*
+    variables ps-lite reads; then MX_CONFIG in both modes. The single-node MXTrain form gets
+    the same DMLC_* set, describing a cluster without scheduler or servers, which a local
+    kvstore ignores. A job with no valid mode gets only the index and MX_CONFIG.
+    """
+    rtype = canonical_replica_type(replica_type)
+    type_name = rtype.value if rtype is not None else replica_type
+    name = job_name(job)
+    env = [replica_index_env()]
+    if job_mode(job) is JobMode.MXTRAIN:
+        env += [
+            _literal(ENV_DMLC_ROLE, escape_vars(type_name.lower())),
+            _literal(
+                ENV_DMLC_PS_ROOT_URI,
+                escape_vars(replica_name(name, ReplicaType.SCHEDULER, 0)),
+            ),
+            _literal(ENV_DMLC_PS_ROOT_PORT, str(replica_port(job, ReplicaType.SCHEDULER))),
+            _literal(ENV_DMLC_NUM_SERVER, str(replica_count(job, ReplicaType.SERVER))),
+            _literal(ENV_DMLC_NUM_WORKER, str(replica_count(job, ReplicaType.WORKER))),
+            _literal(ENV_DMLC_USE_KUBERNETES, "1"),
+        ]
+        if rtype is ReplicaType.WORKER:
+            env.append(_literal(ENV_DMLC_WORKER_ID, REPLICA_INDEX_REF))
+    env.append(_literal(ENV_MX_CONFIG, mx_config(job, type_name)))
+    return env
+
+
+def expected_owned_env(job: Mapping[str, Any], replica_type: str) -> dict[str, dict[str, Any]]:
+    """The injected env of a replica type keyed by name (for comparing with what is there)."""
+    return {entry["name"]: entry for entry in replica_env(job, replica_type)}
+
+
+def normalize_env_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """An env entry as the API server stores it on a pod, for equality comparisons.
+
+    The server defaults `fieldRef.apiVersion` to "v1" and drops an empty `value`; a user
+    copying our entry either way has written the same thing.
+    """
+    normalized = dict(entry)
+    if normalized.get("value") == "":
+        del normalized["value"]
+    value_from = normalized.get("valueFrom")
+    if isinstance(value_from, Mapping) and isinstance(value_from.get("fieldRef"), Mapping):
+        field_ref = dict(value_from["fieldRef"])
+        field_ref.setdefault("apiVersion", "v1")
+        normalized["valueFrom"] = {**value_from, "fieldRef": field_ref}
+    return normalized
+
+
+def owned_entries(env: Sequence[Any], names: Iterable[str]) -> list[tuple[int, dict[str, Any]]]:
+    """(position, entry) of the env entries whose name is one of `names`."""
+    wanted = frozenset(names)
+    return [
+        (i, entry)
+        for i, entry in enumerate(env)
+        if isinstance(entry, dict)
+        and isinstance(entry.get("name"), str)
+        and entry["name"] in wanted
+    ]

@@ -1,0 +1,96 @@
+"""Names of the objects an MXJob owns, and the limits those names put on the job's name.
+
+Every replica gets a Pod and a headless Service named `<job>-<lower type>-<index>`. A Service
+name must be a DNS-1035 label (at most 63 characters), so the job name has to leave room for
+the longest suffix its spec produces; validation uses `max_job_name_length` to say exactly how
+much.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from shared.constants import (
+    DNS1035_LABEL_MAX_LENGTH,
+    ROLE_MASTER,
+    ROLE_WORKER,
+    JobMode,
+    ReplicaType,
+)
+from shared.spec import canonical_replica_type, spec_replica_count, spec_replica_specs
+
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+
+
+def replica_name(job_name: str, replica_type: str, index: int) -> str:
+    """`<job>-<lower type>-<index>`: the name of a replica's Pod and of its Service."""
+    return f"{job_name}-{replica_type.lower()}-{index}"
+
+
+def is_dns1035_label(value: object) -> bool:
+    """True when `value` is a DNS-1035 label, as Kubernetes requires of Service names."""
+    return (
+        isinstance(value, str)
+        and len(value) <= DNS1035_LABEL_MAX_LENGTH
+        and _DNS1035_LABEL.fullmatch(value) is not None
+    )
+
+
+def longest_replica_suffix(spec: object) -> str:
+    """The longest `-<type>-<index>` suffix any replica of this spec gets ("" if none)."""
+    longest = ""
+    for rtype, rspec in spec_replica_specs(spec).items():
+        count = spec_replica_count(rspec)
+        if count == 0:
+            continue
+        suffix = f"-{rtype.lower()}-{count - 1}"
+        if len(suffix) > len(longest):
+            longest = suffix
+    return longest
+
+
+def max_job_name_length(spec: object) -> int:
+    """The longest job name for which every replica name of `spec` is still a DNS-1035 label.
+
+    `spec` is the job's `spec` object; replica counts that are unset or malformed count as the
+    default 1, as defaulting would make them.
+    """
+    return DNS1035_LABEL_MAX_LENGTH - len(longest_replica_suffix(spec))
+
+
+def job_role(mode: str, replica_type: str, single_node: bool) -> str:
+    """The `job-role` label value: "master" for the replica whose exit decides success.
+
+    That is the Scheduler in MXTrain, the Tuner in MXTune and the Worker in the single-node
+    form; every other replica is a "worker". Replica types are matched case-insensitively.
+    """
+    rtype = canonical_replica_type(replica_type)
+    if mode == JobMode.MXTRAIN:
+        master = ReplicaType.WORKER if single_node else ReplicaType.SCHEDULER
+    elif mode == JobMode.MXTUNE:
+        master = ReplicaType.TUNER
+    else:
+        return ROLE_WORKER
+    return ROLE_MASTER if rtype is master else ROLE_WORKER
+
+
+def job_name_problem(name: object, spec: Mapping[str, Any] | object) -> str | None:
+    """Why `name` cannot name an MXJob with this spec, or None when it can."""
+    if not isinstance(name, str) or not name:
+        return "is required"
+    if _DNS1035_LABEL.fullmatch(name) is None:
+        return (
+            "must be a DNS-1035 label: lower-case letters, digits and '-', starting with a "
+            f"letter and ending with a letter or digit (got {name!r})"
+        )
+    limit = max_job_name_length(spec)
+    if len(name) > limit:
+        return (
+            f"must be at most {limit} characters so that every replica name "
+            f"'<name>-<type>-<index>' stays a DNS-1035 label of at most "
+            f"{DNS1035_LABEL_MAX_LENGTH} characters (got {len(name)} characters; the longest "
+            f"replica name would be {name + longest_replica_suffix(spec)!r})"
+        )
+    return None

@@ -1,0 +1,139 @@
+"""JSON Schema (Draft 2020-12) of the MXJob fields the operator reads.
+
+Validation checks JSON types with this schema before any rule reads a field, so the rules
+can assume the shapes and malformed input becomes a violation instead of an exception. Only
+the fields we own are described; the rest of the pod template is the API server's business
+(the CRD's structural schema and pod validation).
+
+JSON Schema treats `1.0` as an integer and Python treats `True` as one; Kubernetes accepts
+neither as a replica count, so the validator here uses a strict integer type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema import Draft202012Validator, validators
+from jsonschema.protocols import Validator
+
+from shared.constants import CleanPodPolicy, JobMode, RestartPolicy, SuccessPolicy
+from shared.spec import is_int
+
+_NON_NEGATIVE_INTEGER: dict[str, Any] = {"type": "integer", "minimum": 0}
+_STRING_MAP: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
+
+RUN_POLICY_PROPERTIES: dict[str, Any] = {
+    "cleanPodPolicy": {"type": "string", "enum": [p.value for p in CleanPodPolicy]},
+    "ttlSecondsAfterFinished": _NON_NEGATIVE_INTEGER,
+    "activeDeadlineSeconds": _NON_NEGATIVE_INTEGER,
+    "backoffLimit": _NON_NEGATIVE_INTEGER,
+    "suspend": {"type": "boolean"},
+    "schedulingPolicy": {"type": "object"},
+    "managedBy": {"type": "string"},
+}
+
+SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["spec"],
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "generateName": {"type": "string"},
+                "annotations": _STRING_MAP,
+                "labels": _STRING_MAP,
+            },
+        },
+        "spec": {
+            "type": "object",
+            "required": ["jobMode", "mxReplicaSpecs"],
+            "properties": {
+                "jobMode": {"type": "string", "enum": [m.value for m in JobMode]},
+                "mxReplicaSpecs": {
+                    "type": "object",
+                    "additionalProperties": {"$ref": "#/$defs/replicaSpec"},
+                },
+                "runPolicy": {"type": "object", "properties": RUN_POLICY_PROPERTIES},
+                "successPolicy": {"type": "string", "enum": [p.value for p in SuccessPolicy]},
+                # The standalone mxnet-operator v1 shape; defaulting moves these to runPolicy.
+                **RUN_POLICY_PROPERTIES,
+            },
+        },
+    },
+    "$defs": {
+        "replicaSpec": {
+            "type": "object",
+            "required": ["template"],
+            "properties": {
+                "replicas": _NON_NEGATIVE_INTEGER,
+                "restartPolicy": {"type": "string", "enum": [p.value for p in RestartPolicy]},
+                "template": {"$ref": "#/$defs/podTemplate"},
+            },
+        },
+        "podTemplate": {
+            "type": "object",
+            "required": ["spec"],
+            "properties": {
+                "metadata": {
+                    "type": "object",
+                    "properties": {"annotations": _STRING_MAP, "labels": _STRING_MAP},
+                },
+                "spec": {
+                    "type": "object",
+                    "required": ["containers"],
+                    "properties": {
+                        "containers": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {"$ref": "#/$defs/container"},
+                        },
+                        "initContainers": {
+                            "type": "array",
+                            "items": {"$ref": "#/$defs/container"},
+                        },
+                    },
+                },
+            },
+        },
+        "container": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "image": {"type": "string"},
+                "env": {"type": "array", "items": {"$ref": "#/$defs/envVar"}},
+                "ports": {"type": "array", "items": {"$ref": "#/$defs/containerPort"}},
+            },
+        },
+        "envVar": {
+            "type": "object",
+            "required": ["name"],
+            "properties": {
+                "name": {"type": "string"},
+                "value": {"type": "string"},
+                "valueFrom": {"type": "object"},
+            },
+        },
+        "containerPort": {
+            "type": "object",
+            "required": ["containerPort"],
+            "properties": {
+                "name": {"type": "string"},
+                "containerPort": {"type": "integer", "minimum": 1, "maximum": 65535},
+            },
+        },
+    },
+}
+
+_STRICT_TYPES = Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, instance: is_int(instance)
+)
+# `extend` is the documented way to change a validator's types; its stub is untyped.
+StrictValidator: type[Validator] = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, type_checker=_STRICT_TYPES
+)
+
+VALIDATOR: Validator = StrictValidator(SCHEMA)

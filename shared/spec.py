@@ -1,0 +1,250 @@
+"""Typed, total accessors over a plain-dict MXJob.
+
+The webhook sees MXJobs straight off the wire, before anything has been checked, and the
+controller sees them after defaulting. Both need the same answers ("how many workers?", "which
+port?"), so every accessor here is total: on a malformed or missing field it returns the value
+defaulting would have written, and never raises. Validation reports the malformation; these
+functions only have to agree with `apply_defaults` on what the job means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict, TypeGuard, cast
+
+from shared.constants import (
+    CONTAINER_NAME,
+    DEFAULT_BACKOFF_LIMIT,
+    DEFAULT_CLEAN_POD_POLICY,
+    DEFAULT_PORT,
+    DEFAULT_REPLICAS,
+    DEFAULT_RESTART_POLICY,
+    PORT_NAME,
+    RUN_POLICY_FIELDS,
+    TUNER_SERVER_KEY_ANNOTATION,
+    CleanPodPolicy,
+    JobMode,
+    ReplicaType,
+    RestartPolicy,
+    SuccessPolicy,
+)
+
+_CANONICAL_BY_FOLDED: dict[str, ReplicaType] = {t.value.lower(): t for t in ReplicaType}
+
+
+class RunPolicy(TypedDict, total=False):
+    """`spec.runPolicy` of v1; every field optional, as in the API."""
+
+    cleanPodPolicy: str
+    ttlSecondsAfterFinished: int
+    activeDeadlineSeconds: int
+    backoffLimit: int
+    suspend: bool
+    schedulingPolicy: dict[str, Any]
+    managedBy: str
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """True for a JSON integer. `bool` is a subclass of `int` in Python but not in JSON."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def as_mapping(value: object) -> Mapping[str, Any]:
+    """`value` if it is a mapping, else an empty one: lets accessors walk malformed objects."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def canonical_replica_type(key: object) -> ReplicaType | None:
+    """The replica type a `mxReplicaSpecs` key names (case-insensitively), or None."""
+    if not isinstance(key, str):
+        return None
+    return _CANONICAL_BY_FOLDED.get(key.lower())
+
+
+def job_name(job: Mapping[str, Any]) -> str:
+    """`metadata.name`, or "" when missing (then validation rejects the job)."""
+    name = as_mapping(job.get("metadata")).get("name")
+    return name if isinstance(name, str) else ""
+
+
+def job_mode(job: Mapping[str, Any]) -> JobMode | None:
+    """`spec.jobMode` if it is one of the modes, else None (it has no default)."""
+    mode = as_mapping(job.get("spec")).get("jobMode")
+    if isinstance(mode, str) and mode in JobMode.__members__.values():
+        return JobMode(mode)
+    return None
+
+
+def spec_replica_specs(spec: object) -> dict[str, dict[str, Any]]:
+    """The replica specs of a job *spec*, keyed by canonical replica type, in canonical order.
+
+    Keys are matched case-insensitively because defaulting rewrites them canonically; when a
+    spec has both `Worker` and `worker`, the canonical spelling wins (validation reports the
+    duplicate). Unknown keys and non-object values are left out.
+    """
+    raw = as_mapping(as_mapping(spec).get("mxReplicaSpecs"))
+    found: dict[ReplicaType, dict[str, Any]] = {}
+    for key, value in raw.items():
+        rtype = canonical_replica_type(key)
+        if rtype is None or not isinstance(value, dict):
+            continue
+        if rtype in found and key != rtype.value:
+            continue
+        found[rtype] = value
+    return {rtype: found[rtype] for rtype in ReplicaType if rtype in found}
+
+
+def replica_specs(job: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The job's replica specs keyed by canonical replica type (see `spec_replica_specs`)."""
+    return spec_replica_specs(job.get("spec"))
+
+
+def replica_spec(job: Mapping[str, Any], replica_type: str) -> dict[str, Any] | None:
+    """One replica spec, looked up case-insensitively; None when the job has no such type."""
+    rtype = canonical_replica_type(replica_type)
+    if rtype is None:
+        return None
+    return replica_specs(job).get(rtype)
+
+
+def spec_replica_count(rspec: Mapping[str, Any] | None) -> int:
+    """`replicas` of one replica spec: 0 if the type is absent, 1 if unset or malformed."""
+    if rspec is None:
+        return 0
+    replicas = rspec.get("replicas")
+    if is_int(replicas) and replicas >= 0:
+        return replicas
+    return DEFAULT_REPLICAS
+
+
+def replica_count(job: Mapping[str, Any], replica_type: str) -> int:
+    """How many pods of this replica type the job runs (0 when the type is absent)."""
+    return spec_replica_count(replica_spec(job, replica_type))
+
+
+def replica_template(job: Mapping[str, Any], replica_type: str) -> dict[str, Any] | None:
+    """The pod template of a replica type, if it is an object."""
+    template = as_mapping(replica_spec(job, replica_type)).get("template")
+    return template if isinstance(template, dict) else None
+
+
+def containers(template: Mapping[str, Any] | None) -> list[Any]:
+    """`template.spec.containers` as a list (empty when missing or malformed)."""
+    found = as_mapping(as_mapping(template).get("spec")).get("containers")
+    return found if isinstance(found, list) else []
+
+
+def mxnet_container(template: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The container named `mxnet`, or the sole unnamed container (which defaulting names so).
+
+    Recognising the sole unnamed container keeps the raw job and its defaulted form in
+    agreement about ports and env, so validation can run before or after defaulting.
+    """
+    found = containers(template)
+    for container in found:
+        if isinstance(container, dict) and container.get("name") == CONTAINER_NAME:
+            return container
+    if len(found) == 1 and isinstance(found[0], dict) and not found[0].get("name"):
+        return found[0]
+    return None
+
+
+def container_port(container: Mapping[str, Any] | None) -> int:
+    """The `containerPort` of the port named `mxjob-port`, else the default 9091."""
+    ports = as_mapping(container).get("ports")
+    if isinstance(ports, list):
+        for port in ports:
+            if isinstance(port, Mapping) and port.get("name") == PORT_NAME:
+                number = port.get("containerPort")
+                if is_int(number) and 0 < number <= 65535:
+                    return number
+    return DEFAULT_PORT
+
+
+def replica_port(job: Mapping[str, Any], replica_type: str) -> int:
+    """The port a replica type listens on: its mxnet container's `mxjob-port` (default 9091)."""
+    return container_port(mxnet_container(replica_template(job, replica_type)))
+
+
+def tuner_server_key(template: Mapping[str, Any] | None) -> str | None:
+    """The TVM tuner-server key annotated on a pod template, when set to a non-empty string."""
+    annotations = as_mapping(as_mapping(as_mapping(template).get("metadata")).get("annotations"))
+    key = annotations.get(TUNER_SERVER_KEY_ANNOTATION)
+    return key if isinstance(key, str) and key else None
+
+
+def is_single_node(job: Mapping[str, Any]) -> bool:
+    """True for the MXTrain single-node form: the only replica type is Worker.
+
+    Validation additionally requires that Worker to have exactly one replica; this predicate
+    only recognises which form the user chose, so that the error can say so.
+    """
+    if job_mode(job) is not JobMode.MXTRAIN:
+        return False
+    return list(replica_specs(job)) == [ReplicaType.WORKER]
+
+
+def restart_policy(job: Mapping[str, Any], replica_type: str) -> RestartPolicy:
+    """A replica type's restart policy (default ExitCode)."""
+    policy = as_mapping(replica_spec(job, replica_type)).get("restartPolicy")
+    if isinstance(policy, str) and policy in RestartPolicy.__members__.values():
+        return RestartPolicy(policy)
+    return DEFAULT_RESTART_POLICY
+
+
+def run_policy(job: Mapping[str, Any]) -> RunPolicy:
+    """The effective run policy: `spec.runPolicy`, plus fields still written under `spec`.
+
+    Defaulting moves top-level fields under `runPolicy`; reading both lets the controller act
+    on a job that was stored without passing through the mutating webhook.
+    """
+    spec = as_mapping(job.get("spec"))
+    nested = as_mapping(spec.get("runPolicy"))
+    policy: dict[str, Any] = {}
+    for field in RUN_POLICY_FIELDS:
+        if nested.get(field) is not None:
+            policy[field] = nested[field]
+        elif spec.get(field) is not None:
+            policy[field] = spec[field]
+    return cast(RunPolicy, policy)
+
+
+def clean_pod_policy(job: Mapping[str, Any]) -> CleanPodPolicy:
+    """`runPolicy.cleanPodPolicy` (default Running)."""
+    value = run_policy(job).get("cleanPodPolicy")
+    if isinstance(value, str) and value in CleanPodPolicy.__members__.values():
+        return CleanPodPolicy(value)
+    return DEFAULT_CLEAN_POD_POLICY
+
+
+def backoff_limit(job: Mapping[str, Any]) -> int:
+    """`runPolicy.backoffLimit` (default 6)."""
+    value = run_policy(job).get("backoffLimit")
+    return value if is_int(value) and value >= 0 else DEFAULT_BACKOFF_LIMIT
+
+
+def _optional_seconds(value: object) -> int | None:
+    return value if is_int(value) and value >= 0 else None
+
+
+def active_deadline_seconds(job: Mapping[str, Any]) -> int | None:
+    """`runPolicy.activeDeadlineSeconds`, None when unset (no deadline)."""
+    return _optional_seconds(run_policy(job).get("activeDeadlineSeconds"))
+
+
+def ttl_seconds_after_finished(job: Mapping[str, Any]) -> int | None:
+    """`runPolicy.ttlSecondsAfterFinished`, None when unset (keep the finished job)."""
+    return _optional_seconds(run_policy(job).get("ttlSecondsAfterFinished"))
+
+
+def is_suspended(job: Mapping[str, Any]) -> bool:
+    """`runPolicy.suspend` is true."""
+    return run_policy(job).get("suspend") is True
+
+
+def success_policy(job: Mapping[str, Any]) -> SuccessPolicy:
+    """`spec.successPolicy` (default "": the Scheduler, Tuner or single Worker decides)."""
+    value = as_mapping(job.get("spec")).get("successPolicy")
+    if isinstance(value, str) and value in SuccessPolicy.__members__.values():
+        return SuccessPolicy(value)
+    return SuccessPolicy.DEFAULT

@@ -1,0 +1,337 @@
+"""shared/env.py: the injected env, exactly, and what a process sees after `$(VAR)` expansion."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shared.env import (
+    REPLICA_INDEX_FIELD_PATH,
+    escape_vars,
+    expand_vars,
+    expected_owned_env,
+    mx_config,
+    normalize_env_entry,
+    owned_entries,
+    replica_env,
+    resolve_env,
+)
+from tests.shared.shared_samples import (
+    container,
+    env_names,
+    job,
+    property_settings,
+    replica,
+    single_node_job,
+    train_job,
+    tune_job,
+)
+
+INDEX_ENTRY = {
+    "name": "MXJOB_REPLICA_INDEX",
+    "valueFrom": {
+        "fieldRef": {
+            "apiVersion": "v1",
+            "fieldPath": "metadata.labels['training.kubeflow.org/replica-index']",
+        }
+    },
+}
+
+
+def pod_env(found: dict[str, Any], replica_type: str, index: int) -> dict[str, str]:
+    """The env a process of pod `index` of `replica_type` sees (the test kubelet's view)."""
+    labels = {"training.kubeflow.org/replica-index": str(index)}
+    return resolve_env(replica_env(found, replica_type), pod_metadata={"labels": labels})
+
+
+def test_replica_index_comes_first_from_the_replica_index_label() -> None:
+    assert REPLICA_INDEX_FIELD_PATH == "metadata.labels['training.kubeflow.org/replica-index']"
+    for rtype in ("Scheduler", "Server", "Worker"):
+        assert replica_env(train_job(), rtype)[0] == INDEX_ENTRY
+    assert replica_env(tune_job(), "Tuner")[0] == INDEX_ENTRY
+
+
+def test_train_worker_env_is_exactly_the_dmlc_set_then_mx_config() -> None:
+    env = replica_env(train_job("mnist", servers=2, workers=3), "Worker")
+    assert env[:-1] == [
+        INDEX_ENTRY,
+        {"name": "DMLC_ROLE", "value": "worker"},
+        {"name": "DMLC_PS_ROOT_URI", "value": "mnist-scheduler-0"},
+        {"name": "DMLC_PS_ROOT_PORT", "value": "9091"},
+        {"name": "DMLC_NUM_SERVER", "value": "2"},
+        {"name": "DMLC_NUM_WORKER", "value": "3"},
+        {"name": "DMLC_USE_KUBERNETES", "value": "1"},
+        {"name": "DMLC_WORKER_ID", "value": "$(MXJOB_REPLICA_INDEX)"},
+    ]
+    assert env[-1]["name"] == "MX_CONFIG"
+
+
+@pytest.mark.parametrize(("rtype", "role"), [("Scheduler", "scheduler"), ("Server", "server")])
+def test_scheduler_and_server_get_their_role_and_no_worker_id(rtype: str, role: str) -> None:
+    env = replica_env(train_job(), rtype)
+    assert env_names(env) == [
+        "MXJOB_REPLICA_INDEX",
+        "DMLC_ROLE",
+        "DMLC_PS_ROOT_URI",
+        "DMLC_PS_ROOT_PORT",
+        "DMLC_NUM_SERVER",
+        "DMLC_NUM_WORKER",
+        "DMLC_USE_KUBERNETES",
+        "MX_CONFIG",
+    ]
+    assert env[1] == {"name": "DMLC_ROLE", "value": role}
+
+
+def test_worker_mx_config_after_expansion_for_index_1_is_this_json() -> None:
+    seen = pod_env(train_job("mnist", servers=1, workers=2), "Worker", 1)
+    assert seen["MX_CONFIG"] == (
+        '{"cluster":{"scheduler":[{"url":"mnist-scheduler-0","port":9091}],'
+        '"server":[{"url":"mnist-server-0","port":9091}],'
+        '"worker":[{"url":"mnist-worker-0","port":9091},{"url":"mnist-worker-1","port":9091}]},'
+        '"labels":{},"task":{"type":"worker","index":1}}'
+    )
+    assert json.loads(seen["MX_CONFIG"])["task"] == {"type": "worker", "index": 1}
+    assert seen["DMLC_WORKER_ID"] == "1"
+    assert seen["MXJOB_REPLICA_INDEX"] == "1"
+
+
+def test_mx_config_in_the_template_leaves_the_index_to_expansion() -> None:
+    value = mx_config(train_job("mnist"), "Server")
+    assert value.endswith('"task":{"type":"server","index":$(MXJOB_REPLICA_INDEX)}}')
+
+
+def test_mx_config_lists_every_replica_type_with_its_own_port() -> None:
+    scheduler = container(ports=[{"name": "mxjob-port", "containerPort": 9000}])
+    server = container(ports=[{"name": "mxjob-port", "containerPort": 9001}])
+    found = job(
+        "p",
+        "MXTrain",
+        {
+            "Worker": replica(1),
+            "Server": replica(1, containers=[server]),
+            "Scheduler": replica(1, containers=[scheduler]),
+        },
+    )
+    cluster = json.loads(pod_env(found, "Scheduler", 0)["MX_CONFIG"])["cluster"]
+    assert list(cluster) == ["scheduler", "server", "worker"]  # canonical, not spec order
+    assert cluster == {
+        "scheduler": [{"url": "p-scheduler-0", "port": 9000}],
+        "server": [{"url": "p-server-0", "port": 9001}],
+        "worker": [{"url": "p-worker-0", "port": 9091}],
+    }
+
+
+def test_a_user_port_9999_is_used_in_root_port_and_mx_config() -> None:
+    ports = [{"name": "mxjob-port", "containerPort": 9999}]
+    found = job(
+        "p",
+        "MXTrain",
+        {"Scheduler": replica(1, containers=[container(ports=ports)]), "Worker": replica(1)},
+    )
+    seen = pod_env(found, "Worker", 0)
+    assert seen["DMLC_PS_ROOT_PORT"] == "9999"
+    assert json.loads(seen["MX_CONFIG"])["cluster"]["scheduler"] == [
+        {"url": "p-scheduler-0", "port": 9999}
+    ]
+
+
+def test_zero_replicas_give_an_empty_cluster_list_and_a_zero_count() -> None:
+    found = train_job("z", servers=0, workers=0)
+    seen = pod_env(found, "Scheduler", 0)
+    assert seen["DMLC_NUM_SERVER"] == "0"
+    assert seen["DMLC_NUM_WORKER"] == "0"
+    assert json.loads(seen["MX_CONFIG"])["cluster"]["server"] == []
+
+
+def test_tune_env_is_the_index_and_mx_config_with_the_tuner_server_key() -> None:
+    found = tune_job("tvm", tuner_servers=2, key="rpc-key")
+    env = replica_env(found, "TunerServer")
+    assert env_names(env) == ["MXJOB_REPLICA_INDEX", "MX_CONFIG"]
+    assert json.loads(pod_env(found, "TunerServer", 1)["MX_CONFIG"]) == {
+        "cluster": {
+            "tunertracker": [{"url": "tvm-tunertracker-0", "port": 9091}],
+            "tunerserver": [
+                {"url": "tvm-tunerserver-0", "port": 9091},
+                {"url": "tvm-tunerserver-1", "port": 9091},
+            ],
+            "tuner": [{"url": "tvm-tuner-0", "port": 9091}],
+        },
+        "labels": {"tunerserver": "rpc-key"},
+        "task": {"type": "tunerserver", "index": 1},
+    }
+
+
+def test_labels_are_empty_without_a_tuner_server_key() -> None:
+    found = tune_job(key=None)
+    assert json.loads(pod_env(found, "Tuner", 0)["MX_CONFIG"])["labels"] == {}
+
+
+def test_a_dollar_in_the_tuner_server_key_survives_expansion() -> None:
+    found = tune_job(key="k$(HOME)$$x")
+    env = replica_env(found, "Tuner")
+    seen = resolve_env(
+        [{"name": "HOME", "value": "/root"}, *env],
+        pod_metadata={"labels": {"training.kubeflow.org/replica-index": "0"}},
+    )
+    assert json.loads(seen["MX_CONFIG"])["labels"] == {"tunerserver": "k$(HOME)$$x"}
+
+
+def test_single_node_worker_gets_a_cluster_of_one_worker() -> None:
+    seen = pod_env(single_node_job("solo"), "Worker", 0)
+    assert seen["DMLC_ROLE"] == "worker"
+    assert seen["DMLC_NUM_SERVER"] == "0"
+    assert seen["DMLC_NUM_WORKER"] == "1"
+    assert seen["DMLC_WORKER_ID"] == "0"
+    assert json.loads(seen["MX_CONFIG"]) == {
+        "cluster": {"worker": [{"url": "solo-worker-0", "port": 9091}]},
+        "labels": {},
+        "task": {"type": "worker", "index": 0},
+    }
+
+
+def test_non_canonical_keys_give_the_same_env_as_canonical_ones() -> None:
+    canonical = train_job("c")
+    lower = job(
+        "c", "MXTrain", {k.lower(): v for k, v in canonical["spec"]["mxReplicaSpecs"].items()}
+    )
+    for rtype in ("Scheduler", "Server", "Worker"):
+        assert replica_env(lower, rtype) == replica_env(canonical, rtype)
+        assert replica_env(canonical, rtype.lower()) == replica_env(canonical, rtype)
+
+
+def test_a_job_without_a_valid_mode_gets_only_the_index_and_mx_config() -> None:
+    found = train_job()
+    found["spec"]["jobMode"] = "Bogus"
+    assert env_names(replica_env(found, "Worker")) == ["MXJOB_REPLICA_INDEX", "MX_CONFIG"]
+
+
+def test_expected_owned_env_keys_the_entries_by_name() -> None:
+    found = train_job()
+    expected = expected_owned_env(found, "Worker")
+    assert list(expected) == env_names(replica_env(found, "Worker"))
+    assert expected["DMLC_ROLE"] == {"name": "DMLC_ROLE", "value": "worker"}
+
+
+@property_settings()
+@given(
+    name=st.from_regex(r"[a-z][a-z0-9-]{0,10}[a-z0-9]", fullmatch=True),
+    servers=st.integers(min_value=0, max_value=4),
+    workers=st.integers(min_value=1, max_value=6),
+    data=st.data(),
+)
+def test_mx_config_expands_to_json_with_the_pods_integer_index(
+    name: str, servers: int, workers: int, data: st.DataObject
+) -> None:
+    found = train_job(name, servers=servers, workers=workers)
+    index = data.draw(st.integers(min_value=0, max_value=workers - 1))
+    config = json.loads(pod_env(found, "Worker", index)["MX_CONFIG"])
+    assert config["task"] == {"type": "worker", "index": index}
+    assert [w["url"] for w in config["cluster"]["worker"]] == [
+        f"{name}-worker-{i}" for i in range(workers)
+    ]
+    assert len(config["cluster"]["server"]) == servers
+
+
+# --- $(VAR) expansion, the kubelet's rules ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("plain", "plain"),
+        ("$(A)", "1"),
+        ("x$(A)y$(B)z", "x1y2z"),
+        ("$(UNKNOWN)", "$(UNKNOWN)"),
+        ("$$(A)", "$(A)"),
+        ("$$$(A)", "$1"),
+        ("$$", "$"),
+        ("a$b", "a$b"),
+        ("$", "$"),
+        ("end$", "end$"),
+        ("$(A", "$(A"),
+        ("$(", "$("),
+        ("$()", "$()"),
+        ("$(A)$(A)", "11"),
+        ("$(A$(B)", "$(A$(B)"),
+        ("$(EMPTY)x", "x"),
+        ("é$(A)", "é1"),
+    ],
+)
+def test_expand_vars_follows_the_kubelet(value: str, expected: str) -> None:
+    assert expand_vars(value, {"A": "1", "B": "2", "EMPTY": ""}) == expected
+
+
+def test_expanded_values_are_not_expanded_again() -> None:
+    assert expand_vars("$(A)", {"A": "$(B)", "B": "no"}) == "$(B)"
+
+
+@property_settings()
+@given(st.text(), st.dictionaries(st.text(max_size=3), st.text(max_size=3)))
+def test_escaped_text_expands_to_itself(text: str, env: dict[str, str]) -> None:
+    assert expand_vars(escape_vars(text), env) == text
+
+
+def test_resolve_env_expands_over_earlier_entries_only() -> None:
+    entries = [
+        {"name": "A", "value": "a"},
+        {"name": "B", "value": "$(A)-$(C)"},
+        {"name": "C", "value": "c"},
+    ]
+    assert resolve_env(entries, pod_metadata={}) == {"A": "a", "B": "a-$(C)", "C": "c"}
+
+
+def test_resolve_env_reads_the_downward_api_from_pod_metadata() -> None:
+    def ref(path: str) -> dict[str, Any]:
+        return {"valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+    entries = [
+        {"name": "L", **ref("metadata.labels['k']")},
+        {"name": "A", **ref("metadata.annotations['a/b']")},
+        {"name": "N", **ref("metadata.name")},
+        {"name": "NS", **ref("metadata.namespace")},
+        {"name": "MISSING", **ref("metadata.labels['nope']")},
+        {"name": "NODE", **ref("spec.nodeName")},
+        {"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+        {"name": "USE", "value": "$(L)/$(N)"},
+    ]
+    metadata = {"name": "p", "namespace": "ns", "labels": {"k": "v"}, "annotations": {"a/b": "x"}}
+    assert resolve_env(entries, pod_metadata=metadata) == {
+        "L": "v",
+        "A": "x",
+        "N": "p",
+        "NS": "ns",
+        "MISSING": "",
+        "USE": "v/p",
+    }
+
+
+def test_resolve_env_lets_a_later_entry_override_an_earlier_one() -> None:
+    entries = [{"name": "A", "value": "1"}, {"name": "A", "value": "$(A)2"}]
+    assert resolve_env(entries, pod_metadata={}) == {"A": "12"}
+
+
+def test_resolve_env_skips_malformed_entries() -> None:
+    entries = ["x", {"value": "v"}, {"name": 3}, {"name": "OK", "value": 5}, {"name": "Y"}]
+    assert resolve_env(entries, pod_metadata={}) == {"OK": "", "Y": ""}
+
+
+# --- comparing entries ----------------------------------------------------------------------
+
+
+def test_normalize_env_entry_defaults_field_ref_api_version_and_drops_empty_value() -> None:
+    bare = {"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+    assert normalize_env_entry(bare) == {
+        "name": "X",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.name", "apiVersion": "v1"}},
+    }
+    assert normalize_env_entry({"name": "X", "value": ""}) == {"name": "X"}
+    assert bare == {"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+
+
+def test_owned_entries_finds_positions_of_named_entries_only() -> None:
+    env = [{"name": "A"}, "junk", {"name": ["DMLC_ROLE"]}, {"name": "DMLC_ROLE", "value": "x"}]
+    assert owned_entries(env, {"DMLC_ROLE"}) == [(3, {"name": "DMLC_ROLE", "value": "x"})]

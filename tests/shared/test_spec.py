@@ -1,0 +1,216 @@
+"""shared/spec.py: accessors agree with defaulting and never raise on malformed jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+
+from shared import spec as s
+from shared.constants import (
+    RUN_POLICY_FIELDS,
+    CleanPodPolicy,
+    JobMode,
+    ReplicaType,
+    RestartPolicy,
+    SuccessPolicy,
+)
+from tests.shared.shared_samples import (
+    container,
+    job,
+    json_objects,
+    property_settings,
+    replica,
+    single_node_job,
+    train_job,
+    tune_job,
+)
+
+
+def test_is_int_excludes_bool_and_float() -> None:
+    assert s.is_int(0)
+    assert s.is_int(-3)
+    assert not s.is_int(True)
+    assert not s.is_int(1.0)
+    assert not s.is_int("1")
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("Worker", ReplicaType.WORKER),
+        ("worker", ReplicaType.WORKER),
+        ("TUNERSERVER", ReplicaType.TUNER_SERVER),
+        ("tunerServer", ReplicaType.TUNER_SERVER),
+        ("Workers", None),
+        ("", None),
+        (3, None),
+    ],
+)
+def test_canonical_replica_type_matches_case_insensitively(
+    key: object, expected: ReplicaType | None
+) -> None:
+    assert s.canonical_replica_type(key) is expected
+
+
+def test_job_name_and_mode_read_metadata_and_spec() -> None:
+    found = train_job("mnist")
+    assert s.job_name(found) == "mnist"
+    assert s.job_mode(found) is JobMode.MXTRAIN
+    assert s.job_mode(tune_job()) is JobMode.MXTUNE
+
+
+@pytest.mark.parametrize(
+    "bad", [{}, {"spec": []}, {"spec": {"jobMode": "mxtrain"}}, {"spec": {"jobMode": 1}}]
+)
+def test_job_mode_is_none_unless_one_of_the_modes(bad: dict[str, Any]) -> None:
+    assert s.job_mode(bad) is None
+    assert s.job_name(bad) == ""
+
+
+def test_replica_specs_are_keyed_canonically_in_canonical_order() -> None:
+    found = job("j", "MXTrain", {"worker": replica(2), "SCHEDULER": replica(1), "Bogus": replica()})
+    specs = s.replica_specs(found)
+    assert list(specs) == ["Scheduler", "Worker"]
+    assert specs["Worker"]["replicas"] == 2
+
+
+def test_replica_specs_prefer_the_canonical_spelling_of_a_duplicated_type() -> None:
+    found = job("j", "MXTrain", {"worker": replica(2), "Worker": replica(3), "WORKER": replica(4)})
+    assert s.replica_specs(found)["Worker"]["replicas"] == 3
+    assert s.replica_count(found, "worker") == 3
+
+
+def test_replica_specs_skip_values_that_are_not_objects() -> None:
+    found = {"spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {"Worker": [1], "Server": None}}}
+    assert s.replica_specs(found) == {}
+
+
+def test_an_unknown_replica_type_has_no_spec_and_no_pods() -> None:
+    assert s.replica_spec(train_job(), "Chief") is None
+    assert s.replica_count(train_job(), "Chief") == 0
+    assert s.replica_spec(train_job(), "worker") == train_job()["spec"]["mxReplicaSpecs"]["Worker"]
+
+
+def test_replica_count_defaults_to_one_and_is_zero_for_an_absent_type() -> None:
+    found = job("j", "MXTrain", {"Worker": replica(None), "Server": replica(0)})
+    assert s.replica_count(found, "Worker") == 1
+    assert s.replica_count(found, "Server") == 0
+    assert s.replica_count(found, "Scheduler") == 0
+
+
+@pytest.mark.parametrize("bad", [-1, True, 2.0, "3", None])
+def test_replica_count_treats_malformed_replicas_as_the_default(bad: object) -> None:
+    found = job("j", "MXTrain", {"Worker": {"replicas": bad, "template": {}}})
+    assert s.replica_count(found, "Worker") == 1
+
+
+def test_replica_port_is_the_mxjob_port_of_the_mxnet_container() -> None:
+    ports = [
+        {"name": "metrics", "containerPort": 8080},
+        {"name": "mxjob-port", "containerPort": 9999},
+    ]
+    found = job("j", "MXTrain", {"Worker": replica(containers=[container(ports=ports)])})
+    assert s.replica_port(found, "Worker") == 9999
+
+
+def test_replica_port_ignores_sidecar_ports_and_defaults_to_9091() -> None:
+    sidecar = container("sidecar", ports=[{"name": "mxjob-port", "containerPort": 7777}])
+    found = job("j", "MXTrain", {"Worker": replica(containers=[container(), sidecar])})
+    assert s.replica_port(found, "Worker") == 9091
+    assert s.replica_port(found, "Scheduler") == 9091
+
+
+@pytest.mark.parametrize("bad", ["9999", 0, 70000, True, None])
+def test_replica_port_falls_back_to_9091_for_an_invalid_number(bad: object) -> None:
+    ports = [{"name": "mxjob-port", "containerPort": bad}]
+    found = job("j", "MXTrain", {"Worker": replica(containers=[container(ports=ports)])})
+    assert s.replica_port(found, "Worker") == 9091
+
+
+def test_mxnet_container_is_found_by_name_among_several() -> None:
+    template = {"spec": {"containers": [container("sidecar"), container("mxnet", image="x")]}}
+    assert s.mxnet_container(template) == container("mxnet", image="x")
+
+
+def test_mxnet_container_is_the_sole_unnamed_container() -> None:
+    template = {"spec": {"containers": [container(None)]}}
+    assert s.mxnet_container(template) is template["spec"]["containers"][0]
+
+
+def test_mxnet_container_is_none_without_a_candidate() -> None:
+    assert s.mxnet_container({"spec": {"containers": [container("a"), container("b")]}}) is None
+    assert s.mxnet_container({"spec": {"containers": [container(None), container(None)]}}) is None
+    assert s.mxnet_container({"spec": {"containers": "mxnet"}}) is None
+    assert s.mxnet_container(None) is None
+
+
+def test_tuner_server_key_is_the_non_empty_template_annotation() -> None:
+    assert s.tuner_server_key({"metadata": {"annotations": {"tuner-server-key": "k"}}}) == "k"
+    assert s.tuner_server_key({"metadata": {"annotations": {"tuner-server-key": ""}}}) is None
+    assert s.tuner_server_key({"metadata": {"annotations": {"tuner-server-key": 5}}}) is None
+    assert s.tuner_server_key({"metadata": []}) is None
+
+
+def test_single_node_is_an_mxtrain_job_with_only_a_worker() -> None:
+    assert s.is_single_node(single_node_job())
+    assert s.is_single_node(single_node_job(replicas=3))  # recognised; validation rejects it
+    assert not s.is_single_node(train_job())
+    assert not s.is_single_node(job("j", "MXTune", {"Worker": replica()}))
+
+
+def test_restart_policy_defaults_to_exit_code() -> None:
+    found = job("j", "MXTrain", {"Worker": replica(restart_policy="Never"), "Server": replica()})
+    assert s.restart_policy(found, "Worker") is RestartPolicy.NEVER
+    assert s.restart_policy(found, "Server") is RestartPolicy.EXIT_CODE
+
+
+def test_run_policy_reads_runpolicy_then_fields_still_under_spec() -> None:
+    found = train_job(runPolicy={"backoffLimit": 2}, backoffLimit=9, cleanPodPolicy="All")
+    assert s.run_policy(found) == {"backoffLimit": 2, "cleanPodPolicy": "All"}
+
+
+def test_run_policy_accessors_apply_the_defaults() -> None:
+    found = train_job()
+    assert s.clean_pod_policy(found) is CleanPodPolicy.RUNNING
+    assert s.backoff_limit(found) == 6
+    assert s.active_deadline_seconds(found) is None
+    assert s.ttl_seconds_after_finished(found) is None
+    assert not s.is_suspended(found)
+    assert s.success_policy(found) is SuccessPolicy.DEFAULT
+
+
+def test_run_policy_accessors_read_set_values() -> None:
+    policy = {
+        "cleanPodPolicy": "None",
+        "backoffLimit": 0,
+        "activeDeadlineSeconds": 60,
+        "ttlSecondsAfterFinished": 0,
+        "suspend": True,
+    }
+    found = train_job(runPolicy=policy, successPolicy="AllWorkers")
+    assert s.clean_pod_policy(found) is CleanPodPolicy.NONE
+    assert s.backoff_limit(found) == 0
+    assert s.active_deadline_seconds(found) == 60
+    assert s.ttl_seconds_after_finished(found) == 0
+    assert s.is_suspended(found)
+    assert s.success_policy(found) is SuccessPolicy.ALL_WORKERS
+
+
+@property_settings()
+@given(json_objects())
+def test_accessors_never_raise_on_arbitrary_json(found: dict[str, Any]) -> None:
+    for rtype in ReplicaType:
+        assert s.replica_count(found, rtype) >= 0
+        assert 0 < s.replica_port(found, rtype) <= 65535
+        assert s.restart_policy(found, rtype) in RestartPolicy
+    assert set(s.replica_specs(found)) <= set(ReplicaType)
+    assert isinstance(s.is_single_node(found), bool)
+    assert set(s.run_policy(found)) <= set(RUN_POLICY_FIELDS)
+    assert s.clean_pod_policy(found) in CleanPodPolicy
+    assert s.backoff_limit(found) >= 0
+    assert (s.active_deadline_seconds(found) or 0) >= 0
+    assert (s.ttl_seconds_after_finished(found) or 0) >= 0
+    assert isinstance(s.is_suspended(found), bool)
+    assert s.success_policy(found) in SuccessPolicy
