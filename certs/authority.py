@@ -44,6 +44,21 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
+def _key_usage(*, signs_certificates: bool) -> x509.KeyUsage:
+    """Digital signature for every certificate; certificate and CRL signing for the CA only."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=signs_certificates,
+        crl_sign=signs_certificates,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
 def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
     attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
     attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
@@ -67,7 +82,9 @@ class CertificateAuthority:
     pair: KeyPair
 
     @classmethod
-    def create(cls, *, common_name: str = "mxjob-operator-ca", valid_days: int = 3650) -> CertificateAuthority:
+    def create(
+        cls, *, common_name: str = "mxjob-operator-ca", valid_days: int = 3650
+    ) -> CertificateAuthority:
         key = _new_key()
         now = datetime.datetime.now(datetime.UTC)
         subject = _name(common_name)
@@ -81,20 +98,12 @@ class CertificateAuthority:
             .not_valid_after(now + datetime.timedelta(days=valid_days))
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
+                _key_usage(signs_certificates=True),
                 critical=True,
             )
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False
+            )
             .sign(key, hashes.SHA256())
         )
         return cls(KeyPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)))
@@ -132,17 +141,7 @@ class CertificateAuthority:
             .not_valid_after(now + datetime.timedelta(days=valid_days))
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=False,
-                    crl_sign=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
+                _key_usage(signs_certificates=False),
                 critical=True,
             )
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
