@@ -6,29 +6,11 @@ person at a terminal (``make dev-up`` writes it to ``.local/logs/``).
 
 from __future__ import annotations
 
-import datetime
-import json
 import logging
 import sys
-from typing import Any
 
 from controller.settings import LogFormat
-
-
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        document: dict[str, Any] = {
-            "time": datetime.datetime.fromtimestamp(record.created, datetime.UTC).isoformat(
-                timespec="milliseconds"
-            ),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-            "thread": record.threadName,
-        }
-        if record.exc_info:
-            document["exception"] = self.formatException(record.exc_info)
-        return json.dumps(document, default=str)
+from shared.logformat import JsonFormatter, TextFormatter
 
 
 def configure(*, log_format: LogFormat, level: str) -> None:
@@ -37,9 +19,7 @@ def configure(*, log_format: LogFormat, level: str) -> None:
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s [%(threadName)s] %(levelname)s %(name)s: %(message)s")
-        )
+        handler.setFormatter(TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

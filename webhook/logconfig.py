@@ -10,63 +10,20 @@ contents.
 
 from __future__ import annotations
 
-import datetime
-import json
 import logging
-from typing import Any, Final
+from typing import Any
 
+from shared.logformat import FIELDS_ATTR, JsonFormatter, TextFormatter, fields_of
 from webhook.settings import LogFormat
 
-FIELDS_ATTR: Final = "fields"
-"""Name of the ``extra`` attribute that carries structured fields of a log line."""
-
-
-def fields_of(record: logging.LogRecord) -> dict[str, Any]:
-    """The structured fields attached to a record with ``extra={"fields": {...}}``."""
-    value = getattr(record, FIELDS_ATTR, None)
-    return dict(value) if isinstance(value, dict) else {}
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, the fields, and any traceback."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        document: dict[str, Any] = {
-            "time": datetime.datetime.fromtimestamp(record.created, datetime.UTC).isoformat(
-                timespec="milliseconds"
-            ),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-            "pid": record.process,
-        }
-        document.update(fields_of(record))
-        if record.exc_info:
-            document["exception"] = self.formatException(record.exc_info)
-        if record.stack_info:
-            document["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(document, default=str)
-
-
-class TextFormatter(logging.Formatter):
-    """``time [pid] LEVEL logger: message k=v ...`` for people at a terminal."""
-
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
-
-    def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        extra = fields_of(record)
-        if not extra:
-            return line
-        head, sep, tail = line.partition("\n")  # keep a traceback below the fields
-        pairs = " ".join(f"{key}={_text_value(value)}" for key, value in extra.items())
-        return f"{head} {pairs}{sep}{tail}"
-
-
-def _text_value(value: object) -> str:
-    text = str(value)
-    return json.dumps(text) if (not text or any(c.isspace() or c == '"' for c in text)) else text
+__all__ = [
+    "FIELDS_ATTR",
+    "JsonFormatter",
+    "TextFormatter",
+    "fields_of",
+    "formatter_for",
+    "logging_dict",
+]
 
 
 def formatter_for(log_format: LogFormat) -> logging.Formatter:
