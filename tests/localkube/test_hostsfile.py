@@ -20,7 +20,9 @@ def test_entries_are_added_and_removed_per_owner_without_touching_other_lines(
     assert lines[3].startswith("127.0.0.1 job-worker-0 # localkube")
 
     hostsfile.add(hosts, ["job-scheduler-0"], owner="ns/job-scheduler-0")
-    scheduler_lines = [line for line in hosts.read_text().splitlines() if "owner=ns/job-scheduler-0" in line]
+    scheduler_lines = [
+        line for line in hosts.read_text().splitlines() if "owner=ns/job-scheduler-0" in line
+    ]
     assert scheduler_lines == [scheduler_lines[0]], "re-adding replaces the owner's line"
     assert scheduler_lines[0].startswith("127.0.0.1 job-scheduler-0 # localkube")
 
