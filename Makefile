@@ -41,9 +41,10 @@ dev-down: venv ## stop the controller, the webhook and the control plane
 crd: venv binaries ## regenerate manifests/crd/ from the pinned kube-apiserver's OpenAPI
 	$(PY) hack/gen_crd.py
 
-lint: venv ## ruff (lint + format check)
+lint: venv ## ruff (lint + format check), hadolint (Dockerfiles)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/hadolint Dockerfile.webhook Dockerfile.controller
 
 typecheck: venv ## mypy (strict on shared/, webhook/, controller/, certs/)
 	$(VENV)/bin/mypy shared webhook controller certs hack/localkube tests

@@ -1,0 +1,113 @@
+"""Rotating the webhook's certificate files while the API server sends reviews loses no review.
+
+In a cluster the files change under the webhook when cert-manager renews the Secret or
+``python -m certs`` is re-run with the same CA: the kubelet swaps the mounted files, and the webhook
+must serve the new pair to new connections without a restart while every review keeps
+succeeding (``failurePolicy: Fail`` turns a failed review into a refused MXJob). Here the files
+of the session's webhook are replaced, key first, as a half-finished copy would leave them, while
+threads create MXJobs through the API server (``dryRun=All``: both webhooks are called, nothing
+is stored).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import threading
+import time
+from pathlib import Path
+
+from cryptography import x509
+
+from localkube.api import Api
+from localkube.operator import RunningOperator
+from tests.e2e.controller_fixtures import mxjob, wait_for
+
+CLIENTS = 4
+
+
+def _served_serial(port: int, ca_file: Path) -> int:
+    """The serial number of the certificate a new TLS connection to the webhook is shown."""
+    context = ssl.create_default_context(cafile=str(ca_file))
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der).serial_number
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Atomically, as the kubelet's symlink swap: a reader sees the old file or the new one."""
+    tmp = path.with_name(f".{path.name}.new")
+    tmp.write_bytes(data)
+    tmp.chmod(0o600)
+    os.replace(tmp, path)
+
+
+def test_rotated_certificate_is_served_while_every_review_succeeds(
+    api: Api, namespace: str, local_operator: RunningOperator
+) -> None:
+    local = local_operator.local
+    assert local.ca is not None
+    ca_file = local.dir / "ca.crt"
+    port = local_operator.webhook_port
+    before = _served_serial(port, ca_file)
+
+    stop = threading.Event()
+    results: list[tuple[float, str]] = []  # (when, "ok" or the error)
+    lock = threading.Lock()
+
+    def client(number: int) -> None:
+        sent = 0
+        while not stop.is_set():
+            job = mxjob(f"rot-{number}-{sent}", workers=1, servers=0)
+            try:
+                created = api.request(
+                    "POST",
+                    f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs",
+                    body=job,
+                    query=[("dryRun", "All")],
+                )
+                # The mutating webhook answered: its defaults are in the returned object.
+                assert created["spec"]["runPolicy"]["backoffLimit"] == 6
+                outcome = "ok"
+            except Exception as error:
+                outcome = repr(error)
+            with lock:
+                results.append((time.monotonic(), outcome))
+            sent += 1
+
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    try:
+        wait_for(lambda: len(results) >= 20, what="reviews before the rotation")
+        new = local.ca.issue_serving(hosts=("127.0.0.1", "localhost"))
+        rotated_at = time.monotonic()
+        _replace(local.cert_dir / "tls.key", new.key_pem)
+        time.sleep(0.3)  # a moment with a key that does not match the certificate on disk
+        _replace(local.cert_dir / "tls.crt", new.cert_pem)
+        serial = new.certificate.serial_number
+        wait_for(
+            lambda: _served_serial(port, ca_file) == serial,
+            timeout=10,
+            interval=0.2,
+            what="the new certificate served",
+        )
+        served_at = time.monotonic()
+        wait_for(
+            lambda: sum(1 for when, _ in results if when > served_at) >= 20,
+            what="reviews after the rotation",
+        )
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+
+    assert before != serial
+    failures = [outcome for _, outcome in results if outcome != "ok"]
+    assert failures == []
+    assert sum(1 for when, _ in results if rotated_at <= when <= served_at) >= 1

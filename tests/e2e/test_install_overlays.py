@@ -1,0 +1,337 @@
+"""Every install overlay renders with ``kubectl kustomize`` and a real API server accepts it.
+
+The overlays are applied as docs/install.md says (``kubectl apply --server-side``) with
+``--dry-run=server``: every object goes through the API server's validation and admission (Pod
+Security "restricted" on the Deployments included) without being stored. They go to a control
+plane of their own, one the operator was never installed on, as a user's cluster: the session's
+plane carries the CRD with its conversion pointed at a loopback ``url``, and a server-side apply
+of the manifests' ``service`` reference would be merged with it into an invalid CRD.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import json
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+
+from certs.cli import main as certs_main
+from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
+
+MANIFESTS = PROJECT_ROOT / "manifests"
+CERT_MANAGER_CRDS_SCRIPT = PROJECT_ROOT / "hack" / "cert-manager-crds.sh"
+NAMESPACE = "mxjob-system"
+OVERLAYS = ("cert-manager", "self-signed")
+Docs = list[dict[str, Any]]
+
+
+def render(plane: ControlPlane, path: Path) -> Docs:
+    out = plane.kubectl("kustomize", str(path)).stdout
+    # libyaml's loader: the CRD is 1.7 MB, which the pure-Python loader takes seconds to read.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return [doc for doc in yaml.load_all(out, Loader=loader) if doc]
+
+
+def find(docs: Docs, kind: str, name: str | None = None) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind and name in (None, d["metadata"]["name"])]
+
+
+def one(docs: Docs, kind: str, name: str) -> dict[str, Any]:
+    (found,) = find(docs, kind, name)
+    return found
+
+
+def as_list(docs: Docs) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+
+
+@pytest.fixture(scope="module")
+def fresh_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A control plane of this module's own, with cert-manager's CRDs and the namespace.
+
+    The namespace is created for real: a server-side dry run stores nothing, so the namespaced
+    objects of the same dry run would not find it.
+    """
+    plane = ControlPlane(ControlPlaneSettings(state_dir=tmp_path_factory.mktemp("install-plane")))
+    atexit.register(plane.down)
+    try:
+        plane.up()
+        crds = subprocess.run(
+            [str(CERT_MANAGER_CRDS_SCRIPT)], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        plane.kubectl("apply", "--server-side", "-f", crds)
+        plane.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s",
+            "crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io",
+        )  # fmt: skip
+        namespace = one(render(plane, MANIFESTS / "base"), "Namespace", NAMESPACE)
+        plane.kubectl("apply", "--server-side", "-f", "-", input_text=json.dumps(namespace))
+        yield plane
+    finally:
+        plane.down()
+        atexit.unregister(plane.down)
+
+
+@pytest.fixture(scope="module")
+def overlay_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The overlays, the self-signed one in a copy of ``manifests/`` after ``python -m certs``.
+
+    A copy, so the generated Secret (a private key) never lands in the working tree.
+    """
+    copy = tmp_path_factory.mktemp("manifests") / "manifests"
+    shutil.copytree(MANIFESTS, copy, ignore=shutil.ignore_patterns("webhook-tls-secret.yaml"))
+    self_signed = copy / "overlays" / "self-signed"
+    assert certs_main(["webhook", "--out", str(self_signed)]) == 0
+    return {"cert-manager": MANIFESTS / "overlays" / "cert-manager", "self-signed": self_signed}
+
+
+@pytest.fixture(scope="module")
+def rendered(fresh_plane: ControlPlane, overlay_dirs: dict[str, Path]) -> dict[str, Docs]:
+    return {name: render(fresh_plane, path) for name, path in overlay_dirs.items()}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_applies_server_side_with_every_object_accepted_and_no_warning(
+    fresh_plane: ControlPlane, rendered: dict[str, Docs], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    result = fresh_plane.kubectl(
+        "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
+    )
+    # No "Warning:" either: Pod Security "restricted" (warn label on the namespace) would name
+    # every Deployment whose pods it would refuse, and deprecated APIs would be reported.
+    assert result.stderr == ""
+    applied = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(applied) == len(docs)
+    assert all(line.endswith("serverside-applied (server dry run)") for line in applied)
+    kinds = {d["kind"] for d in docs}
+    assert {
+        "Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
+        "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
+        "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+    } <= kinds  # fmt: skip
+    tls = {"cert-manager": {"Issuer", "Certificate"}, "self-signed": {"Secret"}}[overlay]
+    assert tls <= kinds
+
+
+def test_client_side_apply_of_the_crd_is_refused_which_is_why_the_install_is_server_side(
+    fresh_plane: ControlPlane,
+) -> None:
+    result = fresh_plane.kubectl(
+        "apply", "--dry-run=server", "-f", str(MANIFESTS / "crd" / "mxjobs.kubeflow.org.yaml"),
+        check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "metadata.annotations: Too long" in result.stderr
+
+
+def test_operator_pods_are_admitted_under_pod_security_restricted(
+    fresh_plane: ControlPlane, rendered: dict[str, Docs]
+) -> None:
+    docs = rendered["self-signed"]
+    fresh_plane.kubectl(
+        "apply", "--server-side", "-f", "-", input_text=as_list(find(docs, "ServiceAccount"))
+    )
+    for deployment in find(docs, "Deployment"):
+        template = deployment["spec"]["template"]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": deployment["metadata"]["name"], "namespace": NAMESPACE},
+            "spec": template["spec"],
+        }
+        # The namespace enforces "restricted": a pod that breaks it is refused, not warned about.
+        result = fresh_plane.kubectl(
+            "create", "--dry-run=server", "-f", "-", input_text=json.dumps(pod), check=False
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == ""
+
+
+def _containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(deployment["spec"]["template"]["spec"]["containers"])
+
+
+def test_containers_are_hardened_beyond_what_pod_security_checks(
+    rendered: dict[str, Docs],
+) -> None:
+    for deployment in find(rendered["self-signed"], "Deployment"):
+        spec = deployment["spec"]["template"]["spec"]
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert spec["securityContext"]["runAsUser"] != 0
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        tmp_volumes = {v["name"] for v in spec["volumes"] if "emptyDir" in v}
+        for container in _containers(deployment):
+            context = container["securityContext"]
+            assert context["readOnlyRootFilesystem"] is True
+            assert context["allowPrivilegeEscalation"] is False
+            assert context["capabilities"] == {"drop": ["ALL"]}
+            assert "memory" in container["resources"]["limits"]
+            assert set(container["resources"]["requests"]) == {"cpu", "memory"}
+            (tmp,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/tmp"]
+            assert tmp["name"] in tmp_volumes
+    webhook = one(rendered["self-signed"], "Deployment", "mxjob-webhook")["spec"]["template"]
+    assert webhook["spec"]["automountServiceAccountToken"] is False
+
+
+def test_webhook_runs_two_drained_replicas_probed_over_https_behind_a_pdb(
+    rendered: dict[str, Docs],
+) -> None:
+    docs = rendered["self-signed"]
+    deployment = one(docs, "Deployment", "mxjob-webhook")
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    pod = deployment["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == "mxjob-operator/webhook:0.1.0"
+    assert container["ports"] == [{"name": "https", "containerPort": 9443, "protocol": "TCP"}]
+    probes = {
+        kind: (p["httpGet"]["path"], p["httpGet"]["port"], p["httpGet"]["scheme"])
+        for kind in ("readinessProbe", "livenessProbe")
+        for p in [container[kind]]
+    }
+    assert probes == {
+        "readinessProbe": ("/readyz", "https", "HTTPS"),
+        "livenessProbe": ("/healthz", "https", "HTTPS"),
+    }
+    sleep = container["lifecycle"]["preStop"]["exec"]["command"]
+    drain = int(sleep[-1])
+    graceful = int(next(a for a in container["args"] if a.startswith("--graceful-timeout="))[19:])
+    assert drain + graceful < pod["spec"]["terminationGracePeriodSeconds"]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "tls")
+    assert f"--cert-dir={mount['mountPath']}" in container["args"]
+    pdb = one(docs, "PodDisruptionBudget", "mxjob-webhook")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    service = one(docs, "Service", "mxjob-webhook")
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [(443, "https")]
+
+
+def test_controller_runs_two_leader_elected_replicas_with_a_metrics_service(
+    rendered: dict[str, Docs],
+) -> None:
+    docs = rendered["self-signed"]
+    deployment = one(docs, "Deployment", "mxjob-controller")
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == "mxjob-operator/controller:0.1.0"
+    assert "--leader-elect" in container["args"]
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}
+    assert env["MXJOB_CONTROLLER_LEASE_NAMESPACE"] == "metadata.namespace"
+    assert pod["spec"]["serviceAccountName"] == "mxjob-controller"
+    metrics = one(docs, "Service", "mxjob-controller-metrics")
+    assert metrics["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    assert metrics["spec"]["ports"][0]["targetPort"] == "http-metrics"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+
+
+def test_image_tags_are_the_project_version() -> None:
+    version = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    kustomization = yaml.safe_load((MANIFESTS / "base" / "kustomization.yaml").read_text())
+    tags = {image["name"]: image["newTag"] for image in kustomization["images"]}
+    assert tags == {"mxjob-operator/webhook": version, "mxjob-operator/controller": version}
+
+
+def _webhook_services(docs: Docs) -> list[dict[str, Any]]:
+    """Every ``clientConfig.service`` the API server will call: both webhooks and conversion."""
+    refs = [
+        webhook["clientConfig"]["service"]
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for configuration in find(docs, kind)
+        for webhook in configuration["webhooks"]
+    ]
+    crd = one(docs, "CustomResourceDefinition", "mxjobs.kubeflow.org")
+    refs.append(crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"])
+    return refs
+
+
+def _ca_bundles(docs: Docs) -> list[str]:
+    bundles = [
+        webhook["clientConfig"].get("caBundle", "")
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for configuration in find(docs, kind)
+        for webhook in configuration["webhooks"]
+    ]
+    crd = one(docs, "CustomResourceDefinition", "mxjobs.kubeflow.org")
+    bundles.append(crd["spec"]["conversion"]["webhook"]["clientConfig"].get("caBundle", ""))
+    return bundles
+
+
+def test_every_webhook_call_goes_to_the_webhook_service_on_443(rendered: dict[str, Docs]) -> None:
+    for docs in rendered.values():
+        refs = _webhook_services(docs)
+        assert len(refs) == 3
+        for ref in refs:
+            assert (ref["namespace"], ref["name"], ref["port"]) == (NAMESPACE, "mxjob-webhook", 443)
+        one(docs, "Service", "mxjob-webhook")
+
+
+def test_self_signed_overlay_trusts_exactly_the_ca_of_its_generated_secret(
+    rendered: dict[str, Docs],
+) -> None:
+    docs = rendered["self-signed"]
+    secret = one(docs, "Secret", "mxjob-webhook-tls")
+    assert secret["type"] == "kubernetes.io/tls"
+    assert _ca_bundles(docs) == [secret["data"]["ca.crt"]] * 3
+    ca = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["ca.crt"]))
+    cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    cert.verify_directly_issued_by(ca)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    for ref in _webhook_services(docs):
+        assert f"{ref['name']}.{ref['namespace']}.svc" in names.get_values_for_type(x509.DNSName)
+    volumes = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]["spec"]["volumes"]
+    tls = {"name": "tls", "secret": {"secretName": "mxjob-webhook-tls", "defaultMode": 0o440}}
+    assert tls in volumes
+
+
+def test_cert_manager_overlay_injects_its_certificates_ca_into_webhooks_and_conversion(
+    rendered: dict[str, Docs],
+) -> None:
+    docs = rendered["cert-manager"]
+    certificate = one(docs, "Certificate", "mxjob-webhook")
+    source = f"{certificate['metadata']['namespace']}/{certificate['metadata']['name']}"
+    for kind, name in (
+        ("MutatingWebhookConfiguration", "mxjob-operator-mutating"),
+        ("ValidatingWebhookConfiguration", "mxjob-operator-validating"),
+        ("CustomResourceDefinition", "mxjobs.kubeflow.org"),
+    ):
+        annotations = one(docs, kind, name)["metadata"]["annotations"]
+        assert annotations["cert-manager.io/inject-ca-from"] == source
+    for ref in _webhook_services(docs):
+        assert f"{ref['name']}.{ref['namespace']}.svc" in certificate["spec"]["dnsNames"]
+    issuer = one(docs, "Issuer", certificate["spec"]["issuerRef"]["name"])
+    assert issuer["spec"] == {"selfSigned": {}}
+    volumes = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]["spec"]["volumes"]
+    secret_names = [v["secret"]["secretName"] for v in volumes if "secret" in v]
+    assert secret_names == [certificate["spec"]["secretName"]]
+
+
+def test_rbac_names_every_group_resource_and_verb_without_wildcards(
+    rendered: dict[str, Docs],
+) -> None:
+    docs = rendered["self-signed"]
+    roles = find(docs, "ClusterRole") + find(docs, "Role")
+    assert roles
+    for role in roles:
+        for rule in role["rules"]:
+            for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+                assert "*" not in rule.get(field, []), (role["metadata"]["name"], rule)
+    bound = {
+        subject["name"]
+        for kind in ("ClusterRoleBinding", "RoleBinding")
+        for binding in find(docs, kind)
+        for subject in binding["subjects"]
+    }
+    assert bound == {"mxjob-controller"}  # the webhook's account is bound to nothing

@@ -1,0 +1,244 @@
+"""The RBAC of ``manifests/`` is enough for the controller, and nothing more.
+
+The service accounts, roles and bindings of the rendered base are applied to the session's control
+plane. Each process then acts as its service account: a client certificate from the control
+plane's CA with the user and groups the API server gives that account's tokens
+(``system:serviceaccount:<ns>:<name>``; ``system:serviceaccounts``,
+``system:serviceaccounts:<ns>``), so RBAC sees exactly the identity a pod of the Deployment has.
+The controller runs as in the cluster (all namespaces, leader election on its Lease) and takes a
+job through a restart to Succeeded and its TTL deletion, which uses every rule it is given.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from localkube.api import Api, ApiError
+from localkube.cluster import PROJECT_ROOT, ControlPlane
+from localkube.kubelet import TestKubelet
+from localkube.operator import RunningOperator, stop_process
+from tests.e2e.controller_fixtures import (
+    create_job,
+    event_reasons,
+    get_job,
+    lease_holder,
+    mxjob,
+    names,
+    status,
+    wait_for,
+    wait_pods_running,
+    wait_state,
+)
+
+SYSTEM = "mxjob-system"
+RBAC_KINDS = (
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+)
+Identities = dict[str, Path]
+
+
+def _kubeconfig(plane: ControlPlane, path: Path, *, service_account: str) -> Path:
+    """A kubeconfig authenticating as ``system:serviceaccount:mxjob-system:<service_account>``."""
+    pair = plane.certificate_authority().issue_client(
+        common_name=f"system:serviceaccount:{SYSTEM}:{service_account}",
+        organizations=("system:serviceaccounts", f"system:serviceaccounts:{SYSTEM}"),
+        valid_days=1,
+    )
+    state = plane.state()
+    assert state is not None
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "local",
+                "cluster": {
+                    "server": state.server,
+                    "certificate-authority-data": b64((plane.pki / "ca.crt").read_bytes()),
+                },
+            }
+        ],
+        "users": [
+            {
+                "name": service_account,
+                "user": {
+                    "client-certificate-data": b64(pair.cert_pem),
+                    "client-key-data": b64(pair.key_pem),
+                },
+            }
+        ],
+        "contexts": [{"name": "local", "context": {"cluster": "local", "user": service_account}}],
+        "current-context": "local",
+    }
+    path.write_text(json.dumps(config))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(scope="module")
+def identities(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Identities:
+    """The base's accounts and RBAC applied; a kubeconfig per account."""
+    out = control_plane.kubectl("kustomize", str(PROJECT_ROOT / "manifests" / "base")).stdout
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the 1.7 MB CRD: libyaml is fast
+    objects = [d for d in yaml.load_all(out, Loader=loader) if d and d["kind"] in RBAC_KINDS]
+    control_plane.kubectl(
+        "apply",
+        "--server-side",
+        "-f",
+        "-",
+        input_text=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}),
+    )
+    directory = tmp_path_factory.mktemp("identities")
+    return {
+        account: _kubeconfig(control_plane, directory / account, service_account=account)
+        for account in ("mxjob-controller", "mxjob-webhook")
+    }
+
+
+def _allowed(api: Api, *, verb: str, resource: str, group: str = "", **extra: str) -> bool:
+    review = api.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        body={
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {
+                "resourceAttributes": {"verb": verb, "resource": resource, "group": group, **extra}
+            },
+        },
+    )
+    return bool(review["status"]["allowed"])
+
+
+def test_controller_takes_a_job_to_succeeded_and_deletes_it_under_its_service_account(
+    api: Api,
+    namespace: str,
+    local_operator: RunningOperator,
+    identities: Identities,
+    kubelet: TestKubelet,
+) -> None:
+    log_name = f"controller-rbac-{namespace}.log"
+    process, _, _ = local_operator.local.start_controller(
+        f"--kubeconfig={identities['mxjob-controller']}",
+        "--leader-elect",
+        f"--lease-namespace={SYSTEM}",
+        "--lease-name=mxjob-controller",
+        f"--identity=rbac-{namespace}",
+        "--workers=2",
+        log_name=log_name,
+    )
+    try:
+        wait_for(
+            lambda: lease_holder(api, SYSTEM) == f"rbac-{namespace}", what="the controller leads"
+        )
+        job = mxjob("rbac", workers=2, servers=1)
+        job["spec"]["runPolicy"] = {"ttlSecondsAfterFinished": 1}
+        create_job(api, namespace, job)
+        all_pods = names("rbac", "scheduler-0", "server-0", "worker-0", "worker-1")
+        running = wait_pods_running(api, namespace, "rbac", all_pods)
+        old_uid = running["rbac-worker-0"]["metadata"]["uid"]
+        kubelet.terminate(namespace, "rbac-worker-0", exit_code=137)  # retryable: recreated
+        recreated = wait_pods_running(api, namespace, "rbac", all_pods)
+        assert recreated["rbac-worker-0"]["metadata"]["uid"] != old_uid
+        assert status(api, namespace, "rbac")["restartCount"] == 1
+        kubelet.terminate(namespace, "rbac-scheduler-0", exit_code=0)
+        wait_state(api, namespace, "rbac", "Succeeded")
+        assert {"SuccessfulCreatePod", "MXJobSucceeded"} <= event_reasons(api, namespace, "rbac")
+        wait_for(lambda: get_job(api, namespace, "rbac") is None, what="TTL deletion")
+    finally:
+        stop_process(process.pid)
+    log = (local_operator.local.logs / log_name).read_text()
+    assert "forbidden" not in log.lower()
+    assert " 403" not in log
+
+
+def test_requests_outside_the_controllers_rules_are_forbidden(
+    identities: Identities, namespace: str
+) -> None:
+    controller = Api.from_kubeconfig(identities["mxjob-controller"])
+    with pytest.raises(ApiError) as denied:
+        controller.request("GET", f"/api/v1/namespaces/{namespace}/secrets")
+    assert denied.value.status == 403
+    assert "system:serviceaccount:mxjob-system:mxjob-controller" in str(denied.value)
+    allowed = [
+        ("list", "pods", ""),
+        ("create", "pods", ""),
+        ("delete", "services", ""),
+        ("watch", "mxjobs", "kubeflow.org"),
+        ("update", "mxjobs/status", "kubeflow.org"),
+        ("patch", "events", ""),
+    ]
+    forbidden = [
+        ("list", "secrets", ""),
+        ("get", "configmaps", ""),
+        ("patch", "pods", ""),
+        ("update", "pods/status", ""),
+        ("create", "pods/exec", ""),
+        ("update", "services", ""),
+        ("create", "mxjobs", "kubeflow.org"),
+        ("update", "mxjobs", "kubeflow.org"),
+        ("list", "nodes", ""),
+        ("create", "customresourcedefinitions", "apiextensions.k8s.io"),
+        ("create", "mutatingwebhookconfigurations", "admissionregistration.k8s.io"),
+        ("create", "rolebindings", "rbac.authorization.k8s.io"),
+    ]
+    for verb, resource, group in allowed:
+        assert _allowed(controller, verb=verb, resource=resource, group=group, namespace=namespace)
+    for verb, resource, group in forbidden:
+        assert not _allowed(
+            controller, verb=verb, resource=resource, group=group, namespace=namespace
+        ), (verb, resource)
+
+
+def test_controller_may_only_take_its_own_lease_in_its_own_namespace(
+    identities: Identities, namespace: str
+) -> None:
+    controller = Api.from_kubeconfig(identities["mxjob-controller"])
+    leases = {"resource": "leases", "group": "coordination.k8s.io"}
+    assert _allowed(controller, verb="update", namespace=SYSTEM, name="mxjob-controller", **leases)
+    assert not _allowed(controller, verb="update", namespace=SYSTEM, name="other", **leases)
+    assert not _allowed(
+        controller, verb="delete", namespace=SYSTEM, name="mxjob-controller", **leases
+    )
+    assert not _allowed(controller, verb="create", namespace=namespace, **leases)
+
+
+def test_the_webhooks_service_account_can_do_nothing(
+    identities: Identities, namespace: str
+) -> None:
+    webhook = Api.from_kubeconfig(identities["mxjob-webhook"])
+    for path in (
+        f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs",
+        f"/api/v1/namespaces/{namespace}/pods",
+        f"/api/v1/namespaces/{SYSTEM}/secrets",
+    ):
+        with pytest.raises(ApiError) as denied:
+            webhook.request("GET", path)
+        assert denied.value.status == 403
+    review: dict[str, Any] = webhook.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+        body={
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectRulesReview",
+            "spec": {"namespace": SYSTEM},
+        },
+    )
+    # What every authenticated user may do (system:basic-user: ask about its own access) is all.
+    groups = {g for rule in review["status"]["resourceRules"] for g in rule.get("apiGroups", [])}
+    assert groups <= {"authorization.k8s.io", "authentication.k8s.io"}
