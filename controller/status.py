@@ -187,6 +187,15 @@ def _failure_kind(job: Mapping[str, Any], view: PodView) -> Literal["none", "per
     return "retry"
 
 
+def _why_final(job: Mapping[str, Any], view: PodView) -> str:
+    """Why this failure ends the job: the replica's restart policy, or the exit code's class."""
+    if view.replica_type is not None and restart_policy(job, view.replica_type) is (
+        RestartPolicy.NEVER
+    ):
+        return "restartPolicy Never does not retry"
+    return "a permanent failure, not retried"
+
+
 def _succeeded(job: Mapping[str, Any], by_slot: Mapping[str, PodView | None]) -> bool:
     """Whether the replicas that decide success have succeeded."""
     if success_policy(job) is SuccessPolicy.ALL_WORKERS and not is_single_node(job):
@@ -216,11 +225,15 @@ def _empty_counts(job: Mapping[str, Any]) -> dict[ReplicaType, dict[str, int]]:
 
 
 def _cleaned_up(job: Mapping[str, Any], view: PodView, *, stop_active: bool) -> bool:
-    """Whether finishing removes this pod (so it no longer counts in replicaStatuses)."""
-    policy = clean_pod_policy(job)
-    if policy is CleanPodPolicy.ALL:
-        return True
-    return view.active and (stop_active or policy is CleanPodPolicy.RUNNING)
+    """Whether finishing stops this still-active pod (so it no longer counts as active).
+
+    Finished pods keep counting as succeeded or failed even when cleanPodPolicy All deletes
+    them: the final replicaStatuses record how each replica ended, which is what a user reads
+    after the pods are gone.
+    """
+    if not view.active:
+        return False
+    return stop_active or clean_pod_policy(job) in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING)
 
 
 def _final_counts(
@@ -429,7 +442,7 @@ def compute_status(
                 EventSpec(
                     "Warning",
                     EXITED_WITH_CODE,
-                    f"{_describe(view)} {_exit_text(view)}: permanent failure.",
+                    f"{_describe(view)} {_exit_text(view)}: {_why_final(job, view)}.",
                 )
             )
         message = f"MXJob {name} has failed because {_describe(first)} {_exit_text(first)}."

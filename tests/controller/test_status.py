@@ -175,12 +175,35 @@ def test_a_finished_job_never_changes_again() -> None:
     assert outcome.finished and outcome.became is None and not outcome.events
 
 
+def test_final_replica_statuses_record_how_replicas_ended_even_when_cleanup_deletes_them() -> None:
+    stored, _ = step(job(run_policy={"cleanPodPolicy": "All", "backoffLimit": 6}), [])
+    pods = [
+        pod(stored, "scheduler-0"),
+        pod(stored, "server-0"),
+        pod(stored, "worker-0", phase="Failed", exit_code=1),
+        pod(stored, "worker-1", phase="Succeeded", exit_code=0),
+    ]
+    _, outcome = step(stored, pods)
+    assert outcome.became == "Failed"
+    counts = {
+        t: {k: v for k, v in c.items() if k != "selector"}
+        for t, c in outcome.status["replicaStatuses"].items()
+    }
+    assert counts == {
+        "Scheduler": {"active": 0, "succeeded": 0, "failed": 0},
+        "Server": {"active": 0, "succeeded": 0, "failed": 0},
+        "Worker": {"active": 0, "succeeded": 1, "failed": 1},
+    }
+
+
 def test_never_policy_fails_the_job_on_a_retryable_exit() -> None:
     stored, _ = step(job(restart_policy="Never"), [])
     _, outcome = step(
         stored, [*pods_all(stored)[:3], pod(stored, "worker-1", phase="Failed", exit_code=137)]
     )
     assert outcome.became == "Failed" and not outcome.recreate
+    exited = next(e for e in outcome.events if e.reason == "ExitedWithCode")
+    assert "restartPolicy Never" in exited.message
 
 
 def test_a_job_stored_without_validation_fails_with_the_violations_as_reason() -> None:
