@@ -9,8 +9,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 LOCAL := .local
 PYTEST_ARGS ?=
+JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
 
-.PHONY: help venv binaries cluster-up cluster-down dev-up dev-down crd lint typecheck unit e2e test clean
+.PHONY: help venv binaries cluster-up cluster-down dev-up dev-down demo crd lint typecheck unit e2e test clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -18,10 +19,10 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,examples]'
 	touch $@
 
-venv: $(STAMP) ## create .venv with the project (editable) and its test dependencies
+venv: $(STAMP) ## create .venv with the project (editable), its test tools and the examples' mxnet + TVM
 
 binaries: ## build kube-apiserver, kube-controller-manager, kubectl and etcd once per machine
 	@hack/build-binaries.sh >/dev/null
@@ -38,6 +39,9 @@ dev-up: venv binaries ## control plane + CRD + webhook (TLS, registered) + contr
 dev-down: venv ## stop the controller, the webhook and the control plane
 	@$(PY) -m localkube dev-down --state-dir $(LOCAL)
 
+demo: venv binaries ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train)
+	@$(PY) -m localkube.demo --state-dir $(LOCAL) --job $(JOB)
+
 crd: venv binaries ## regenerate manifests/crd/ from the pinned kube-apiserver's OpenAPI
 	$(PY) hack/gen_crd.py
 
@@ -47,7 +51,7 @@ lint: venv ## ruff (lint + format check), hadolint (Dockerfiles)
 	$(VENV)/bin/hadolint Dockerfile.webhook Dockerfile.controller
 
 typecheck: venv ## mypy (strict on shared/, webhook/, controller/, certs/)
-	$(VENV)/bin/mypy shared webhook controller certs hack/localkube tests
+	$(VENV)/bin/mypy shared webhook controller certs hack/localkube tests examples/scripts
 
 unit: venv ## the tests that need no control plane
 	$(VENV)/bin/pytest -m "not e2e" $(PYTEST_ARGS)

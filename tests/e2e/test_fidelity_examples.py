@@ -1,0 +1,236 @@
+"""Fidelity: real MXNet and TVM clusters form from exactly what the operator put into the pods.
+
+The CPU examples go through the real ``kubectl``, API server, webhook and controller; the
+exec-mode test kubelet runs each pod's command as a local process with the pod's env, so the
+processes find each other only through the injected env and the pods' Service names:
+
+- train (``examples/v1/train/mx_job_dist_cpu.yaml``): ps-lite's scheduler, server and two
+  workers from the ``DMLC_*`` env; the loss must fall and both workers must end with the same
+  parameters; a real process failing with exit code 2 must fail the job with that code shown;
+- tune (``examples/v1/tune/mx_job_tune_cpu.yaml``): ``examples/scripts/start_tune.py`` reads only
+  ``MX_CONFIG``; the tracker binds the port listed for it, both servers register under the
+  ``tuner-server-key`` annotation's value, and the tuner reaches servers only through the tracker
+  (a server accepts only the match key the tracker hands out); both servers must run part of the
+  workload.
+
+The tests read what the processes printed into their pod log files.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localkube.api import Api
+from localkube.cluster import ControlPlane
+from localkube.demo import EXAMPLES, examples_kubelet, load_job, on_free_ports, pod_log
+from localkube.kubelet import TestKubelet
+from tests.e2e.controller_fixtures import (
+    condition,
+    events,
+    pods,
+    status,
+    wait_for,
+)
+
+TRAIN_EXAMPLE = EXAMPLES / "v1" / "train" / "mx_job_dist_cpu.yaml"
+TUNE_EXAMPLE = EXAMPLES / "v1" / "tune" / "mx_job_tune_cpu.yaml"
+TRAIN_JOB = "dist-train-cpu"
+TUNE_JOB = "tune-cpu"
+EPOCH = re.compile(r"^epoch (\d+)/(\d+) loss ([0-9.]+)", re.MULTILINE)
+DIGEST = re.compile(r"^final parameters sha256 ([0-9a-f]{64})$", re.MULTILINE)
+RANK = re.compile(r"^worker rank (\d+) of (\d+)", re.MULTILINE)
+MEASURED = re.compile(r"^server (\d+): (tile=\d+) checked, ([0-9.]+) us per run$", re.MULTILINE)
+
+
+def require_importable(module: str) -> None:
+    """Fail (never skip) when the examples' dependencies are missing: the test would be void."""
+    result = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, (
+        f"`import {module}` fails in {sys.executable}; install the examples extra "
+        f"(make venv, or pip install -e '.[examples]'):\n{result.stderr[-2000:]}"
+    )
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path) -> Path:
+    return tmp_path / "pods"
+
+
+@pytest.fixture
+def exec_kubelet(api: Api, namespace: str, log_dir: Path) -> Iterator[TestKubelet]:
+    require_importable("mxnet")
+    require_importable("tvm.rpc.tracker")  # the tracker also needs tornado
+    with examples_kubelet(
+        api, node_name=f"node-{namespace}", namespace=namespace, log_dir=log_dir
+    ) as kubelet:
+        yield kubelet
+    api.request("DELETE", f"/api/v1/nodes/{kubelet.node_name}")
+
+
+def apply(plane: ControlPlane, namespace: str, job: dict[str, Any]) -> None:
+    """``kubectl apply`` the job, as a user would (ports moved off 9091: one shared host)."""
+    plane.kubectl("apply", "-n", namespace, "-f", "-", input_text=json.dumps(job))
+
+
+def wait_finished(
+    api: Api, namespace: str, name: str, log_dir: Path, *, timeout: float = 120
+) -> dict[str, Any]:
+    """Wait for Succeeded or Failed; on a timeout show what every process printed."""
+
+    def probe() -> dict[str, Any] | None:
+        current = status(api, namespace, name)
+        return current if current.get("state") in ("Succeeded", "Failed") else None
+
+    try:
+        return wait_for(probe, timeout=timeout, interval=0.2, what=f"MXJob {name} finished")
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{all_logs(log_dir)}") from None
+
+
+def all_logs(log_dir: Path) -> str:
+    return "\n".join(
+        f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
+        for path in sorted(log_dir.glob("*.log"))
+    )
+
+
+def exit_code(pod: dict[str, Any]) -> int | None:
+    for container in pod.get("status", {}).get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated")
+        if container.get("name") == "mxnet" and terminated:
+            return int(terminated["exitCode"])
+    return None
+
+
+@pytest.mark.usefixtures("controller", "exec_kubelet")
+def test_cpu_train_example_succeeds_with_falling_loss_and_identical_worker_parameters(
+    api: Api,
+    namespace: str,
+    control_plane: ControlPlane,
+    log_dir: Path,
+) -> None:
+    example = load_job(TRAIN_EXAMPLE)
+    apply(control_plane, namespace, on_free_ports(example))
+
+    final = wait_finished(api, namespace, TRAIN_JOB, log_dir)
+    assert final["state"] == "Succeeded", f"{final}\n{all_logs(log_dir)}"
+    scheduler = pods(api, namespace, job=TRAIN_JOB)[f"{TRAIN_JOB}-scheduler-0"]
+    assert exit_code(scheduler) == 0  # success is the scheduler's exit code
+
+    args = example["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"]
+    epochs = int(args[args.index("--epochs") + 1])
+    digests, ranks = [], set()
+    for index in (0, 1):
+        text = pod_log(log_dir, namespace, f"{TRAIN_JOB}-worker-{index}").read_text()
+        losses = [float(loss) for _, _, loss in EPOCH.findall(text)]
+        assert len(losses) == epochs, text
+        assert all(later < earlier for earlier, later in itertools.pairwise(losses)), (
+            f"worker {index} loss did not fall every epoch: {losses}"
+        )
+        assert losses[-1] < losses[0] / 2, f"worker {index} barely learned: {losses}"
+        rank_match = RANK.search(text)
+        assert rank_match and rank_match.group(2) == "2", text  # ps-lite saw both workers
+        ranks.add(int(rank_match.group(1)))
+        digest = DIGEST.findall(text)
+        assert len(digest) == 1, text
+        digests.append(digest[0])
+    assert ranks == {0, 1}
+    assert digests[0] == digests[1], "dist_sync workers ended with different parameters"
+    scheduler_log = pod_log(log_dir, namespace, f"{TRAIN_JOB}-scheduler-0").read_text()
+    assert f"scheduler {TRAIN_JOB}-scheduler-0:" in scheduler_log  # the injected DMLC_PS_ROOT_URI
+
+
+@pytest.mark.usefixtures("controller", "exec_kubelet")
+def test_train_example_with_a_bad_argument_fails_the_job_with_exit_code_2(
+    api: Api,
+    namespace: str,
+    control_plane: ControlPlane,
+    log_dir: Path,
+) -> None:
+    job = on_free_ports(load_job(TRAIN_EXAMPLE))
+    worker = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["args"] = ["--epochs", "five"]  # argparse exits 2: a bug, not worth a retry
+    apply(control_plane, namespace, job)
+
+    final = wait_finished(api, namespace, TRAIN_JOB, log_dir)
+    assert final["state"] == "Failed", f"{final}\n{all_logs(log_dir)}"
+    assert final.get("restartCount", 0) == 0
+    failed = condition(final, "Failed")
+    assert failed is not None and failed["status"] == "True"
+    assert "exited with code 2" in failed["message"], failed
+    worker_log = pod_log(log_dir, namespace, f"{TRAIN_JOB}-worker-0").read_text()
+    assert "argument --epochs: invalid int value: 'five'" in worker_log
+    failed_worker = wait_for(
+        lambda: next(
+            (p for n, p in pods(api, namespace, job=TRAIN_JOB).items() if "-worker-" in n), None
+        ),
+        what="a failed worker pod kept for its logs",
+    )
+    assert exit_code(failed_worker) == 2
+    messages = [
+        f"{e['type']} {e['reason']}: {e['message']}" for e in events(api, namespace, TRAIN_JOB)
+    ]
+    assert any(m.startswith("Warning") and "code 2" in m for m in messages), (
+        f"no Warning event with exit code 2: {messages}"
+    )
+    described = control_plane.kubectl("describe", "mxjob", TRAIN_JOB, "-n", namespace).stdout
+    assert "exited with code 2" in described
+
+
+@pytest.mark.usefixtures("controller", "exec_kubelet")
+def test_cpu_tune_example_succeeds_using_both_servers_through_the_tracker(
+    api: Api,
+    namespace: str,
+    control_plane: ControlPlane,
+    log_dir: Path,
+) -> None:
+    example = load_job(TUNE_EXAMPLE)
+    specs = example["spec"]["mxReplicaSpecs"]
+    key = specs["TunerServer"]["template"]["metadata"]["annotations"]["tuner-server-key"]
+    job = on_free_ports(example)
+    tracker_port = job["spec"]["mxReplicaSpecs"]["TunerTracker"]["template"]["spec"]["containers"][
+        0
+    ]["ports"][0]["containerPort"]
+    apply(control_plane, namespace, job)
+
+    final = wait_finished(api, namespace, TUNE_JOB, log_dir)
+    assert final["state"] == "Succeeded", f"{final}\n{all_logs(log_dir)}"
+    assert exit_code(pods(api, namespace, job=TUNE_JOB)[f"{TUNE_JOB}-tuner-0"]) == 0
+
+    tracker_log = pod_log(log_dir, namespace, f"{TUNE_JOB}-tunertracker-0").read_text()
+    assert f"bind to 127.0.0.1:{tracker_port}" in tracker_log  # the port MX_CONFIG gave it
+
+    tuner_log = pod_log(log_dir, namespace, f"{TUNE_JOB}-tuner-0").read_text()
+    registered = re.search(
+        rf"^tracker {TUNE_JOB}-tunertracker-0:{tracker_port}: 2 servers under key '{key}': "
+        r"\['(127\.0\.0\.1:\d+)', '(127\.0\.0\.1:\d+)'\]$",
+        tuner_log,
+        re.MULTILINE,
+    )
+    assert registered, tuner_log
+    assert registered.group(1) != registered.group(2)  # two servers, not one twice
+    assert "got 2 sessions through the tracker" in tuner_log
+    measured = MEASURED.findall(tuner_log)
+    tiles = specs["Tuner"]["template"]["spec"]["containers"][0]["args"]
+    expected = [f"tile={t}" for t in tiles[tiles.index("--tiles") + 1 :]]
+    assert [name for _, name, _ in measured] == expected, tuner_log
+    assert {server for server, _, _ in measured} == {"0", "1"}
+    assert "best schedule tile=" in tuner_log
+
+    # Each server ran part of the workload in a session the tracker matched it to.
+    for index in (0, 1):
+        server_log = pod_log(log_dir, namespace, f"{TUNE_JOB}-tunerserver-{index}").read_text()
+        assert f"--key={key}" in server_log, server_log
+        assert "connected from ('127.0.0.1'" in server_log, server_log
+        assert re.search(r"load_module \S+matmul_tile\d+\.so", server_log), server_log
