@@ -12,6 +12,7 @@ import os
 import secrets
 import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,23 @@ E2E_DIR = Path(__file__).parent / "e2e"
 
 # The controller fixtures (`start_controller`, `controller`) for every end-to-end test module.
 pytest_plugins = ["tests.e2e.controller_fixtures"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give this run a temp root of its own.
+
+    pytest's default ``/tmp/pytest-of-<user>/pytest-<n>`` keeps only the three newest roots, so a
+    second pytest process started meanwhile can delete the directories (etcd data, certificates)
+    of a run still going. A root per process is removed only once that process is gone.
+    """
+    if config.option.basetemp:
+        return
+    parent = Path(tempfile.gettempdir()) / "mxjob-operator-pytest"
+    parent.mkdir(exist_ok=True)
+    for stale in parent.iterdir():
+        if stale.name.isdigit() and not Path(f"/proc/{stale.name}").exists():
+            shutil.rmtree(stale, ignore_errors=True)
+    config.option.basetemp = str(parent / str(os.getpid()))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
