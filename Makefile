@@ -11,7 +11,7 @@ LOCAL := .local
 PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
 
-.PHONY: help venv binaries cluster-up cluster-down dev-up dev-down demo crd lint typecheck unit e2e test clean
+.PHONY: help venv binaries cluster-up cluster-down dev-up dev-down demo crd lint typecheck unit e2e test bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -51,7 +51,7 @@ lint: venv ## ruff (lint + format check), hadolint (Dockerfiles)
 	$(VENV)/bin/hadolint Dockerfile.webhook Dockerfile.controller
 
 typecheck: venv ## mypy (strict on shared/, webhook/, controller/, certs/)
-	$(VENV)/bin/mypy shared webhook controller certs hack/localkube tests examples/scripts
+	$(VENV)/bin/mypy shared webhook controller certs hack/localkube tests bench examples/scripts
 
 unit: venv ## the tests that need no control plane
 	$(VENV)/bin/pytest -m "not e2e" $(PYTEST_ARGS)
@@ -61,6 +61,9 @@ e2e: venv binaries ## the tests against the local control plane
 
 test: venv binaries lint typecheck ## lint, typecheck, then every test (unit and e2e)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+bench: venv binaries ## measure webhook, admission and controller at full size; writes docs/benchmarks.md
+	$(PY) -m bench
 
 clean: cluster-down ## stop everything and remove .local and .venv
 	rm -rf $(LOCAL) $(VENV)

@@ -1,0 +1,67 @@
+"""``python -m bench`` (``make bench``): every benchmark at full size, then ``docs/benchmarks.md``.
+
+The JSON of each benchmark is kept in ``.local/bench/results.json``; ``--render-only`` rebuilds
+the page from it. ``bench/findings.md`` (profiles, fixes, before/after figures, written by
+people) is appended to the page as is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import admission_overhead, controller_scale, webhook_load
+from bench.common import BENCH_DIR
+from bench.report import render
+from localkube.cluster import PROJECT_ROOT
+
+RESULTS = BENCH_DIR / "results.json"
+FINDINGS = Path(__file__).resolve().parent / "findings.md"
+PAGE = PROJECT_ROOT / "docs" / "benchmarks.md"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--output", type=Path, default=PAGE, help="the Markdown page to write")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="JSON of every report")
+    parser.add_argument("--render-only", action="store_true", help="re-render saved results")
+    parser.add_argument(
+        "--scale-jobs", type=int, nargs="+", default=[100, 500, 1000], help="growth sizes"
+    )
+    parser.add_argument("--admission-jobs", type=int, default=500)
+    parser.add_argument("--webhook-duration", type=float, default=5.0)
+    args = parser.parse_args(argv)
+    results: dict[str, Any]
+    if args.render_only:
+        results = json.loads(args.results.read_text())
+    else:
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        results = {}
+
+        def save() -> None:
+            args.results.write_text(json.dumps(results, indent=2) + "\n")
+
+        results["webhook_load"] = webhook_load.main(
+            ["--duration", str(args.webhook_duration), "--output", "/dev/null"]
+        )
+        save()
+        results["admission_overhead"] = admission_overhead.main(
+            ["--jobs", str(args.admission_jobs), "--output", "/dev/null"]
+        )
+        save()
+        results["controller_scale"] = controller_scale.main(
+            ["--jobs", *map(str, args.scale_jobs), "--output", "/dev/null"]
+        )
+        save()
+    notes = FINDINGS.read_text() if FINDINGS.exists() else ""
+    args.output.write_text(render(results, notes=notes))
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""Item 2: what admission costs end to end: MXJobs created with the webhooks registered vs not.
+
+A real API server (the benchmark's own control plane) with the CRD installed and the webhook
+served by gunicorn over TLS (``LocalOperator``, as ``make dev-up``), no controller. The same
+client creates ``jobs`` MXJobs (the 1 scheduler, 1 server, 2 workers job of the controller
+benchmark) from a few threads with the mutating and validating webhooks registered, and again
+with them removed. The segments run as A B B A (half the jobs each), so a drift over the run
+(etcd growing, a neighbour's load) falls on both sides equally.
+
+Each segment checks it measured what it claims: the webhook's own review counter must grow by
+two reviews per job with the webhooks registered and by none without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import ssl
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import bench_plane, create_namespace, machine, ratio
+from controller.kube import KubeClient, mxjobs_path
+from localkube.cluster import ControlPlane
+from localkube.operator import LocalOperator, stop_process
+
+TARGET_RATIO = 1.3
+
+
+def scale_job(name: str) -> dict[str, Any]:
+    """1 scheduler, 1 server, 2 workers: the job of items 2 and 3."""
+
+    def template(script: str) -> dict[str, Any]:
+        return {
+            "spec": {
+                "containers": [
+                    {"name": "mxnet", "image": "mxjob/mxnet:cpu", "command": ["python", script]}
+                ]
+            }
+        }
+
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name},
+        "spec": {
+            "jobMode": "MXTrain",
+            "mxReplicaSpecs": {
+                "Scheduler": {"replicas": 1, "template": template("scheduler.py")},
+                "Server": {"replicas": 1, "template": template("server.py")},
+                "Worker": {"replicas": 2, "template": template("worker.py")},
+            },
+        },
+    }
+
+
+def create_jobs(client: KubeClient, namespace: str, names: Sequence[str], *, threads: int) -> float:
+    """Create one job per name from ``threads`` threads; return the wall time in seconds."""
+    path = mxjobs_path(namespace)
+
+    def create(name: str) -> None:
+        client.request("POST", path, body=scale_job(name))
+
+    started = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(create, names))
+    return time.perf_counter() - started
+
+
+def webhook_reviews(operator: LocalOperator, port: int) -> int:
+    """``mxjob_webhook_reviews_total`` summed over mutate and validate."""
+    context = ssl.create_default_context(cafile=str(operator.dir / "ca.crt"))
+    with urllib.request.urlopen(
+        f"https://127.0.0.1:{port}/metrics", context=context, timeout=10
+    ) as response:
+        text = response.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("mxjob_webhook_reviews_total{") and 'endpoint="convert"' not in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
+
+
+def _wait_registered(
+    client: KubeClient, operator: LocalOperator, port: int, namespace: str, registered: bool
+) -> None:
+    """Create probe jobs until the API server's view of the webhooks is the wanted one.
+
+    The API server learns of (un)registration through its own informer, a moment after kubectl
+    returns; a segment started before then would measure the other configuration.
+    """
+    deadline = time.monotonic() + 30
+    attempt = 0
+    while True:
+        before = webhook_reviews(operator, port)
+        name = f"probe-{'on' if registered else 'off'}-{attempt}"
+        client.request("POST", mxjobs_path(namespace), body=scale_job(name))
+        client.request("DELETE", mxjobs_path(namespace, name))
+        reviewed = webhook_reviews(operator, port) > before
+        if reviewed == registered:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"webhooks still {'off' if registered else 'on'} after 30 s")
+        attempt += 1
+        time.sleep(0.2)
+
+
+def run(*, plane: ControlPlane, jobs: int = 500, threads: int = 4) -> dict[str, Any]:
+    """Measure on ``plane`` (which must have no webhooks of ours registered yet)."""
+    client = KubeClient.from_kubeconfig(plane.kubeconfig, pool_size=threads + 2)
+    operator = LocalOperator(plane)
+    webhook_pid, port = operator.start_webhook()
+    segments: list[dict[str, Any]] = []
+    try:
+        operator.install_crd(webhook_port=port)
+        namespace = f"admission-{int(time.time())}"
+        create_namespace(client, namespace)
+        half = max(1, jobs // 2)
+        order = (True, False, False, True)
+        for number, registered in enumerate(order):
+            if registered:
+                operator.register_webhooks(webhook_port=port)
+            else:
+                operator.unregister_webhooks()
+            _wait_registered(client, operator, port, namespace, registered)
+            names = [f"j{number}-{'on' if registered else 'off'}-{i}" for i in range(half)]
+            before = webhook_reviews(operator, port)
+            seconds = create_jobs(client, namespace, names, threads=threads)
+            reviews = webhook_reviews(operator, port) - before
+            expected = 2 * half if registered else 0
+            if reviews != expected:
+                raise RuntimeError(
+                    f"segment {number} ({'with' if registered else 'without'} webhooks) saw "
+                    f"{reviews} reviews, expected {expected}"
+                )
+            segments.append({"webhooks": registered, "jobs": half, "seconds": round(seconds, 3)})
+    finally:
+        operator.unregister_webhooks()
+        stop_process(webhook_pid)
+    with_hooks = sum(s["seconds"] for s in segments if s["webhooks"])
+    without = sum(s["seconds"] for s in segments if not s["webhooks"])
+    count = sum(s["jobs"] for s in segments if s["webhooks"])
+    value = ratio(with_hooks, without)
+    return {
+        "benchmark": "admission_overhead",
+        "jobs_per_configuration": count,
+        "threads": threads,
+        "with_webhooks_s": round(with_hooks, 3),
+        "without_webhooks_s": round(without, 3),
+        "with_webhooks_jobs_per_s": round(count / with_hooks, 1),
+        "without_webhooks_jobs_per_s": round(count / without, 1),
+        "ratio": round(value, 3),
+        "meets_target": value <= TARGET_RATIO,
+        "segments": segments,
+    }
+
+
+def command_line(*, jobs: int, threads: int) -> str:
+    return f".venv/bin/python -m bench.admission_overhead --jobs {jobs} --threads {threads}"
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description="MXJob creation with and without admission.")
+    parser.add_argument("--jobs", type=int, default=500, help="jobs per configuration")
+    parser.add_argument("--threads", type=int, default=4, help="client threads")
+    parser.add_argument("--output", type=Path, help="write the report as JSON here")
+    args = parser.parse_args(argv)
+    plane = bench_plane("admission")
+    try:
+        report = run(plane=plane, jobs=args.jobs, threads=args.threads)
+        report["machine"] = machine(plane)
+    finally:
+        plane.down()
+    report["command"] = command_line(jobs=args.jobs, threads=args.threads)
+    text = json.dumps(report, indent=2)
+    if args.output:
+        args.output.write_text(text + "\n")
+    else:
+        print(text)
+    return report
+
+
+if __name__ == "__main__":
+    main()

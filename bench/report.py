@@ -1,0 +1,310 @@
+"""``docs/benchmarks.md`` from the benchmarks' JSON reports.
+
+Rendering is separate from measuring so the smoke test can check the page is built from any
+report (tiny or full) and so a full run's JSON (``.local/bench/results.json``) can be re-rendered
+without measuring again.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+
+def _yes(flag: object) -> str:
+    return "**met**" if flag else "**missed**"
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return lines
+
+
+def machine_section(info: Mapping[str, Any]) -> list[str]:
+    versions = ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items())
+    return [
+        f"- {info.get('cores')} cores ({info.get('cpu')}), {info.get('memory_gib')} GiB memory, "
+        f"Linux {info.get('kernel')}",
+        f"- {versions}",
+        "- The API server, etcd, kube-controller-manager, the webhook, the controller and the "
+        "load generator all share these cores (and, while this was measured, other sessions' "
+        "test runs did too): absolute figures are noisy, ratios to a baseline measured in the "
+        "same run are the result.",
+    ]
+
+
+def webhook_section(report: Mapping[str, Any]) -> list[str]:
+    targets = report["targets"]
+    ceiling = targets["ceiling"]
+    lines = [
+        "## 1. Webhook under load",
+        "",
+        f"Server: {report['config']['server']}. Load: {report['config']['load_processes']} "
+        "spawned processes, one keep-alive TLS connection each, on loopback; "
+        f"{report['config']['duration_s']} s measured after {report['config']['warmup_s']} s "
+        "of warm-up per point. Baseline (the ceiling): the same server configuration answering "
+        "a precomputed constant review (`bench/constant_webhook.py`). Jobs: `3` = MXTrain with "
+        "Scheduler, Server x2, Worker x4, one realistic container per template; `12` = the same "
+        "with four containers per template (12 container templates). Mutate gets the job as "
+        "written, validate gets it defaulted.",
+        "",
+    ]
+    rows = []
+    for name, target in targets.items():
+        half = next(p for p in target["points"] if p["fraction"] == 0.5)
+        cells = [f"{point['p50_ms']:.2f} / {point['p99_ms']:.2f}" for point in target["points"]]
+        rows.append(
+            [
+                name,
+                target["request_bytes"],
+                target["saturation_rps"],
+                f"{target['ratio_to_ceiling']:.3f}",
+                *cells,
+                "baseline"
+                if name == "ceiling"
+                else f"{_yes(target['meets_throughput_target'])} / "
+                f"{_yes(target['meets_latency_target'])} ({half['p99_ms']:.1f} ms)",
+            ]
+        )
+    lines += _table(
+        [
+            "target",
+            "review bytes",
+            "reviews/s at saturation",
+            "ratio to ceiling",
+            "p50 / p99 ms at 25 %",
+            "p50 / p99 ms at 50 %",
+            "p50 / p99 ms at 75 %",
+            "≥ 0.70 of ceiling / p99 ≤ 5 ms at 50 %",
+        ],
+        rows,
+    )
+    lines += ["", f"Ceiling: {ceiling['saturation_rps']} reviews/s.", ""]
+    lines += [f"Reproduce: `{report['command']}`", ""]
+    return lines
+
+
+def admission_section(report: Mapping[str, Any]) -> list[str]:
+    lines = [
+        "## 2. Admission overhead end to end",
+        "",
+        f"{report['jobs_per_configuration']} MXJobs per configuration created through the API "
+        f"server from {report['threads']} threads, in A-B-B-A segments; the webhook's own "
+        "review counter confirms each segment (two reviews per job with the webhooks, none "
+        "without).",
+        "",
+    ]
+    lines += _table(
+        ["configuration", "wall time s", "jobs/s"],
+        [
+            [
+                "webhooks registered",
+                report["with_webhooks_s"],
+                report["with_webhooks_jobs_per_s"],
+            ],
+            [
+                "webhooks removed (baseline)",
+                report["without_webhooks_s"],
+                report["without_webhooks_jobs_per_s"],
+            ],
+        ],
+    )
+    lines += [
+        "",
+        f"Ratio: **{report['ratio']:.2f}** (target ≤ 1.3: {_yes(report['meets_target'])}).",
+        "",
+        f"Reproduce: `{report['command']}`",
+        "",
+    ]
+    return lines
+
+
+def _requests(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"
+
+
+def scale_section(report: Mapping[str, Any]) -> list[str]:
+    runs = report["runs"]
+    lines = [
+        "## 3. Controller at scale",
+        "",
+        "Jobs of 1 scheduler, 1 server and 2 workers, submitted at once from 8 threads with the "
+        "webhooks registered; phase A ends when every pod and Service exists (driver's watches). "
+        "Baseline: a client POSTing the same pods and Services (built by `controller.desired`, "
+        "no owner references) from 8 threads as fast as the API server accepts them. Phase B: "
+        "the test kubelet binds and starts every pod; when every job is Running, every "
+        "scheduler exits 0; it ends when every job is Succeeded and its running pods are "
+        "deleted (`cleanPodPolicy: Running`).",
+        "",
+    ]
+    rows = []
+    for run in runs:
+        a = run["phase_a"]
+        b = run.get("phase_b", {})
+        rows.append(
+            [
+                run["jobs"],
+                run["baseline"]["objects"],
+                run["baseline"]["seconds"],
+                a["seconds"],
+                f"{a['ratio_to_baseline']:.2f} ({_yes(a['meets_target'])})",
+                b.get("all_running_s", "-"),
+                b.get("succeeded_and_cleaned_s", "-"),
+            ]
+        )
+    lines += _table(
+        [
+            "jobs",
+            "objects",
+            "baseline s",
+            "controller s (phase A)",
+            "ratio (≤ 1.5)",
+            "all Running s",
+            "Succeeded + cleaned s",
+        ],
+        rows,
+    )
+    lines += [
+        "",
+        "Where the time goes (CPU seconds of the control plane during the baseline and during "
+        "phase A; the machine has 2 cores, so phase A is bound by the CPU everything shares):",
+        "",
+    ]
+    cpu_rows = []
+    for run in runs:
+        base_cpu = run["baseline"].get("control_plane_cpu_s", {})
+        a_cpu = run["phase_a"].get("control_plane_cpu_s", {})
+        cpu_rows.append(
+            [
+                run["jobs"],
+                base_cpu.get("kube-apiserver", "-"),
+                base_cpu.get("etcd", "-"),
+                a_cpu.get("kube-apiserver", "-"),
+                a_cpu.get("etcd", "-"),
+                run["phase_a"]["controller_cpu_s"],
+                run["phase_a"]["submit_seconds"],
+            ]
+        )
+    lines += _table(
+        [
+            "jobs",
+            "baseline: kube-apiserver CPU s",
+            "baseline: etcd CPU s",
+            "phase A: kube-apiserver CPU s",
+            "phase A: etcd CPU s",
+            "phase A: controller CPU s",
+            "phase A: submitting the jobs s",
+        ],
+        cpu_rows,
+    )
+    lines += ["", "## 4. Economy", ""]
+    rows = []
+    for run in runs:
+        a = run["phase_a"]
+        whole = run.get("whole_run", {})
+        rows.append(
+            [
+                run["jobs"],
+                f"{a['controller_writes_per_job']} ({_yes(a['meets_write_target'])})",
+                whole.get("controller_writes_per_job", "-"),
+                whole.get("controller_lists_after_start", a["controller_lists"]),
+                a["controller_cpu_s"],
+                whole.get("controller_cpu_s", "-"),
+                f"{a['controller_peak_rss_mib']} ({_yes(a['meets_rss_target'])})",
+                whole.get("controller_peak_rss_mib", "-"),
+            ]
+        )
+    lines += _table(
+        [
+            "jobs",
+            "writes/job, creation (≤ 8 + 3)",
+            "writes/job, whole life",
+            "LISTs after start-up",
+            "CPU s, creation",
+            "CPU s, whole run",
+            "peak RSS MiB with every pod cached (≤ 200)",
+            "peak RSS MiB, end",
+        ],
+        rows,
+    )
+    lines += [""]
+    for run in runs:
+        a = run["phase_a"]
+        lines.append(f"- {run['jobs']} jobs, creation: {_requests(a['controller_requests'])}")
+        if "phase_b" in run:
+            b = run["phase_b"]
+            lines.append(
+                f"- {run['jobs']} jobs, run to Succeeded and clean-up: "
+                f"{_requests(b['controller_requests'])} (the test kubelet meanwhile: "
+                f"{_requests(b['kubelet_requests'])})"
+            )
+    lines += [
+        "",
+        "Requests are `apiserver_request_total` deltas minus what the benchmark's driver and "
+        "the test kubelet counted on their side; the rest is the controller's, except `GET "
+        "mxjobs`: the controller never GETs a job (it reads its informer cache), those are "
+        "kube-controller-manager's garbage collector verifying the owners of new or deleted "
+        "pods. Writes and LISTs are counted over pods, services, events and mxjobs.",
+        "",
+        "## 5. Growth: cost per job",
+        "",
+    ]
+    rows = []
+    for run in runs:
+        a = run["phase_a"]
+        jobs = run["jobs"]
+        rows.append(
+            [
+                jobs,
+                round(run["baseline"]["seconds"] / jobs * 1000, 2),
+                round(a["seconds"] / jobs * 1000, 2),
+                a["controller_cpu_ms_per_job"],
+                a["controller_writes_per_job"],
+                round(a["controller_peak_rss_mib"] / jobs * 1024, 1),
+            ]
+        )
+    lines += _table(
+        [
+            "jobs",
+            "baseline ms/job",
+            "controller ms/job (phase A)",
+            "controller CPU ms/job",
+            "writes/job",
+            "peak RSS KiB/job",
+        ],
+        rows,
+    )
+    lines += ["", f"Reproduce: `{report['command']}`", ""]
+    return lines
+
+
+def render(results: Mapping[str, Any], *, notes: str = "") -> str:
+    """The whole page from ``{"webhook_load": ..., "admission_overhead": ..., ...}``."""
+    info: Mapping[str, Any] = next(
+        (r["machine"] for r in results.values() if isinstance(r, Mapping) and "machine" in r),
+        {},
+    )
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Measured {stamp} by `make bench` (`.venv/bin/python -m bench`); every figure is "
+        "compared with a baseline measured in the same run. `make test` runs every benchmark "
+        "at a tiny size (`tests/bench/`), so these scripts keep working.",
+        "",
+        "## Machine",
+        "",
+        *machine_section(info),
+        "",
+    ]
+    if "webhook_load" in results:
+        lines += webhook_section(results["webhook_load"])
+    if "admission_overhead" in results:
+        lines += admission_section(results["admission_overhead"])
+    if "controller_scale" in results:
+        lines += scale_section(results["controller_scale"])
+    if notes:
+        lines += [notes.strip(), ""]
+    return "\n".join(lines)

@@ -1,0 +1,146 @@
+"""Every benchmark at a tiny size, so the scripts behind ``make bench`` cannot rot.
+
+These check that each benchmark measures what it says (the right requests attributed to the
+controller, reviews answered without errors, both admission configurations really exercised)
+and that the page renders; they set no timing targets. The control plane is the benchmarks'
+own (``.local/bench/smoke-<pid>``), never the test session's: the admission benchmark registers
+and removes the operator's webhook configurations, which would pull the rug from under the
+end-to-end tests sharing the session's plane.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import admission_overhead, controller_scale, webhook_load
+from bench.__main__ import main as bench_main
+from bench.common import BENCH_DIR
+from bench.report import render
+from localkube.cluster import ControlPlane, ControlPlaneSettings
+
+pytestmark = pytest.mark.e2e
+
+SMOKE_JOBS = 3
+
+
+@pytest.fixture(scope="module")
+def bench_plane() -> Iterator[ControlPlane]:
+    state_dir = BENCH_DIR / f"smoke-{os.getpid()}"
+    plane = ControlPlane(ControlPlaneSettings(state_dir=state_dir))
+    try:
+        plane.up()
+        yield plane
+    finally:
+        plane.down()
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def webhook_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    output = tmp_path_factory.mktemp("bench") / "webhook.json"
+    argv = ["--duration", "0.3", "--warmup", "0.1", "--processes", "2", "--output", str(output)]
+    report = webhook_load.main(argv)
+    assert json.loads(output.read_text()) == report
+    return report
+
+
+@pytest.fixture(scope="module")
+def admission_report(bench_plane: ControlPlane) -> dict[str, Any]:
+    return admission_overhead.run(plane=bench_plane, jobs=4, threads=2)
+
+
+@pytest.fixture(scope="module")
+def scale_report(bench_plane: ControlPlane) -> dict[str, Any]:
+    run = controller_scale.run(
+        plane=bench_plane, jobs=SMOKE_JOBS, baseline_threads=2, submit_threads=2
+    )
+    return {"benchmark": "controller_scale", "runs": [run], "machine": {}, "command": "smoke"}
+
+
+def test_webhook_load_measures_the_ceiling_and_every_endpoint_without_errors(
+    webhook_report: dict[str, Any],
+) -> None:
+    targets = webhook_report["targets"]
+    assert set(targets) == {"ceiling", "mutate-3", "validate-3", "mutate-12", "validate-12"}
+    for name, target in targets.items():
+        assert target["errors"] == 0, name
+        assert target["saturation_rps"] > 0, name
+        assert [p["fraction"] for p in target["points"]] == [0.25, 0.5, 0.75]
+        for point in target["points"]:
+            assert point["reviews"] > 0, (name, point)
+            assert 0 < point["p50_ms"] <= point["p99_ms"], (name, point)
+        assert target["ratio_to_ceiling"] == pytest.approx(
+            target["saturation_rps"] / targets["ceiling"]["saturation_rps"], rel=0.01
+        )
+    # The 12-template job is the bigger review, on both endpoints.
+    assert targets["mutate-12"]["request_bytes"] > 2 * targets["mutate-3"]["request_bytes"]
+    assert targets["validate-12"]["request_bytes"] > targets["mutate-12"]["request_bytes"]
+    assert webhook_report["machine"]["cores"] >= 1
+
+
+def test_admission_overhead_runs_both_configurations_in_abba_order(
+    admission_report: dict[str, Any],
+) -> None:
+    segments = admission_report["segments"]
+    assert [s["webhooks"] for s in segments] == [True, False, False, True]
+    assert admission_report["jobs_per_configuration"] == 4
+    assert admission_report["with_webhooks_s"] > 0 and admission_report["without_webhooks_s"] > 0
+    assert admission_report["ratio"] == pytest.approx(
+        admission_report["with_webhooks_s"] / admission_report["without_webhooks_s"], rel=0.01
+    )
+
+
+def test_controller_scale_attributes_creations_to_the_controller_and_finds_no_list(
+    scale_report: dict[str, Any],
+) -> None:
+    run = scale_report["runs"][0]
+    assert run["baseline"]["objects"] == SMOKE_JOBS * 8
+    phase_a = run["phase_a"]
+    requests = phase_a["controller_requests"]
+    assert requests["POST pods"] == SMOKE_JOBS * 4
+    assert requests["POST services"] == SMOKE_JOBS * 4
+    # The driver's own MXJob POSTs were subtracted: only the controller's writes remain.
+    assert "POST mxjobs" not in requests
+    assert phase_a["controller_lists"] == 0
+    assert phase_a["controller_writes_per_job"] >= 8
+    assert 0 < phase_a["controller_peak_rss_mib"] < 1024
+    assert phase_a["controller_cpu_s"] >= 0
+    phase_b = run["phase_b"]
+    # cleanPodPolicy Running: the server and both workers of every job are deleted.
+    assert phase_b["controller_requests"]["DELETE pods"] == SMOKE_JOBS * 3
+    assert phase_b["kubelet_requests"]["POST pods/binding"] == SMOKE_JOBS * 4
+    assert phase_b["all_running_s"] > 0
+    assert phase_b["succeeded_and_cleaned_s"] > 0
+    assert run["whole_run"]["controller_lists_after_start"] == 0
+
+
+def test_page_renders_every_item_with_its_baseline_and_command(
+    webhook_report: dict[str, Any],
+    admission_report: dict[str, Any],
+    scale_report: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    results = {
+        "webhook_load": webhook_report,
+        "admission_overhead": {**admission_report, "command": "admission-command"},
+        "controller_scale": scale_report,
+    }
+    page = render(results)
+    for heading in ("## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## Machine"):
+        assert heading in page
+    assert webhook_report["command"] in page
+    assert "admission-command" in page
+    assert "| ceiling |" in page and "| validate-12 |" in page
+
+    saved = tmp_path / "results.json"
+    saved.write_text(json.dumps(results))
+    output = tmp_path / "benchmarks.md"
+    assert bench_main(["--render-only", "--results", str(saved), "--output", str(output)]) == 0
+    assert "## 5. Growth" in output.read_text()
