@@ -11,7 +11,7 @@ LOCAL := .local
 PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
 
-.PHONY: help venv binaries cluster-up cluster-down dev-up dev-down demo crd lint typecheck unit e2e test bench clean
+.PHONY: help venv binaries cluster-up cluster-down dev-up dev-down demo crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -64,6 +64,15 @@ test: venv binaries lint typecheck ## lint, typecheck, then every test (unit and
 
 bench: venv binaries ## measure webhook, admission and controller at full size; writes docs/benchmarks.md
 	$(PY) -m bench
+
+# The address-space cap turns an input that makes the webhook allocate without bound into a
+# MemoryError the property reports, instead of the kernel's OOM killer on a shared machine.
+fuzz: venv ## fuzz the webhook's review endpoints with >= 100,000 generated inputs (minutes)
+	ulimit -v 4000000 && MXJOB_FUZZ_EXAMPLES=11000 MXJOB_FUZZ_MIN_INPUTS=100000 \
+		$(VENV)/bin/pytest tests/fuzz --timeout=1800 -q -p no:cacheprovider $(PYTEST_ARGS)
+
+chaos: venv binaries ## 50 MXJobs through controller kills, API server and etcd restarts; docs/reliability.md
+	$(PY) -m localkube.chaos --state-dir $(LOCAL)/chaos --report docs/reliability.md
 
 clean: cluster-down ## stop everything and remove .local and .venv
 	rm -rf $(LOCAL) $(VENV)

@@ -46,7 +46,7 @@ from controller.status import REMOVED_HISTORY, Outcome, compute_status, format_t
 from shared.constants import OPERATOR_NAME
 from shared.defaults import apply_defaults
 from shared.spec import as_mapping, clean_pod_policy
-from shared.validation import validate
+from shared.validation import replica_total_violations, validate
 
 log = logging.getLogger(__name__)
 
@@ -216,8 +216,10 @@ class Reconciler:
             )
         # Validate what defaulting makes of the job: that is what would run, and the env the
         # operator owns is stale in a stored job after scaling until defaulting recomputes it.
-        defaulted = apply_defaults(job)
-        violations = [str(v) for v in validate(defaulted)]
+        # Except the replica total: defaulting's env grows with it, so it is checked first.
+        too_many = replica_total_violations(job)
+        defaulted = dict(job) if too_many else apply_defaults(job)
+        violations = [str(v) for v in too_many or validate(defaulted)]
         entry = _Defaulted(uid, generation, defaulted, violations)
         with self._lock:
             self._defaulted[key] = entry

@@ -76,6 +76,12 @@ DEFAULT_REPLICAS = 1
 DEFAULT_RESTART_POLICY = RestartPolicy.EXIT_CODE
 DEFAULT_CLEAN_POD_POLICY = CleanPodPolicy.RUNNING
 DEFAULT_BACKOFF_LIMIT = 6
+MAX_TOTAL_REPLICAS = 1000
+"""Most replicas one MXJob may have, all types together. Defaulting writes every replica's
+address into each template's `MX_CONFIG`, so a job's size grows with its replica count (about
+240 bytes per replica: 240 KB at this limit, well under etcd's 1.5 MiB per object); an unbounded
+count (`replicas: 2147483647`) would make the webhook and the controller build that env until
+they run out of memory."""
 
 # v1: the TVM tuner-server key lives in this annotation of a replica's pod template
 # (v1beta1 spelled it as the replica's `label` field).

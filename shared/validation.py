@@ -22,6 +22,7 @@ from jsonschema import ValidationError
 
 from shared.constants import (
     CONTAINER_NAME,
+    MAX_TOTAL_REPLICAS,
     MODE_REPLICA_TYPES,
     OWNED_ENV_NAMES,
     RUN_POLICY_FIELDS,
@@ -300,6 +301,7 @@ class _Rules:
             )
 
     def check_replica_counts(self, replicas: Mapping[str, Any]) -> None:
+        self.violations += replica_total_violations(self.job)
         if self.mode is None:
             return
         present = self._present(replicas)
@@ -402,6 +404,9 @@ class _Rules:
             or rtype is None
             or rtype not in MODE_REPLICA_TYPES[self.mode]
             or not isinstance(env, list)
+            # The expected env lists every replica: with too many (reported on their own) it
+            # would exhaust memory rather than tell the user anything more.
+            or replica_total_violations(self.job)
         ):
             return
         expected = expected_owned_env(self.job, rtype)
@@ -442,6 +447,30 @@ def _env_source(entry: Mapping[str, Any]) -> object:
     if "valueFrom" in entry:
         return {"valueFrom": entry["valueFrom"]}
     return entry.get("value", "")
+
+
+def replica_total_violations(job: Mapping[str, Any]) -> list[Violation]:
+    """The one rule that must hold before defaulting may run: at most `MAX_TOTAL_REPLICAS`.
+
+    Defaulting builds env whose size grows with the replica count, so a caller that defaults
+    before validating (the controller, to judge the env it owns) checks this first. Cheap: it
+    only adds up the well-formed counts.
+    """
+    replicas = as_mapping(as_mapping(job.get("spec")).get("mxReplicaSpecs"))
+    total = 0
+    for rspec in replicas.values():
+        count = as_mapping(rspec).get("replicas", 1)
+        if is_int(count) and count > 0:
+            total += count
+    if total <= MAX_TOTAL_REPLICAS:
+        return []
+    return [
+        Violation(
+            format_path(["spec", "mxReplicaSpecs"]),
+            f"must have at most {MAX_TOTAL_REPLICAS} replicas in all (got {total}): every "
+            "replica's address is written into each replica's env",
+        )
+    ]
 
 
 def validate(job: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[Violation]:

@@ -272,6 +272,21 @@ def test_an_invalid_job_stored_without_the_webhook_fails_with_a_clear_reason() -
     assert not any(r.method == "POST" for r in world.api.writes())
 
 
+def test_a_stored_job_with_absurd_replicas_fails_before_defaulting_builds_its_env() -> None:
+    # Found by tests/fuzz: defaulting writes every replica's address into MX_CONFIG, so with
+    # 2**31 - 1 replicas it would allocate until the controller was killed.
+    raw = job()
+    raw["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 2**31 - 1
+    world = World(raw)
+    world.reconciler.reconcile(KEY)
+    status = world.api.objects[mxjobs_path("ns", "mnist")]["status"]
+    assert status["state"] == "Failed"
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "MXJobFailedValidation"
+    assert "at most 1000 replicas" in failed["message"]
+    assert not any(r.method == "POST" for r in world.api.writes())
+
+
 def test_scaling_down_remembers_the_restarts_of_the_removed_replicas() -> None:
     world = World(job(replicas={"Scheduler": 1, "Worker": 2}))
     world.reconciler.reconcile(KEY)

@@ -242,3 +242,24 @@ def test_the_webhooks_service_account_can_do_nothing(
     # What every authenticated user may do (system:basic-user: ask about its own access) is all.
     groups = {g for rule in review["status"]["resourceRules"] for g in rule.get("apiGroups", [])}
     assert groups <= {"authorization.k8s.io", "authentication.k8s.io"}
+
+
+@pytest.mark.parametrize("account", ["mxjob-controller", "mxjob-webhook"])
+def test_neither_service_account_can_read_secrets_in_any_namespace(
+    identities: Identities, namespace: str, account: str
+) -> None:
+    """Secrets hold the webhook's serving key and every tenant's credentials; the operator needs
+    none of them (pods reference Secrets by name, which needs no read), so a stolen token of
+    either process must not be able to read one, in its own namespace, a user's, or cluster-wide.
+    """
+    identity = Api.from_kubeconfig(identities[account])
+    for verb in ("get", "list", "watch"):
+        for scope in (SYSTEM, namespace, "kube-system", ""):  # "" asks cluster-wide
+            assert not _allowed(identity, verb=verb, resource="secrets", namespace=scope), (
+                account,
+                verb,
+                scope or "all namespaces",
+            )
+    with pytest.raises(ApiError) as denied:
+        identity.request("GET", "/api/v1/secrets")
+    assert denied.value.status == 403

@@ -83,6 +83,16 @@ def test_generated_valid_jobs_stay_valid_through_defaulting(found: Job) -> None:
 # --- metadata.name ---------------------------------------------------------------------------
 
 
+def test_more_than_1000_replicas_in_all_are_rejected_before_defaulting_could_run() -> None:
+    assert validate(train_job(servers=500, workers=499)) == []
+    too_many = train_job(servers=500, workers=500)
+    found = only(too_many)
+    assert found.path == "spec.mxReplicaSpecs"
+    assert "at most 1000 replicas in all (got 1001)" in found.message
+    huge = train_job(workers=2**31 - 1)  # defaulting this would build a 2**31-entry MX_CONFIG
+    assert "spec.mxReplicaSpecs" in paths(huge)
+
+
 def test_a_missing_name_is_required() -> None:
     found = train_job()
     del found["metadata"]["name"]

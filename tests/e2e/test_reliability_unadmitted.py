@@ -1,0 +1,160 @@
+"""Defence in depth: MXJobs stored while the admission webhooks were not registered.
+
+A cluster can hold such jobs (the operator installed after them, the webhook configurations
+deleted by mistake, a failurePolicy changed to Ignore during an outage). The controller must not
+run them blindly: it re-checks each with the same ``shared/`` rules, fails an invalid one with a
+clear reason and creates nothing for it, applies the defaults itself to a valid one that never
+got them, and keeps running either way.
+
+The webhook configurations of the session's operator are deleted for the creations only and
+registered again in a ``finally``; both changes are awaited (the API server picks them up
+asynchronously) so no other test ever sees admission off.
+"""
+
+from __future__ import annotations
+
+import copy
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from localkube.api import Api, ApiError
+from localkube.kubelet import TestKubelet
+from localkube.operator import RunningOperator
+from tests.e2e.controller_fixtures import (
+    GROUP_PATH,
+    StartController,
+    condition,
+    create_job,
+    get_job,
+    mxjob,
+    names,
+    pods,
+    services,
+    status,
+    wait_for,
+    wait_pods_running,
+    wait_state,
+)
+
+
+def _invalid_job(name: str) -> dict[str, Any]:
+    """Two Schedulers and a Worker without an ``mxnet`` container: the webhook refuses both."""
+    job = mxjob(name, workers=1, servers=0)
+    specs = job["spec"]["mxReplicaSpecs"]
+    specs["Scheduler"]["replicas"] = 2
+    specs["Worker"]["template"]["spec"]["containers"][0]["name"] = "main"
+    return job
+
+
+def _undefaulted_job(name: str) -> dict[str, Any]:
+    """A valid job exactly as a user wrote it: no restartPolicy, no runPolicy, containers without
+    ports or env. Only the mutating webhook would have filled these in. (A container needs a
+    name even then: the CRD's pod-template schema requires one.)"""
+
+    def replica() -> dict[str, Any]:
+        container = {"name": "mxnet", "image": "mxjob/mxnet:cpu", "command": ["python", "t.py"]}
+        return {"replicas": 1, "template": {"spec": {"containers": [container]}}}
+
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name},
+        "spec": {
+            "jobMode": "MXTrain",
+            "mxReplicaSpecs": {"Scheduler": replica(), "Worker": replica()},
+        },
+    }
+
+
+def _admitted(api: Api, namespace: str, job: dict[str, Any]) -> bool:
+    """Whether the API server would store ``job`` now (a dry run: nothing is stored)."""
+    try:
+        api.request(
+            "POST",
+            f"{GROUP_PATH}/namespaces/{namespace}/mxjobs",
+            body=copy.deepcopy(job),
+            query=[("dryRun", "All")],
+        )
+    except ApiError:
+        return False
+    return True
+
+
+@contextmanager
+def admission_off(api: Api, operator: RunningOperator, namespace: str) -> Iterator[None]:
+    probe = _invalid_job("admission-probe")
+    operator.local.unregister_webhooks()
+    try:
+        wait_for(lambda: _admitted(api, namespace, probe), what="admission webhooks gone")
+        yield
+    finally:
+        operator.local.register_webhooks(webhook_port=operator.webhook_port)
+        wait_for(
+            lambda: not _admitted(api, namespace, probe), what="admission webhooks back in force"
+        )
+
+
+def _container(pod: dict[str, Any]) -> dict[str, Any]:
+    containers = pod["spec"]["containers"]
+    assert len(containers) == 1
+    return dict(containers[0])
+
+
+def test_unadmitted_jobs_are_failed_when_invalid_and_defaulted_when_valid(
+    api: Api,
+    namespace: str,
+    local_operator: RunningOperator,
+    start_controller: StartController,
+    kubelet: TestKubelet,
+) -> None:
+    controller = start_controller()
+    with admission_off(api, local_operator, namespace):
+        create_job(api, namespace, _invalid_job("bad"))
+        create_job(api, namespace, _undefaulted_job("raw"))
+    stored_raw = get_job(api, namespace, "raw")
+    assert stored_raw is not None
+    stored_worker = stored_raw["spec"]["mxReplicaSpecs"]["Worker"]
+    stored_container = stored_worker["template"]["spec"]["containers"][0]
+    assert "env" not in stored_container, "the job was stored without the mutating webhook"
+    assert "ports" not in stored_container
+    assert "restartPolicy" not in stored_worker
+
+    # The invalid job fails at once, naming every violation, and gets no pod or Service.
+    failed = wait_state(api, namespace, "bad", "Failed")
+    reason = condition(failed, "Failed")
+    assert reason is not None and reason["reason"] == "MXJobFailedValidation"
+    assert "spec.mxReplicaSpecs.Scheduler.replicas" in reason["message"]
+    assert "spec.mxReplicaSpecs.Worker.template.spec.containers" in reason["message"]
+    assert pods(api, namespace, job="bad") == {}
+    assert services(api, namespace, job="bad") == {}
+
+    # The valid one runs with the defaults the webhook would have applied, computed in memory.
+    running = wait_pods_running(api, namespace, "raw", names("raw", "scheduler-0", "worker-0"))
+    worker = _container(running["raw-worker-0"])
+    assert {"name": "mxjob-port", "containerPort": 9091, "protocol": "TCP"} in worker["ports"]
+    env = {e["name"]: e.get("value") for e in worker["env"]}
+    assert env["DMLC_ROLE"] == "worker"
+    assert env["DMLC_PS_ROOT_URI"] == "raw-scheduler-0"
+    assert env["DMLC_NUM_WORKER"] == "1"
+    # restartPolicy defaulted to ExitCode: a SIGKILLed worker is recreated, not the job failed.
+    old_uid = running["raw-worker-0"]["metadata"]["uid"]
+    kubelet.terminate(namespace, "raw-worker-0", exit_code=137)
+    wait_for(lambda: status(api, namespace, "raw").get("restartCount") == 1, what="1 restart")
+    again = wait_pods_running(api, namespace, "raw", names("raw", "scheduler-0", "worker-0"))
+    assert again["raw-worker-0"]["metadata"]["uid"] != old_uid
+    kubelet.terminate(namespace, "raw-scheduler-0", exit_code=0)
+    wait_state(api, namespace, "raw", "Succeeded")
+    # Defaults stay the controller's business: the stored spec is still the user's.
+    final = get_job(api, namespace, "raw")
+    assert final is not None and final["spec"] == stored_raw["spec"]
+
+    # One process did all of this: neither job crashed it.
+    assert controller.process.poll() is None
+    with urllib.request.urlopen(
+        f"http://127.0.0.1:{controller.health_port}/healthz", timeout=5
+    ) as response:
+        assert response.status == 200
+    log = (local_operator.local.logs / controller.log_name).read_text()
+    assert "Traceback" not in log
