@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import json
 import ssl
 import time
 import urllib.request
@@ -23,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import bench_plane, create_namespace, machine, ratio
+from bench.common import bench_plane, create_namespace, emit, machine, ratio
 from controller.kube import KubeClient, mxjobs_path
 from localkube.cluster import ControlPlane
 from localkube.operator import LocalOperator, stop_process
@@ -176,12 +175,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     finally:
         plane.down()
     report["command"] = command_line(jobs=args.jobs, threads=args.threads)
-    text = json.dumps(report, indent=2)
-    if args.output:
-        args.output.write_text(text + "\n")
-    else:
-        print(text)
-    return report
+    return emit(report, args.output)
 
 
 if __name__ == "__main__":

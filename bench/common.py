@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import os
 import platform
 import re
@@ -36,6 +37,16 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 # Writes as the API server's metrics name them (WATCH/LIST/GET are reads).
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY", "DELETECOLLECTION"})
+
+
+def emit(report: dict[str, Any], output: Path | None) -> dict[str, Any]:
+    """Write a benchmark's report as JSON to ``output``, or print it; return it unchanged."""
+    text = json.dumps(report, indent=2)
+    if output:
+        output.write_text(text + "\n")
+    else:
+        print(text)
+    return report
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

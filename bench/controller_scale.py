@@ -26,7 +26,6 @@ import argparse
 import collections
 import concurrent.futures
 import copy
-import json
 import time
 import urllib.error
 import urllib.request
@@ -45,6 +44,7 @@ from bench.common import (
     component_cpu,
     create_namespace,
     delta,
+    emit,
     keyed,
     machine,
     ratio,
@@ -354,12 +354,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "machine": info,
         "command": command_line(jobs=args.jobs, lifecycle=args.lifecycle),
     }
-    text = json.dumps(report, indent=2)
-    if args.output:
-        args.output.write_text(text + "\n")
-    else:
-        print(text)
-    return report
+    return emit(report, args.output)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import loadgen
-from bench.common import BENCH_DIR, machine, percentile, ratio
+from bench.common import BENCH_DIR, emit, machine, percentile, ratio
 from certs import CertificateAuthority
 from localkube.cluster import PROJECT_ROOT, free_port
 from localkube.operator import stop_process
@@ -398,12 +398,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--output", type=Path, help="write the report as JSON here")
     args = parser.parse_args(argv)
     report = run(duration=args.duration, warmup=args.warmup, processes=args.processes)
-    text = json.dumps(report, indent=2)
-    if args.output:
-        args.output.write_text(text + "\n")
-    else:
-        print(text)
-    return report
+    return emit(report, args.output)
 
 
 if __name__ == "__main__":
