@@ -14,7 +14,7 @@ JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
 .PHONY: help venv binaries cluster-up cluster-down dev-up dev-down demo crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
