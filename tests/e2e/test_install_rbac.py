@@ -147,7 +147,9 @@ def test_controller_takes_a_job_to_succeeded_and_deletes_it_under_its_service_ac
             lambda: lease_holder(api, SYSTEM) == f"rbac-{namespace}", what="the controller leads"
         )
         job = mxjob("rbac", workers=2, servers=1)
-        job["spec"]["runPolicy"] = {"ttlSecondsAfterFinished": 1}
+        # completionTime has second resolution, so a TTL of 1 s may delete the job within a
+        # fraction of a second of finishing (as for a batch Job): 3 s leaves time to see it.
+        job["spec"]["runPolicy"] = {"ttlSecondsAfterFinished": 3}
         create_job(api, namespace, job)
         all_pods = names("rbac", "scheduler-0", "server-0", "worker-0", "worker-1")
         running = wait_pods_running(api, namespace, "rbac", all_pods)
@@ -155,10 +157,19 @@ def test_controller_takes_a_job_to_succeeded_and_deletes_it_under_its_service_ac
         kubelet.terminate(namespace, "rbac-worker-0", exit_code=137)  # retryable: recreated
         recreated = wait_pods_running(api, namespace, "rbac", all_pods)
         assert recreated["rbac-worker-0"]["metadata"]["uid"] != old_uid
-        assert status(api, namespace, "rbac")["restartCount"] == 1
+        wait_for(
+            lambda: status(api, namespace, "rbac").get("restartCount") == 1,
+            what="restartCount 1 in the status",
+        )
         kubelet.terminate(namespace, "rbac-scheduler-0", exit_code=0)
         wait_state(api, namespace, "rbac", "Succeeded")
-        assert {"SuccessfulCreatePod", "MXJobSucceeded"} <= event_reasons(api, namespace, "rbac")
+        # Events are written in the background, after the status: wait for them too.
+        wait_for(
+            lambda: (
+                {"SuccessfulCreatePod", "MXJobSucceeded"} <= event_reasons(api, namespace, "rbac")
+            ),
+            what="the job's events",
+        )
         wait_for(lambda: get_job(api, namespace, "rbac") is None, what="TTL deletion")
     finally:
         stop_process(process.pid)
