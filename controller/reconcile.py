@@ -317,34 +317,14 @@ class Reconciler:
         deleted_services = self._delete(key, "services", plan.delete_services, errors)
         created_pods = self._create_pods(key, job, plan.create_pods, errors)
         created_services = self._create_services(key, job, plan.create_services, errors)
-        if created_pods:
-            self.recorder.record(
-                job,
-                "Normal",
-                ev.SUCCESSFUL_CREATE_POD,
-                ev.summarize("Created", "pod", created_pods),
-            )
-        if created_services:
-            self.recorder.record(
-                job,
-                "Normal",
-                ev.SUCCESSFUL_CREATE_SERVICE,
-                ev.summarize("Created", "service", created_services),
-            )
-        if deleted_pods:
-            self.recorder.record(
-                job,
-                "Normal",
-                ev.SUCCESSFUL_DELETE_POD,
-                ev.summarize("Deleted", "pod", deleted_pods),
-            )
-        if deleted_services:
-            self.recorder.record(
-                job,
-                "Normal",
-                ev.SUCCESSFUL_DELETE_SERVICE,
-                ev.summarize("Deleted", "service", deleted_services),
-            )
+        for names, reason, verb, kind in (
+            (created_pods, ev.SUCCESSFUL_CREATE_POD, "Created", "pod"),
+            (created_services, ev.SUCCESSFUL_CREATE_SERVICE, "Created", "service"),
+            (deleted_pods, ev.SUCCESSFUL_DELETE_POD, "Deleted", "pod"),
+            (deleted_services, ev.SUCCESSFUL_DELETE_SERVICE, "Deleted", "service"),
+        ):
+            if names:
+                self.recorder.record(job, "Normal", reason, ev.summarize(verb, kind, names))
         if errors:
             raise errors[0]
 
