@@ -9,7 +9,6 @@ difference.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from shared.constants import (
     ReplicaType,
     RestartPolicy,
 )
+from shared.jsontree import copy_json
 from shared.naming import job_role, replica_name
 from shared.spec import (
     as_mapping,
@@ -114,7 +114,7 @@ def build_pod(job: Mapping[str, Any], slot: Slot, *, restarts_before: int = 0) -
     """
     template = replica_template(job, slot.replica_type) or {}
     template_meta = as_mapping(template.get("metadata"))
-    spec = copy.deepcopy(dict(as_mapping(template.get("spec"))))
+    spec = copy_json(dict(as_mapping(template.get("spec"))))
     spec["restartPolicy"] = pod_restart_policy(restart_policy(job, slot.replica_type))
     annotations = {
         **{str(k): str(v) for k, v in as_mapping(template_meta.get("annotations")).items()},

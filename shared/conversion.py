@@ -25,7 +25,6 @@ stash from the other version keeps that value (it is stashed and restored like a
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -38,6 +37,7 @@ from shared.constants import (
     TUNER_SERVER_KEY_ANNOTATION,
     V1BETA1_RUN_POLICY_FIELDS,
 )
+from shared.jsontree import copy_json
 
 
 class ConversionError(ValueError):
@@ -79,7 +79,7 @@ def convert(obj: Mapping[str, Any], to_version: str) -> dict[str, Any]:
         raise ConversionError(
             f"cannot convert apiVersion {source!r}: served are {', '.join(_SERVED)}"
         )
-    result: dict[str, Any] = copy.deepcopy(dict(obj))
+    result: dict[str, Any] = copy_json(dict(obj))
     if source == target:
         return result
     result["apiVersion"] = target

@@ -12,7 +12,6 @@ report with its path.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +27,8 @@ from shared.constants import (
     PORT_NAME,
     RUN_POLICY_FIELDS,
 )
-from shared.env import owned_entries, replica_env
+from shared.env import job_layout, layout_env, owned_entries
+from shared.jsontree import copy_json
 from shared.spec import canonical_replica_type, job_mode, mxnet_container
 
 
@@ -128,6 +128,7 @@ def inject_env(job: dict[str, Any]) -> None:
     replicas = job["spec"].get("mxReplicaSpecs")
     if mode is None or not isinstance(replicas, dict):
         return
+    layout = job_layout(job)  # read once: injecting env changes none of it
     for key, rspec in replicas.items():
         rtype = canonical_replica_type(key)
         if rtype is None or rtype not in MODE_REPLICA_TYPES[mode] or not isinstance(rspec, dict):
@@ -145,7 +146,7 @@ def inject_env(job: dict[str, Any]) -> None:
             continue
         owned = {i for i, _ in owned_entries(env, OWNED_ENV_NAMES)}
         kept = [entry for i, entry in enumerate(env) if i not in owned]
-        container["env"] = replica_env(job, rtype) + kept
+        container["env"] = layout_env(layout, rtype) + kept
 
 
 def apply_defaults(job: Mapping[str, Any]) -> dict[str, Any]:
@@ -155,7 +156,7 @@ def apply_defaults(job: Mapping[str, Any]) -> dict[str, Any]:
     """
     if not isinstance(job, Mapping):
         raise TypeError(f"an MXJob must be a JSON object, not {type(job).__name__}")
-    result: dict[str, Any] = copy.deepcopy(dict(job))
+    result: dict[str, Any] = copy_json(dict(job))
     spec = result.get("spec")
     if not isinstance(spec, dict):
         return result

@@ -12,11 +12,14 @@ kubelet) see the env exactly as a process in the pod would.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from shared.constants import (
+    DEFAULT_PORT,
     ENV_DMLC_NUM_SERVER,
     ENV_DMLC_NUM_WORKER,
     ENV_DMLC_PS_ROOT_PORT,
@@ -34,11 +37,12 @@ from shared.naming import replica_name
 from shared.spec import (
     as_mapping,
     canonical_replica_type,
+    container_port,
     job_mode,
     job_name,
-    replica_count,
-    replica_port,
+    mxnet_container,
     replica_specs,
+    spec_replica_count,
     tuner_server_key,
 )
 
@@ -137,6 +141,78 @@ def _compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+@dataclass(frozen=True)
+class ReplicaLayout:
+    """One replica type as the injected env sees it."""
+
+    replica_type: ReplicaType
+    count: int
+    port: int
+    server_key: str | None
+    """The TVM tuner-server key annotated on the template, if any."""
+
+
+@dataclass(frozen=True)
+class JobLayout:
+    """Everything the injected env depends on, read from a job in one pass.
+
+    The env of every replica type is a function of this alone. Reading it once per job, instead
+    of walking the spec again for each port, count and name, is what keeps defaulting and the
+    owned-env check cheap on the admission path; being hashable, it also keys the cache of the
+    one expensive value, MX_CONFIG (the controller and validation ask for the same one again).
+    """
+
+    name: str
+    mode: JobMode | None
+    replicas: tuple[ReplicaLayout, ...]
+    """In canonical replica-type order."""
+
+    def count(self, replica_type: ReplicaType) -> int:
+        return next((r.count for r in self.replicas if r.replica_type is replica_type), 0)
+
+    def port(self, replica_type: ReplicaType) -> int:
+        found = next((r.port for r in self.replicas if r.replica_type is replica_type), None)
+        return DEFAULT_PORT if found is None else found
+
+
+def job_layout(job: Mapping[str, Any]) -> JobLayout:
+    """The `JobLayout` of a job (malformed fields read as their defaults, as everywhere)."""
+    return JobLayout(
+        name=job_name(job),
+        mode=job_mode(job),
+        replicas=tuple(
+            ReplicaLayout(
+                replica_type=ReplicaType(rtype),
+                count=spec_replica_count(rspec),
+                port=container_port(mxnet_container(as_mapping(rspec).get("template"))),
+                server_key=tuner_server_key(as_mapping(rspec.get("template"))),
+            )
+            for rtype, rspec in replica_specs(job).items()
+        ),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _layout_mx_config(layout: JobLayout, type_name: str) -> str:
+    cluster: dict[str, list[dict[str, Any]]] = {}
+    labels: dict[str, str] = {}
+    for replica in layout.replicas:
+        lower = replica.replica_type.lower()
+        cluster[lower] = [
+            {"url": replica_name(layout.name, replica.replica_type, i), "port": replica.port}
+            for i in range(replica.count)
+        ]
+        if replica.server_key is not None:
+            labels[lower] = replica.server_key
+    task_type = _compact(type_name.lower())
+    return (
+        escape_vars(
+            f'{{"cluster":{_compact(cluster)},"labels":{_compact(labels)},"task":{{"type":{task_type},'
+        )
+        + f'"index":{REPLICA_INDEX_REF}}}}}'
+    )
+
+
 def mx_config(job: Mapping[str, Any], replica_type: str) -> str:
     """The MX_CONFIG value of a replica template, with the index left as `$(MXJOB_REPLICA_INDEX)`.
 
@@ -144,26 +220,7 @@ def mx_config(job: Mapping[str, Any], replica_type: str) -> str:
     keys), so the value is deterministic and defaulting stays idempotent. The index is written
     unquoted: after the kubelet expands it the value is JSON with an integer index.
     """
-    name = job_name(job)
-    cluster: dict[str, list[dict[str, Any]]] = {}
-    labels: dict[str, str] = {}
-    for rtype, rspec in replica_specs(job).items():
-        lower = rtype.lower()
-        port = replica_port(job, rtype)
-        cluster[lower] = [
-            {"url": replica_name(name, rtype, i), "port": port}
-            for i in range(replica_count(job, rtype))
-        ]
-        key = tuner_server_key(as_mapping(rspec.get("template")))
-        if key is not None:
-            labels[lower] = key
-    task_type = _compact(replica_type.lower())
-    return (
-        escape_vars(
-            f'{{"cluster":{_compact(cluster)},"labels":{_compact(labels)},"task":{{"type":{task_type},'
-        )
-        + f'"index":{REPLICA_INDEX_REF}}}}}'
-    )
+    return _layout_mx_config(job_layout(job), replica_type)
 
 
 def replica_env(job: Mapping[str, Any], replica_type: str) -> list[dict[str, Any]]:
@@ -174,31 +231,35 @@ def replica_env(job: Mapping[str, Any], replica_type: str) -> list[dict[str, Any
     the same DMLC_* set, describing a cluster without scheduler or servers, which a local
     kvstore ignores. A job with no valid mode gets only the index and MX_CONFIG.
     """
+    return layout_env(job_layout(job), replica_type)
+
+
+def layout_env(layout: JobLayout, replica_type: str) -> list[dict[str, Any]]:
+    """`replica_env` from a layout already read; fresh dicts, so callers may keep them."""
     rtype = canonical_replica_type(replica_type)
     type_name = rtype.value if rtype is not None else replica_type
-    name = job_name(job)
     env = [replica_index_env()]
-    if job_mode(job) is JobMode.MXTRAIN:
+    if layout.mode is JobMode.MXTRAIN:
         env += [
             _literal(ENV_DMLC_ROLE, escape_vars(type_name.lower())),
             _literal(
                 ENV_DMLC_PS_ROOT_URI,
-                escape_vars(replica_name(name, ReplicaType.SCHEDULER, 0)),
+                escape_vars(replica_name(layout.name, ReplicaType.SCHEDULER, 0)),
             ),
-            _literal(ENV_DMLC_PS_ROOT_PORT, str(replica_port(job, ReplicaType.SCHEDULER))),
-            _literal(ENV_DMLC_NUM_SERVER, str(replica_count(job, ReplicaType.SERVER))),
-            _literal(ENV_DMLC_NUM_WORKER, str(replica_count(job, ReplicaType.WORKER))),
+            _literal(ENV_DMLC_PS_ROOT_PORT, str(layout.port(ReplicaType.SCHEDULER))),
+            _literal(ENV_DMLC_NUM_SERVER, str(layout.count(ReplicaType.SERVER))),
+            _literal(ENV_DMLC_NUM_WORKER, str(layout.count(ReplicaType.WORKER))),
             _literal(ENV_DMLC_USE_KUBERNETES, "1"),
         ]
         if rtype is ReplicaType.WORKER:
             env.append(_literal(ENV_DMLC_WORKER_ID, REPLICA_INDEX_REF))
-    env.append(_literal(ENV_MX_CONFIG, mx_config(job, type_name)))
+    env.append(_literal(ENV_MX_CONFIG, _layout_mx_config(layout, type_name)))
     return env
 
 
-def expected_owned_env(job: Mapping[str, Any], replica_type: str) -> dict[str, dict[str, Any]]:
+def expected_owned_env(layout: JobLayout, replica_type: str) -> dict[str, dict[str, Any]]:
     """The injected env of a replica type keyed by name (for comparing with what is there)."""
-    return {entry["name"]: entry for entry in replica_env(job, replica_type)}
+    return {entry["name"]: entry for entry in layout_env(layout, replica_type)}
 
 
 def normalize_env_entry(entry: Mapping[str, Any]) -> dict[str, Any]:

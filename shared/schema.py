@@ -7,12 +7,25 @@ the fields we own are described; the rest of the pod template is the API server'
 
 JSON Schema treats `1.0` as an integer and Python treats `True` as one; Kubernetes accepts
 neither as a replica count, so the validator here uses a strict integer type.
+
+Two validators over the one schema, because admission pays for every review:
+
+- `conforms` is the schema compiled to Python code by fastjsonschema (about 13x faster than
+  walking it): a yes/no answer for the common case, a job that is well-formed.
+- `VALIDATOR` (jsonschema) lists *every* violation with its path, for the refusal message; it
+  only runs when `conforms` said no.
+
+The compiled one reads the schema as Draft 4, whose `integer` excludes `1.0` (and, in
+fastjsonschema, `True`), i.e. the same strict integer as `VALIDATOR`; every keyword the schema
+uses means the same in Draft 4 and 2020-12. `tests/shared/test_schema.py` checks that the two
+agree on generated jobs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import fastjsonschema
 from jsonschema import Draft202012Validator, validators
 from jsonschema.protocols import Validator
 
@@ -137,3 +150,17 @@ StrictValidator: type[Validator] = validators.extend(  # type: ignore[no-untyped
 )
 
 VALIDATOR: Validator = StrictValidator(SCHEMA)
+
+
+_COMPILED_SCHEMA = {**SCHEMA, "$schema": "http://json-schema.org/draft-04/schema#"}
+# use_default=False: the schema has no defaults, and a check must never write into a job.
+_fast_check = fastjsonschema.compile(_COMPILED_SCHEMA, use_default=False, detailed_exceptions=False)
+
+
+def conforms(instance: object) -> bool:
+    """Whether `instance` passes the schema (as `VALIDATOR` would), without listing why not."""
+    try:
+        _fast_check(instance)
+    except fastjsonschema.JsonSchemaValueException:
+        return False
+    return True

@@ -30,9 +30,15 @@ from shared.constants import (
     ReplicaType,
     SuccessPolicy,
 )
-from shared.env import expected_owned_env, normalize_env_entry, owned_entries
+from shared.env import (
+    JobLayout,
+    expected_owned_env,
+    job_layout,
+    normalize_env_entry,
+    owned_entries,
+)
 from shared.naming import job_name_problem
-from shared.schema import VALIDATOR
+from shared.schema import VALIDATOR, conforms
 from shared.spec import (
     as_mapping,
     canonical_replica_type,
@@ -132,6 +138,8 @@ def _schema_message(error: ValidationError) -> str:
 
 def _schema_violations(job: object) -> list[Violation]:
     """Type errors of the fields we own; one report per field (a wrong type hides the rest)."""
+    if conforms(job):
+        return []  # the compiled check: no error list to build for a well-formed job
     by_path: dict[tuple[PathPart, ...], list[ValidationError]] = {}
     instance: Any = job  # any JSON value; the schema's first check is that it is an object
     for error in VALIDATOR.iter_errors(instance):
@@ -160,6 +168,14 @@ class _Rules:
         self.spec = as_mapping(job.get("spec"))
         self.mode = job_mode(job)
         self.violations: list[Violation] = []
+        self._layout: JobLayout | None = None
+
+    @property
+    def layout(self) -> JobLayout:
+        """What the owned env is computed from; read once, on first need."""
+        if self._layout is None:
+            self._layout = job_layout(self.job)
+        return self._layout
 
     def add(self, parts: Sequence[PathPart], message: str) -> None:
         self.violations.append(Violation(format_path(parts), message))
@@ -409,7 +425,7 @@ class _Rules:
             or replica_total_violations(self.job)
         ):
             return
-        expected = expected_owned_env(self.job, rtype)
+        expected = expected_owned_env(self.layout, rtype)
         previous = self._old_owned_env(rtype)
         for j, entry in owned_entries(env, OWNED_ENV_NAMES):
             name = entry["name"]

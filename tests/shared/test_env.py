@@ -14,6 +14,7 @@ from shared.env import (
     escape_vars,
     expand_vars,
     expected_owned_env,
+    job_layout,
     mx_config,
     normalize_env_entry,
     owned_entries,
@@ -211,7 +212,7 @@ def test_a_job_without_a_valid_mode_gets_only_the_index_and_mx_config() -> None:
 
 def test_expected_owned_env_keys_the_entries_by_name() -> None:
     found = train_job()
-    expected = expected_owned_env(found, "Worker")
+    expected = expected_owned_env(job_layout(found), "Worker")
     assert list(expected) == env_names(replica_env(found, "Worker"))
     assert expected["DMLC_ROLE"] == {"name": "DMLC_ROLE", "value": "worker"}
 

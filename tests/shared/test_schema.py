@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from shared.constants import CleanPodPolicy, JobMode, RestartPolicy, SuccessPolicy
-from shared.schema import RUN_POLICY_PROPERTIES, SCHEMA, VALIDATOR
-from tests.shared.shared_samples import train_job
+from shared.defaults import apply_defaults
+from shared.schema import RUN_POLICY_PROPERTIES, SCHEMA, VALIDATOR, conforms
+from tests.fuzz.strategies import any_mxjobs, json_values
+from tests.shared.shared_samples import property_settings, train_job
 
 
 def test_schema_is_a_valid_draft_2020_12_schema() -> None:
@@ -44,3 +48,30 @@ def test_integers_are_strict_json_integers(replicas: Any) -> None:
     errors = list(VALIDATOR.iter_errors(found))
     assert [e.validator for e in errors] == ["type"]
     assert list(errors[0].absolute_path) == ["spec", "mxReplicaSpecs", "Worker", "replicas"]
+
+
+@pytest.mark.parametrize("replicas", [True, False, 1.0, 2.5, "1", None, -1])
+def test_the_compiled_check_refuses_what_the_validator_refuses(replicas: Any) -> None:
+    found = train_job()
+    found["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = replicas
+    assert not conforms(found)
+
+
+def test_the_compiled_check_accepts_a_valid_job_and_its_defaulted_form() -> None:
+    assert conforms(train_job())
+    assert conforms(apply_defaults(train_job()))
+
+
+def test_the_compiled_check_never_writes_into_the_job() -> None:
+    found = train_job()
+    before = repr(found)
+    conforms(found)
+    assert repr(found) == before
+
+
+@property_settings(max_examples=400)
+@given(document=st.one_of(any_mxjobs(), json_values))
+def test_the_compiled_check_agrees_with_the_validator(document: Any) -> None:
+    # Validation trusts `conforms` to skip the error listing: a disagreement would either let
+    # a malformed job through unreported or refuse a job without saying why.
+    assert conforms(document) == (not any(True for _ in VALIDATOR.iter_errors(document)))
