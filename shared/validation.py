@@ -12,6 +12,7 @@ use the keys as the user wrote them, so the message points at their YAML.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -169,6 +170,10 @@ class _Rules:
         self.mode = job_mode(job)
         self.violations: list[Violation] = []
         self._layout: JobLayout | None = None
+
+    @functools.cached_property
+    def too_many_replicas(self) -> bool:
+        return bool(replica_total_violations(self.job))
 
     @property
     def layout(self) -> JobLayout:
@@ -422,15 +427,20 @@ class _Rules:
             or not isinstance(env, list)
             # The expected env lists every replica: with too many (reported on their own) it
             # would exhaust memory rather than tell the user anything more.
-            or replica_total_violations(self.job)
+            or self.too_many_replicas
         ):
             return
+        owned = owned_entries(env, OWNED_ENV_NAMES)
+        if not owned:
+            return  # a job as users write it: nothing to compare, no env to compute
         expected = expected_owned_env(self.layout, rtype)
         previous = self._old_owned_env(rtype)
-        for j, entry in owned_entries(env, OWNED_ENV_NAMES):
+        for j, entry in owned:
             name = entry["name"]
-            mine = normalize_env_entry(entry)
             wanted = expected.get(name)
+            if wanted is not None and entry == wanted:
+                continue  # as injected: the usual case, decided without normalizing
+            mine = normalize_env_entry(entry)
             if wanted is not None and mine == normalize_env_entry(wanted):
                 continue
             if mine in previous.get(name, []):

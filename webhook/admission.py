@@ -173,11 +173,15 @@ def _diff(source: Any, target: Any, path: str, operations: list[dict[str, Any]])
         if key not in target:
             operations.append({"op": "remove", "path": f"{path}/{_pointer_token(key)}"})
     for key, value in target.items():
-        child = f"{path}/{_pointer_token(key)}"
         if key not in source:
-            operations.append({"op": "add", "path": child, "value": value})
-        else:
-            _diff(source[key], value, child, operations)
+            operations.append(
+                {"op": "add", "path": f"{path}/{_pointer_token(key)}", "value": value}
+            )
+            continue
+        before = source[key]
+        if before == value and type(before) is type(value):
+            continue  # most of a job is unchanged: no pointer is built for it
+        _diff(before, value, f"{path}/{_pointer_token(key)}", operations)
 
 
 def decode_patch(response: AdmissionResponse) -> list[JSONPatchOp]:
