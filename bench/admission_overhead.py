@@ -4,8 +4,15 @@ A real API server (the benchmark's own control plane) with the CRD installed and
 served by gunicorn over TLS (``LocalOperator``, as ``make dev-up``), no controller. The same
 client creates ``jobs`` MXJobs (the 1 scheduler, 1 server, 2 workers job of the controller
 benchmark) from a few threads with the mutating and validating webhooks registered, and again
-with them removed. The segments run as A B B A (half the jobs each), so a drift over the run
-(etcd growing, a neighbour's load) falls on both sides equally.
+with them removed. The segments run as A B C C B A (half the jobs each), so a drift over the run
+(etcd growing, a neighbour's load) falls on every configuration equally.
+
+C is a third configuration that splits the difference in two: webhooks removed, but the client
+sends each job already defaulted (``shared.defaults.apply_defaults``), so the API server stores
+the same object as with the webhooks. ``defaulted / removed`` is what the defaults themselves
+cost the API server (the injected env makes a stored job several times larger, by design);
+``registered / defaulted`` is what calling the two webhooks costs. The target is on
+``registered / removed``, the product of the two.
 
 Each segment checks it measured what it claims: the webhook's own review counter must grow by
 two reviews per job with the webhooks registered and by none without them.
@@ -18,16 +25,27 @@ import concurrent.futures
 import ssl
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bench.common import bench_plane, create_namespace, emit, machine, ratio
 from controller.kube import KubeClient, mxjobs_path
 from localkube.cluster import ControlPlane
 from localkube.operator import LocalOperator, stop_process
+from shared.defaults import apply_defaults
 
 TARGET_RATIO = 1.3
+
+Configuration = Literal["registered", "removed", "defaulted"]
+ORDER: tuple[Configuration, ...] = (
+    "registered",
+    "removed",
+    "defaulted",
+    "defaulted",
+    "removed",
+    "registered",
+)
 
 
 def scale_job(name: str) -> dict[str, Any]:
@@ -57,16 +75,32 @@ def scale_job(name: str) -> dict[str, Any]:
     }
 
 
-def create_jobs(client: KubeClient, namespace: str, names: Sequence[str], *, threads: int) -> float:
-    """Create one job per name from ``threads`` threads; return the wall time in seconds."""
-    path = mxjobs_path(namespace)
+def defaulted_scale_job(name: str) -> dict[str, Any]:
+    """The job of ``scale_job`` as the mutating webhook would store it."""
+    return apply_defaults(scale_job(name))
 
-    def create(name: str) -> None:
-        client.request("POST", path, body=scale_job(name))
+
+def create_jobs(
+    client: KubeClient,
+    namespace: str,
+    names: Sequence[str],
+    *,
+    threads: int,
+    build: Callable[[str], dict[str, Any]] = scale_job,
+) -> float:
+    """Create one job per name from ``threads`` threads; return the wall time in seconds.
+
+    The bodies are built before the clock starts: the client's own work is not measured.
+    """
+    path = mxjobs_path(namespace)
+    bodies = [build(name) for name in names]
+
+    def create(body: dict[str, Any]) -> None:
+        client.request("POST", path, body=body)
 
     started = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        list(pool.map(create, names))
+        list(pool.map(create, bodies))
     return time.perf_counter() - started
 
 
@@ -119,41 +153,50 @@ def run(*, plane: ControlPlane, jobs: int = 500, threads: int = 4) -> dict[str, 
         namespace = f"admission-{int(time.time())}"
         create_namespace(client, namespace)
         half = max(1, jobs // 2)
-        order = (True, False, False, True)
-        for number, registered in enumerate(order):
+        for number, configuration in enumerate(ORDER):
+            registered = configuration == "registered"
             if registered:
                 operator.register_webhooks(webhook_port=port)
             else:
                 operator.unregister_webhooks()
             _wait_registered(client, operator, port, namespace, registered)
-            names = [f"j{number}-{'on' if registered else 'off'}-{i}" for i in range(half)]
+            names = [f"j{number}-{configuration}-{i}" for i in range(half)]
+            build = defaulted_scale_job if configuration == "defaulted" else scale_job
             before = webhook_reviews(operator, port)
-            seconds = create_jobs(client, namespace, names, threads=threads)
+            seconds = create_jobs(client, namespace, names, threads=threads, build=build)
             reviews = webhook_reviews(operator, port) - before
             expected = 2 * half if registered else 0
             if reviews != expected:
                 raise RuntimeError(
-                    f"segment {number} ({'with' if registered else 'without'} webhooks) saw "
-                    f"{reviews} reviews, expected {expected}"
+                    f"segment {number} (webhooks {configuration}) saw {reviews} reviews, "
+                    f"expected {expected}"
                 )
-            segments.append({"webhooks": registered, "jobs": half, "seconds": round(seconds, 3)})
+            segments.append(
+                {"configuration": configuration, "jobs": half, "seconds": round(seconds, 3)}
+            )
     finally:
         operator.unregister_webhooks()
         stop_process(webhook_pid)
-    with_hooks = sum(s["seconds"] for s in segments if s["webhooks"])
-    without = sum(s["seconds"] for s in segments if not s["webhooks"])
-    count = sum(s["jobs"] for s in segments if s["webhooks"])
-    value = ratio(with_hooks, without)
+    seconds_of = {
+        configuration: sum(s["seconds"] for s in segments if s["configuration"] == configuration)
+        for configuration in ("registered", "removed", "defaulted")
+    }
+    count = sum(s["jobs"] for s in segments if s["configuration"] == "registered")
+    value = ratio(seconds_of["registered"], seconds_of["removed"])
     return {
         "benchmark": "admission_overhead",
         "jobs_per_configuration": count,
         "threads": threads,
-        "with_webhooks_s": round(with_hooks, 3),
-        "without_webhooks_s": round(without, 3),
-        "with_webhooks_jobs_per_s": round(count / with_hooks, 1),
-        "without_webhooks_jobs_per_s": round(count / without, 1),
+        "with_webhooks_s": round(seconds_of["registered"], 3),
+        "without_webhooks_s": round(seconds_of["removed"], 3),
+        "defaulted_without_webhooks_s": round(seconds_of["defaulted"], 3),
+        "with_webhooks_jobs_per_s": round(count / seconds_of["registered"], 1),
+        "without_webhooks_jobs_per_s": round(count / seconds_of["removed"], 1),
+        "defaulted_without_webhooks_jobs_per_s": round(count / seconds_of["defaulted"], 1),
         "ratio": round(value, 3),
         "meets_target": value <= TARGET_RATIO,
+        "defaults_ratio": round(ratio(seconds_of["defaulted"], seconds_of["removed"]), 3),
+        "webhook_calls_ratio": round(ratio(seconds_of["registered"], seconds_of["defaulted"]), 3),
         "segments": segments,
     }
 

@@ -85,15 +85,27 @@ def test_webhook_load_measures_the_ceiling_and_every_endpoint_without_errors(
     assert webhook_report["machine"]["cores"] >= 1
 
 
-def test_admission_overhead_runs_both_configurations_in_abba_order(
+def test_admission_overhead_runs_the_three_configurations_in_abccba_order(
     admission_report: dict[str, Any],
 ) -> None:
     segments = admission_report["segments"]
-    assert [s["webhooks"] for s in segments] == [True, False, False, True]
+    assert [s["configuration"] for s in segments] == [
+        "registered",
+        "removed",
+        "defaulted",
+        "defaulted",
+        "removed",
+        "registered",
+    ]
     assert admission_report["jobs_per_configuration"] == 4
-    assert admission_report["with_webhooks_s"] > 0 and admission_report["without_webhooks_s"] > 0
-    assert admission_report["ratio"] == pytest.approx(
-        admission_report["with_webhooks_s"] / admission_report["without_webhooks_s"], rel=0.01
+    with_hooks = admission_report["with_webhooks_s"]
+    without = admission_report["without_webhooks_s"]
+    defaulted = admission_report["defaulted_without_webhooks_s"]
+    assert with_hooks > 0 and without > 0 and defaulted > 0
+    assert admission_report["ratio"] == pytest.approx(with_hooks / without, rel=0.01)
+    assert admission_report["defaults_ratio"] == pytest.approx(defaulted / without, rel=0.01)
+    assert admission_report["webhook_calls_ratio"] == pytest.approx(
+        with_hooks / defaulted, rel=0.01
     )
 
 
