@@ -146,12 +146,14 @@ def validate(request: AdmissionRequest) -> AdmissionResponse:
 def make_patch(source: JSONObject, target: JSONObject) -> list[JSONPatchOp]:
     """The RFC 6902 operations turning ``source`` into ``target`` (empty when they are equal).
 
-    A structural diff: objects are compared key by key and recursed into, anything else that
-    differs (a list, a scalar, a change of type) is replaced whole. ``jsonpatch.make_patch``
-    also diffs lists element by element to find minimal moves, which made patching a third of
-    a mutate review's time (issue 7's profile) for no benefit to the API server: defaulting
-    appends env entries and ports, and replacing such a list is one operation that cannot
-    misplace an element. Equality is Python's (``1 == True``), which defaulting never relies on.
+    A structural diff: objects are compared key by key and recursed into; lists of the same
+    length element by element (defaulting changes the ``mxnet`` container in place, so its
+    sidecars stay out of the patch); anything else that differs (a list that grew, a scalar, a
+    change of type) is replaced whole. ``jsonpatch.make_patch`` also searches lists for
+    minimal moves, which made patching a third of a mutate review's time (issue 7's profile)
+    for no benefit to the API server: defaulting appends env entries and ports, and replacing
+    such a list is one operation that cannot misplace an element. Equality is Python's
+    (``1 == True``), which defaulting never relies on.
     """
     operations: list[dict[str, Any]] = []
     _diff(source, target, "", operations)
@@ -165,6 +167,12 @@ def _pointer_token(key: str) -> str:
 
 def _diff(source: Any, target: Any, path: str, operations: list[dict[str, Any]]) -> None:
     if source == target and type(source) is type(target):
+        return
+    if isinstance(source, list) and isinstance(target, list) and len(source) == len(target):
+        for index, (before, after) in enumerate(zip(source, target, strict=True)):
+            if before == after and type(before) is type(after):
+                continue
+            _diff(before, after, f"{path}/{index}", operations)
         return
     if not (isinstance(source, dict) and isinstance(target, dict)):
         operations.append({"op": "replace", "path": path, "value": target})

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from shared.conversion import convert
 from shared.defaults import apply_defaults
 from shared.validation import validate as shared_validate
-from webhook.admission import decode_patch, mutate, validate
+from webhook.admission import decode_patch, make_patch, mutate, validate
 from webhook.reviews import AdmissionRequest, AdmissionResponse, Operation
 from webhook.testing import admission_review
 
@@ -305,3 +305,73 @@ def test_what_mutation_allows_validation_allows_and_a_second_pass_keeps(job: Job
     patched = _patched(job, response)
     assert validate(_request(patched))["allowed"] is True
     assert mutate(_request(patched)) == {"uid": "uid-1", "allowed": True}
+
+
+# --- make_patch ---------------------------------------------------------------------------------
+
+_json_trees = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["a", "b", "c/d", "e~f", ""]), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=st.dictionaries(st.text(max_size=3), _json_trees, max_size=4), data=st.data())
+def test_a_patch_turns_the_source_into_the_target(source: Job, data: st.DataObject) -> None:
+    target = data.draw(
+        st.one_of(
+            st.just(copy.deepcopy(source)),
+            st.dictionaries(st.text(max_size=3), _json_trees, max_size=4),
+            st.builds(
+                lambda extra: {**copy.deepcopy(source), **extra},
+                st.dictionaries(st.sampled_from(list(source) or ["x"]), _json_trees, max_size=2),
+            ),
+        )
+    )
+    patch = make_patch(source, target)
+    assert jsonpatch.apply_patch(source, patch) == target
+    if source == target:
+        assert patch == []
+
+
+def test_a_defaulted_sidecar_job_patches_only_the_mxnet_container() -> None:
+    job: Job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": "sidecars"},
+        "spec": {
+            "jobMode": "MXTrain",
+            "mxReplicaSpecs": {
+                "Scheduler": {
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "log-shipper", "image": "shipper:1"},
+                                {"name": "mxnet", "image": "mxnet:1"},
+                            ]
+                        }
+                    }
+                }
+            },
+        },
+    }
+    defaulted = apply_defaults(job)
+    patch = make_patch(job, defaulted)
+    assert jsonpatch.apply_patch(job, patch) == defaulted
+    containers = "/spec/mxReplicaSpecs/Scheduler/template/spec/containers"
+    touched = {op["path"] for op in patch if op["path"].startswith(containers)}
+    assert touched == {f"{containers}/1/ports", f"{containers}/1/env"}
+
+
+def test_a_list_that_changes_length_is_replaced_whole() -> None:
+    patch = make_patch({"env": [{"name": "A"}]}, {"env": [{"name": "B"}, {"name": "A"}]})
+    assert patch == [{"op": "replace", "path": "/env", "value": [{"name": "B"}, {"name": "A"}]}]
+
+
+def test_keys_are_escaped_as_json_pointer_tokens() -> None:
+    patch = make_patch({"a/b": 1, "c~d": 1}, {"a/b": 2, "c~d": 2})
+    assert [op["path"] for op in patch] == ["/a~1b", "/c~0d"]
