@@ -193,7 +193,8 @@ def job_layout(job: Mapping[str, Any]) -> JobLayout:
 
 
 @functools.lru_cache(maxsize=256)
-def _layout_mx_config(layout: JobLayout, type_name: str) -> str:
+def _layout_cluster(layout: JobLayout) -> str:
+    """The escaped `"cluster":...,"labels":...` part of MX_CONFIG, the same for every type."""
     cluster: dict[str, list[dict[str, Any]]] = {}
     labels: dict[str, str] = {}
     for replica in layout.replicas:
@@ -204,12 +205,13 @@ def _layout_mx_config(layout: JobLayout, type_name: str) -> str:
         ]
         if replica.server_key is not None:
             labels[lower] = replica.server_key
-    task_type = _compact(type_name.lower())
+    return escape_vars(f'"cluster":{_compact(cluster)},"labels":{_compact(labels)}')
+
+
+def _layout_mx_config(layout: JobLayout, type_name: str) -> str:
+    task_type = escape_vars(_compact(type_name.lower()))
     return (
-        escape_vars(
-            f'{{"cluster":{_compact(cluster)},"labels":{_compact(labels)},"task":{{"type":{task_type},'
-        )
-        + f'"index":{REPLICA_INDEX_REF}}}}}'
+        f'{{{_layout_cluster(layout)},"task":{{"type":{task_type},"index":{REPLICA_INDEX_REF}}}}}'
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from jsonschema import Draft202012Validator
 
 from shared.constants import CleanPodPolicy, JobMode, RestartPolicy, SuccessPolicy
 from shared.defaults import apply_defaults
-from shared.schema import RUN_POLICY_PROPERTIES, SCHEMA, VALIDATOR, conforms
+from shared.schema import RUN_POLICY_PROPERTIES, SCHEMA, VALIDATOR, conforms, inline_refs
 from tests.fuzz.strategies import any_mxjobs, json_values
 from tests.shared.shared_samples import property_settings, train_job
 
@@ -75,3 +76,23 @@ def test_the_compiled_check_agrees_with_the_validator(document: Any) -> None:
     # Validation trusts `conforms` to skip the error listing: a disagreement would either let
     # a malformed job through unreported or refuse a job without saying why.
     assert conforms(document) == (not any(True for _ in VALIDATOR.iter_errors(document)))
+
+
+def test_inlining_leaves_no_reference_and_keeps_every_check() -> None:
+    inlined = inline_refs(SCHEMA)
+    assert "$ref" not in json.dumps(inlined)
+    assert "$defs" not in inlined
+    replica = inlined["properties"]["spec"]["properties"]["mxReplicaSpecs"]["additionalProperties"]
+    container = replica["properties"]["template"]["properties"]["spec"]["properties"]["containers"]
+    assert container["items"] == SCHEMA["$defs"]["container"] | {
+        "properties": {
+            **SCHEMA["$defs"]["container"]["properties"],
+            "env": {"type": "array", "items": SCHEMA["$defs"]["envVar"]},
+            "ports": {"type": "array", "items": SCHEMA["$defs"]["containerPort"]},
+        }
+    }
+
+
+def test_inlining_refuses_a_reference_it_cannot_resolve() -> None:
+    with pytest.raises(ValueError, match="#/\\$defs/missing"):
+        inline_refs({"$defs": {}, "properties": {"a": {"$ref": "#/$defs/missing"}}})
