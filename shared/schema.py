@@ -10,8 +10,9 @@ neither as a replica count, so the validator here uses a strict integer type.
 
 Two validators over the one schema, because admission pays for every review:
 
-- `conforms` is the schema compiled to Python code by fastjsonschema (about 13x faster than
-  walking it): a yes/no answer for the common case, a job that is well-formed.
+- `conforms` is the schema compiled to Python code by fastjsonschema (the benchmark's
+  three-template job: ~25 µs, where jsonschema's walk takes ~590 µs): a yes/no answer for the
+  common case, a job that is well-formed.
 - `VALIDATOR` (jsonschema) lists *every* violation with its path, for the refusal message; it
   only runs when `conforms` said no.
 
