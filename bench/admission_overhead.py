@@ -29,8 +29,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from bench.common import bench_plane, create_namespace, emit, machine, ratio
+from bench.common import bench_plane, emit, machine, ratio
 from controller.kube import KubeClient, mxjobs_path
+from localkube.api import ensure_namespace
 from localkube.cluster import ControlPlane
 from localkube.operator import LocalOperator, stop_process
 from shared.defaults import apply_defaults
@@ -151,7 +152,7 @@ def run(*, plane: ControlPlane, jobs: int = 500, threads: int = 4) -> dict[str, 
     try:
         operator.install_crd(webhook_port=port)
         namespace = f"admission-{int(time.time())}"
-        create_namespace(client, namespace)
+        ensure_namespace(client, namespace)
         half = max(1, jobs // 2)
         for number, configuration in enumerate(ORDER):
             registered = configuration == "registered"

@@ -169,20 +169,6 @@ def bench_plane(name: str, *, extra_apiserver_args: tuple[str, ...] = ()) -> Con
     return plane
 
 
-def create_namespace(client: KubeClient, name: str, *, timeout: float = 30) -> None:
-    """Create ``name`` and wait for its default ServiceAccount (pods need it to be admitted)."""
-    client.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name}})
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            client.request("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
-            return
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
 # -- API request accounting -------------------------------------------------------------------
 RequestKey = tuple[str, str]
 """``(VERB, resource[/subresource])`` as the API server's ``apiserver_request_total`` names it."""

@@ -28,8 +28,6 @@ import collections
 import concurrent.futures
 import copy
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,7 +41,6 @@ from bench.common import (
     apiserver_requests,
     bench_plane,
     component_cpu,
-    create_namespace,
     delta,
     emit,
     keyed,
@@ -55,6 +52,7 @@ from bench.common import (
 )
 from controller.desired import build_pod, build_service, desired_slots
 from controller.kube import KubeClient, mxjobs_path, pods_path, services_path
+from localkube.api import ensure_namespace
 from localkube.cluster import ControlPlane
 from localkube.kubelet import TestKubelet
 from localkube.operator import LocalOperator, stop_process
@@ -94,22 +92,6 @@ def create_all(client: KubeClient, requests: Sequence[tuple[str, Any]], *, threa
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
         list(pool.map(post, requests))
     return time.perf_counter() - started
-
-
-def _wait_ready(health_port: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(
-                f"http://127.0.0.1:{health_port}/readyz", timeout=2
-            ) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError("mxjob-controller not ready (informers not synced)")
-        time.sleep(0.1)
 
 
 def _state(job: Mapping[str, Any]) -> str:
@@ -158,8 +140,8 @@ def run(
     try:
         operator.install_crd(webhook_port=port)
         operator.register_webhooks(webhook_port=port)
-        create_namespace(driver, baseline_namespace)
-        create_namespace(driver, namespace)
+        ensure_namespace(driver, baseline_namespace)
+        ensure_namespace(driver, namespace)
 
         # -- baseline -----------------------------------------------------------------------
         objects = baseline_objects(baseline_namespace, jobs)
@@ -195,11 +177,15 @@ def run(
         }
 
         # -- phase A: creation --------------------------------------------------------------
-        process, _, health_port = operator.start_controller(
-            f"--namespace={namespace}", "--log-format=json", log_name=f"controller-{jobs}.log"
+        # Measured from informers synced (/readyz), not merely from a serving process.
+        process, _, _ = operator.start_controller(
+            f"--namespace={namespace}",
+            "--log-format=json",
+            log_name=f"controller-{jobs}.log",
+            ready_path="/readyz",
+            ready_timeout=60,
         )
         controller = process
-        _wait_ready(health_port)
         start_sample = sample_process(controller.pid)
         planes_cpu_0 = component_cpu(plane)
         requests_0 = apiserver_requests(plane)

@@ -281,27 +281,23 @@ def measure_target(
     duration: float,
 ) -> dict[str, Any]:
     """Saturation, then the three fixed offered rates relative to it."""
-    saturation = load.run(
-        port=port,
-        cafile=cafile,
-        path=path,
-        bodies=bodies,
-        warmup=warmup,
-        duration=duration,
-        rate=None,
-    )
-    points = []
-    for fraction in FRACTIONS:
-        offered = saturation["achieved_rps"] * fraction
-        point = load.run(
+
+    def at(rate: float | None) -> dict[str, float]:
+        return load.run(
             port=port,
             cafile=cafile,
             path=path,
             bodies=bodies,
             warmup=warmup,
             duration=duration,
-            rate=offered,
+            rate=rate,
         )
+
+    saturation = at(None)
+    points = []
+    for fraction in FRACTIONS:
+        offered = saturation["achieved_rps"] * fraction
+        point = at(offered)
         points.append({"fraction": fraction, "offered_rps": round(offered, 1), **point})
     return {
         "saturation_rps": saturation["achieved_rps"],

@@ -169,18 +169,16 @@ class _Rules:
         self.spec = as_mapping(job.get("spec"))
         self.mode = job_mode(job)
         self.violations: list[Violation] = []
-        self._layout: JobLayout | None = None
 
     @functools.cached_property
-    def too_many_replicas(self) -> bool:
-        return bool(replica_total_violations(self.job))
+    def replica_total_problems(self) -> list[Violation]:
+        """`replica_total_violations`, added up once: two rules need it."""
+        return replica_total_violations(self.job)
 
-    @property
+    @functools.cached_property
     def layout(self) -> JobLayout:
         """What the owned env is computed from; read once, on first need."""
-        if self._layout is None:
-            self._layout = job_layout(self.job)
-        return self._layout
+        return job_layout(self.job)
 
     def add(self, parts: Sequence[PathPart], message: str) -> None:
         self.violations.append(Violation(format_path(parts), message))
@@ -322,7 +320,7 @@ class _Rules:
             )
 
     def check_replica_counts(self, replicas: Mapping[str, Any]) -> None:
-        self.violations += replica_total_violations(self.job)
+        self.violations += self.replica_total_problems
         if self.mode is None:
             return
         present = self._present(replicas)
@@ -427,7 +425,7 @@ class _Rules:
             or not isinstance(env, list)
             # The expected env lists every replica: with too many (reported on their own) it
             # would exhaust memory rather than tell the user anything more.
-            or self.too_many_replicas
+            or self.replica_total_problems
         ):
             return
         owned = owned_entries(env, OWNED_ENV_NAMES)

@@ -13,14 +13,13 @@ import secrets
 import shutil
 import signal
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
 import pytest
 
-from localkube.api import Api, ApiError
+from localkube.api import Api, ApiError, ensure_namespace
 from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
 
 E2E_DIR = Path(__file__).parent / "e2e"
@@ -90,16 +89,7 @@ def api(control_plane: ControlPlane) -> Api:
 def namespace(api: Api) -> Iterator[str]:
     """A fresh namespace per test, ready for pods (its default ServiceAccount exists)."""
     name = f"t-{secrets.token_hex(4)}"
-    api.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name}})
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            api.request("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
-            break
-        except ApiError as error:
-            if error.status != 404 or time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    ensure_namespace(api, name)
     yield name
     try:
         api.request("DELETE", f"/api/v1/namespaces/{name}")

@@ -7,7 +7,31 @@ plain dicts, raw watch streams, typed errors (``NotFound``, ``Conflict``, ``Alre
 
 from __future__ import annotations
 
+import contextlib
+import time
+
 from controller.kube import AlreadyExists, ApiError, Conflict, Gone, NotFound
 from controller.kube import KubeClient as Api
 
-__all__ = ["AlreadyExists", "Api", "ApiError", "Conflict", "Gone", "NotFound"]
+__all__ = ["AlreadyExists", "Api", "ApiError", "Conflict", "Gone", "NotFound", "ensure_namespace"]
+
+
+def ensure_namespace(api: Api, name: str, *, timeout: float = 30) -> None:
+    """Create namespace ``name`` unless it exists, then wait until pods can be created in it.
+
+    Pods are refused until the namespace's default ServiceAccount exists, which
+    kube-controller-manager creates a moment after the namespace.
+    """
+    with contextlib.suppress(AlreadyExists):
+        api.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name}})
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            api.request("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
+            return
+        except NotFound:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"namespace {name} has no default ServiceAccount after {timeout:g} s"
+                ) from None
+            time.sleep(0.1)

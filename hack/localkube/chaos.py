@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from localkube.api import AlreadyExists, Api, ApiError
+from localkube.api import AlreadyExists, Api, ApiError, ensure_namespace
 from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
 from localkube.kubelet import TestKubelet
 from localkube.operator import LocalOperator, stop_process
@@ -448,8 +448,7 @@ class ChaosRun:
             local.register_webhooks(webhook_port=port)
             api = Api.from_kubeconfig(plane.kubeconfig)
             for namespace in (NAMESPACE, BYSTANDER_NAMESPACE):
-                api.request("POST", "/api/v1/namespaces", body={"metadata": {"name": namespace}})
-            self._wait_for_service_account(api)
+                ensure_namespace(api, namespace)
             kubelet = TestKubelet(
                 Api.from_kubeconfig(plane.kubeconfig),
                 node_name="chaos-node",
@@ -482,15 +481,6 @@ class ChaosRun:
                 stop_process(webhook_pid)
             plane.down()
         return self.report
-
-    def _wait_for_service_account(self, api: Api) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.suppress(ApiError):
-                api.request("GET", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default")
-                return
-            time.sleep(0.1)
-        raise RuntimeError("the chaos namespace got no default ServiceAccount")
 
     # -- jobs -----------------------------------------------------------------------------------
     def _plan_jobs(self) -> list[JobPlan]:

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from localkube.api import Api, ApiError, NotFound
+from localkube.api import Api, NotFound, ensure_namespace
 from localkube.cluster import (
     PROJECT_ROOT,
     ControlPlane,
@@ -223,20 +223,6 @@ class LogFollower:
 
 
 # -- the demo ---------------------------------------------------------------------------------
-def ensure_namespace(api: Api, namespace: str) -> None:
-    with contextlib.suppress(ApiError):
-        api.request("POST", "/api/v1/namespaces", body={"metadata": {"name": namespace}})
-    deadline = time.monotonic() + 30
-    while True:  # pods can only be created once the namespace's default ServiceAccount exists
-        try:
-            api.request("GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
-            return
-        except NotFound:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
 def delete_previous(api: Api, namespace: str, name: str, timeout: float = 60) -> bool:
     """Delete an MXJob of the same name and wait until it, its pods and services are gone.
 

@@ -254,9 +254,18 @@ class LocalOperator:
         ]
 
     def start_controller(
-        self, *extra: str, log_name: str = "controller.log", wait_ready: bool = True
+        self,
+        *extra: str,
+        log_name: str = "controller.log",
+        wait_ready: bool = True,
+        ready_path: str = "/healthz",
+        ready_timeout: float = 30,
     ) -> tuple[subprocess.Popen[bytes], int, int]:
-        """Start ``mxjob-controller``; return (process, metrics port, health port)."""
+        """Start ``mxjob-controller``; return (process, metrics port, health port).
+
+        With ``wait_ready``, returns once ``ready_path`` on the health port answers 200:
+        ``/healthz`` (the process serves) or ``/readyz`` (its informers have synced).
+        """
         metrics_port, health_port = free_port(), free_port()
         log = (self.logs / log_name).open("ab")
         process = subprocess.Popen(
@@ -268,11 +277,11 @@ class LocalOperator:
         )
         log.close()
         if wait_ready:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + ready_timeout
             while True:
                 try:
                     with urllib.request.urlopen(
-                        f"http://127.0.0.1:{health_port}/healthz", timeout=2
+                        f"http://127.0.0.1:{health_port}{ready_path}", timeout=2
                     ) as response:
                         if response.status == 200:
                             break
@@ -285,7 +294,9 @@ class LocalOperator:
                     )
                 if time.monotonic() > deadline:
                     stop_process(process.pid)
-                    raise OperatorError("mxjob-controller not healthy after 30 s")
+                    raise OperatorError(
+                        f"mxjob-controller: {ready_path} not ok after {ready_timeout:g} s"
+                    )
                 time.sleep(0.1)
         return process, metrics_port, health_port
 
