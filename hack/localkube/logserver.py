@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import logging
 import socket
 import ssl
@@ -153,6 +154,11 @@ class LogStore:
             container_log.end()
 
 
+def _q(text: str) -> str:
+    """Quoted as the kubelet's Go ``%q`` quotes names in its messages."""
+    return json.dumps(text)
+
+
 def choose_log(
     pod: Mapping[str, Any], container: str, options: LogOptions, store: LogStore
 ) -> ContainerLog:
@@ -161,14 +167,14 @@ def choose_log(
     spec = pod.get("spec", {})
     names = {c.get("name") for c in [*spec.get("initContainers", []), *spec.get("containers", [])]}
     if container not in names:
-        raise LogRequestError(404, f"container {container!r} not found in pod {name!r}")
+        raise LogRequestError(404, f"container {_q(container)} not found in pod {_q(name)}")
     restarts = store.restarts(pod["metadata"]["uid"], container)
     if options.previous:
         current = max(restarts, default=None)
         previous = restarts.get(current - 1) if current is not None else None
         if previous is None:
             raise LogRequestError(
-                400, f"previous terminated container {container!r} in pod {name!r} not found"
+                400, f"previous terminated container {_q(container)} in pod {_q(name)} not found"
             )
         return previous
     if not restarts:
@@ -177,7 +183,7 @@ def choose_log(
         reason = (status.get("state") or {}).get("waiting", {}).get("reason")
         detail = f": {reason}" if reason else " - no logs yet"
         raise LogRequestError(
-            400, f"container {container!r} in pod {name!r} is waiting to start{detail}"
+            400, f"container {_q(container)} in pod {_q(name)} is waiting to start{detail}"
         )
     return restarts[max(restarts)]
 
@@ -248,7 +254,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             options = parse_options(urllib.parse.parse_qs(url.query), now_ns=time.time_ns())
             pod = self.server.pods(namespace, pod_name)
             if pod is None:
-                raise LogRequestError(404, f"pod {pod_name!r} does not exist")
+                raise LogRequestError(404, f"pod {_q(pod_name)} does not exist")
             container_log = choose_log(pod, container, options, self.server.store)
         except LogRequestError as refusal:
             self._error(refusal.status, refusal.message)
@@ -294,6 +300,10 @@ class _Server(http.server.ThreadingHTTPServer):
         self.store = store
         self.pods = pods
         self.stopping = threading.Event()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A refused handshake (a certificate the CA did not sign) is the client's problem.
+        log.debug("kubelet log server: request from %s failed", client_address, exc_info=True)
 
     def get_request(self) -> tuple[socket.socket, Any]:
         # The handshake runs in the request's thread (see _Handler.setup), so one slow client
