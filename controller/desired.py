@@ -24,6 +24,7 @@ from shared.constants import (
     LABEL_REPLICA_TYPE,
     OPERATOR_NAME,
     PORT_NAME,
+    TRACKING_FINALIZER,
     ReplicaType,
     RestartPolicy,
 )
@@ -111,6 +112,8 @@ def build_pod(job: Mapping[str, Any], slot: Slot, *, restarts_before: int = 0) -
 
     The template's own labels and annotations are kept (ours win on a clash); its spec is
     copied as is (the webhook already injected the env) with the restart policy translated.
+    The pod carries the tracking finalizer (controller/tracking.py): deleted by anyone, it stays
+    until the controller has counted how it ended.
     """
     template = replica_template(job, slot.replica_type) or {}
     template_meta = as_mapping(template.get("metadata"))
@@ -129,6 +132,7 @@ def build_pod(job: Mapping[str, Any], slot: Slot, *, restarts_before: int = 0) -
             **replica_labels(job, slot.replica_type, slot.index),
         },
         "ownerReferences": [owner_reference(job)],
+        "finalizers": [TRACKING_FINALIZER],
     }
     if annotations:
         metadata["annotations"] = annotations

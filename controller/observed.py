@@ -17,6 +17,7 @@ from shared.constants import (
     DEFAULT_TERMINATION_GRACE_SECONDS,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
+    TRACKING_FINALIZER,
     ReplicaType,
 )
 from shared.spec import as_mapping, canonical_replica_type, is_int
@@ -58,6 +59,11 @@ class PodView:
     grace_seconds: int = DEFAULT_TERMINATION_GRACE_SECONDS
     """``spec.terminationGracePeriodSeconds``: how long the pod may take to end by itself once
     its job has finished, before cleanPodPolicy deletes it."""
+    tracked: bool = False
+    """The pod carries :data:`~shared.constants.TRACKING_FINALIZER`: the controller has not yet
+    let it go, so if it is terminating, the API server keeps it until its end is counted."""
+    deletion_timestamp: str | None = None
+    """``metadata.deletionTimestamp`` as written (the time by which the pod should be gone)."""
 
     @property
     def succeeded(self) -> bool:
@@ -66,6 +72,23 @@ class PodView:
     @property
     def failed(self) -> bool:
         return self.phase == FAILED
+
+    @property
+    def ended(self) -> bool:
+        """Succeeded or Failed: the pod's end is known."""
+        return self.phase in (SUCCEEDED, FAILED)
+
+    @property
+    def gone(self) -> bool:
+        """Terminating and not (or not yet) an end to count: status treats it as gone.
+
+        A terminating pod the controller still tracks and that has ended was deleted by someone
+        else (a user, an eviction, the node's shutdown) before the controller counted it: its
+        end counts like any other pod's. Every other terminating pod is on its way out: either
+        the controller let it go (it deleted it, or already counted it), or it has not ended
+        yet and is counted once it has.
+        """
+        return self.terminating and not (self.tracked and self.ended)
 
     @property
     def running(self) -> bool:
@@ -143,7 +166,19 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         grace_seconds=_grace_seconds(
             as_mapping(pod.get("spec")).get("terminationGracePeriodSeconds")
         ),
+        tracked=is_tracked(pod),
+        deletion_timestamp=_text(meta.get("deletionTimestamp")),
     )
+
+
+def is_tracked(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod carries the controller's tracking finalizer."""
+    finalizers = as_mapping(pod.get("metadata")).get("finalizers")
+    return isinstance(finalizers, list) and TRACKING_FINALIZER in finalizers
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _grace_seconds(value: object) -> int:

@@ -8,9 +8,15 @@ recreate, asks :func:`plan_actions` (pure) which objects to create and delete, a
 1. writes status through the status subresource, only when it changed, with the cached
    ``resourceVersion`` as precondition (a conflict means a newer job exists: retry from it).
    Status goes first so that a restart is persisted before the pod it replaces is deleted;
-2. deletes, then creates, pods and Services, recording expectations first so that a cache
-   that has not yet seen them never causes a duplicate;
-3. records Events and counts metrics; returns when a timer must fire next.
+2. removes the tracking finalizer from the pods whose end that status counts
+   (controller/tracking.py): status first, so a crash in between loses no end;
+3. deletes (removing the tracking finalizer just before), then creates, pods and Services,
+   recording expectations first so that a cache that has not yet seen them never causes a
+   duplicate;
+4. records Events and counts metrics; returns when a timer must fire next.
+
+Pods nobody will count (their MXJob is gone or being deleted, or they belong to an older MXJob
+of the same name) lose the tracking finalizer at once, so that none stays stuck.
 
 Defence in depth: a job stored while the webhooks were not registered is validated here with
 the same ``shared`` rules (an invalid one fails with a clear reason instead of running) and
@@ -34,6 +40,7 @@ from controller.informers import Store
 from controller.kube import (
     AlreadyExists,
     Conflict,
+    Invalid,
     KubeClient,
     NotFound,
     mxjobs_path,
@@ -43,6 +50,7 @@ from controller.kube import (
 from controller.metrics import Metrics
 from controller.observed import controller_uid, observe
 from controller.status import REMOVED_HISTORY, Outcome, compute_status, format_time
+from controller.tracking import JSON_PATCH, release_patch, to_release
 from shared.constants import OPERATOR_NAME, CleanPodPolicy
 from shared.defaults import apply_defaults
 from shared.spec import as_mapping, clean_pod_policy
@@ -70,6 +78,9 @@ class Plan:
     create_services: list[Slot] = field(default_factory=list)
     delete_pods: list[Obj] = field(default_factory=list)
     delete_services: list[Obj] = field(default_factory=list)
+    release_pods: list[Obj] = field(default_factory=list)
+    """Pods whose end the new status counts: their tracking finalizer goes once it is written
+    (pods deleted here lose it with the DELETE instead)."""
 
 
 def job_key(namespace: str, name: str) -> str:
@@ -88,7 +99,21 @@ def _terminating(obj: Mapping[str, Any]) -> bool:
     return bool(as_mapping(obj.get("metadata")).get("deletionTimestamp"))
 
 
+def _resource_version(obj: Mapping[str, Any]) -> str:
+    return str(as_mapping(obj.get("metadata")).get("resourceVersion", ""))
+
+
 def plan_actions(
+    job: Mapping[str, Any], outcome: Outcome, pods: Sequence[Obj], services: Sequence[Obj]
+) -> Plan:
+    """:func:`plan_objects`, plus the pods whose tracking finalizer goes (status counts them)."""
+    plan = plan_objects(job, outcome, pods, services)
+    deleting = frozenset(_name(p) for p in plan.delete_pods)
+    plan.release_pods = to_release(pods, ends_counted=outcome.ends_counted, deleting=deleting)
+    return plan
+
+
+def plan_objects(
     job: Mapping[str, Any], outcome: Outcome, pods: Sequence[Obj], services: Sequence[Obj]
 ) -> Plan:
     """The pods and Services to create and delete, from the job, the outcome and the cache.
@@ -175,6 +200,9 @@ class Reconciler:
         self._lock = threading.Lock()
         self._carries: dict[str, tuple[str, dict[str, int]]] = {}
         self._defaulted: dict[str, _Defaulted] = {}
+        self._released: dict[str, dict[str, str]] = {}
+        """Per job: uid → resourceVersion of pods whose finalizer was removed, so that a
+        reconcile running before the cache shows it does not send the same PATCH again."""
 
     # -- memory per job ---------------------------------------------------------------------------
     def forget(self, key: str) -> None:
@@ -231,14 +259,18 @@ class Reconciler:
     def reconcile(self, key: str) -> float | None:
         """Bring one job closer to its spec; return seconds until it must be looked at again."""
         job = self.jobs.get(key)
+        namespace, _, name = key.partition("/")
         if job is None:
             self.forget(key)
+            self._release_orphans(key, self.pods.by_index(namespace, name), check_live=True)
             return None
         meta = as_mapping(job.get("metadata"))
-        if meta.get("deletionTimestamp"):
-            return None
         managed_by = as_mapping(as_mapping(job.get("spec")).get("runPolicy")).get("managedBy")
-        if isinstance(managed_by, str) and managed_by not in MANAGED_BY_US:
+        if meta.get("deletionTimestamp") or (
+            isinstance(managed_by, str) and managed_by not in MANAGED_BY_US
+        ):
+            # Being deleted (the garbage collector deletes the pods) or someone else's job.
+            self._release_orphans(key, self.pods.by_index(namespace, name))
             return None
         if not self.expectations.satisfied(key):
             log.debug(
@@ -247,7 +279,10 @@ class Reconciler:
             return None
         namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), _uid(job)
         entry = self._defaults(key, job)
-        pods = [p for p in self.pods.by_index(namespace, name) if controller_uid(p) == uid]
+        named = self.pods.by_index(namespace, name)
+        pods = [p for p in named if controller_uid(p) == uid]
+        # Pods of an older MXJob of the same name: the garbage collector deletes them.
+        foreign = [p for p in named if controller_uid(p) != uid and release_patch(p) is not None]
         services = [s for s in self.services.by_index(namespace, name) if controller_uid(s) == uid]
         now = self._now()
         outcome = compute_status(
@@ -265,6 +300,8 @@ class Reconciler:
             self.recorder.record(job, event.type, event.reason, event.message)
         self._count(namespace, outcome)
         plan = plan_actions(entry.job, outcome, pods, services)
+        if foreign:
+            self._release_orphans(key, foreign, check_live=True)
         self._act(key, entry.job, plan, outcome)
         return outcome.requeue_after
 
@@ -307,9 +344,95 @@ class Reconciler:
         except (NotFound, Conflict):
             pass
 
+    def _release_orphans(self, key: str, pods: Sequence[Obj], *, check_live: bool = False) -> None:
+        """Let go of pods nobody will count (see the module docstring).
+
+        With ``check_live``, the cache's word that their MXJob is gone (or is another one) is
+        checked with one GET first: a new leader's job cache may lag behind its pod cache.
+        """
+        tracked = [p for p in pods if release_patch(p) is not None]
+        if tracked and check_live:
+            live = self._live_job_uid(key)
+            tracked = [p for p in tracked if live is None or controller_uid(p) != live]
+        errors: list[Exception] = []
+        self._release(key, tracked, errors, orphans=True)
+        if errors:
+            raise errors[0]
+
+    def _live_job_uid(self, key: str) -> str | None:
+        """The uid of the MXJob ``key`` as the API server has it now, if it lives and is ours."""
+        namespace, _, name = key.partition("/")
+        try:
+            job = self.client.request("GET", mxjobs_path(namespace, name))
+        except NotFound:
+            return None
+        if not isinstance(job, dict):
+            return None
+        meta = as_mapping(job.get("metadata"))
+        managed_by = as_mapping(as_mapping(job.get("spec")).get("runPolicy")).get("managedBy")
+        if meta.get("deletionTimestamp") or (
+            isinstance(managed_by, str) and managed_by not in MANAGED_BY_US
+        ):
+            return None
+        return _uid(job)
+
+    def _release(
+        self, key: str, pods: Sequence[Obj], errors: list[Exception], *, orphans: bool = False
+    ) -> list[str]:
+        """Remove the tracking finalizer from ``pods`` (one guarded JSON patch each).
+
+        A pod released earlier whose cached version has not changed since is skipped: the
+        cache has not caught up with our own PATCH yet.
+        """
+        slot = f"{key}#orphans" if orphans else key
+        with self._lock:
+            before = self._released.get(slot, {})
+        memory = {
+            _uid(p): _resource_version(p)
+            for p in pods
+            if before.get(_uid(p)) == _resource_version(p)
+        }
+        released: list[str] = []
+        for pod in pods:
+            if _uid(pod) in memory:
+                continue
+            if self._remove_finalizer(pod, errors):
+                memory[_uid(pod)] = _resource_version(pod)
+                released.append(_name(pod))
+        with self._lock:
+            if memory:
+                self._released[slot] = memory
+            else:
+                self._released.pop(slot, None)
+        return released
+
+    def _remove_finalizer(self, pod: Obj, errors: list[Exception]) -> bool:
+        """One guarded PATCH; True when it was sent and applied (or nothing was left to do)."""
+        patch = release_patch(pod)
+        if patch is None:
+            return True
+        meta = as_mapping(pod.get("metadata"))
+        try:
+            self.client.request(
+                "PATCH",
+                pods_path(str(meta.get("namespace")), str(meta.get("name"))),
+                body=patch,
+                content_type=JSON_PATCH,
+            )
+        except NotFound:
+            return True  # gone already
+        except Invalid:
+            return False  # a failed test: the cache is stale, the next event brings the pod
+        except Exception as error:
+            errors.append(error)
+            return False
+        self.metrics.api_writes.labels(verb="patch", resource="pods").inc()
+        return True
+
     def _act(self, key: str, job: Obj, plan: Plan, outcome: Outcome) -> None:
         uid = _uid(job)
         errors: list[Exception] = []
+        self._release(key, plan.release_pods, errors)
         # Remember each recreated slot's history before its pod goes (see compute_status).
         for view in outcome.recreate:
             self._set_carry(key, uid, view.slot, outcome.restarts_before.get(view.slot, 0))
@@ -360,6 +483,13 @@ class Reconciler:
             namespace, name = str(meta.get("namespace")), str(meta.get("name"))
             path = pods_path(namespace, name) if kind == "pods" else services_path(namespace, name)
             try:
+                if kind == "pods" and release_patch(obj) is not None:
+                    # Nothing waits for a pod the controller deletes itself: its end is no
+                    # replica's own (the restart it stands for is already in status).
+                    released: list[Exception] = []
+                    self._remove_finalizer(obj, released)
+                    if released:
+                        raise released[0]
                 self.client.request("DELETE", path, body={"preconditions": {"uid": _uid(obj)}})
                 self.metrics.api_writes.labels(verb="delete", resource=kind).inc()
                 done.append(name)

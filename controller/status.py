@@ -31,6 +31,7 @@ Rules (design.md, "Pods and services" and issue 4):
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from typing import Any, Final, Literal
 
 from controller.desired import Slot, desired_slots, replica_selector
 from controller.observed import PodView, observe
+from controller.tracking import accounted, settle_views
 from shared.conditions import ConditionType, Reason, current_state, get_condition, set_condition
 from shared.constants import CleanPodPolicy, JobMode, ReplicaType, RestartPolicy, SuccessPolicy
 from shared.exitcodes import ExitClass, classify_exit, describe_exit
@@ -111,6 +113,9 @@ class Outcome:
     settled: bool = True
     """Finished, and no pod is still within its grace period: cleanPodPolicy All may delete the
     Services too."""
+    ends_counted: frozenset[str] = frozenset()
+    """Tracked pods that have ended and that this status counts: once it is written, their
+    tracking finalizer goes (controller/tracking.py)."""
 
 
 # -- time -----------------------------------------------------------------------------------------
@@ -270,14 +275,14 @@ def _aftermath(
     waits: list[float] = []
     for view in views:
         bucket = counts.get(view.replica_type) if view.replica_type else None
-        if bucket is None:
-            continue
+        if bucket is None or view.gone:
+            continue  # gone: deleted by the controller (or not ended yet), not a replica's end
         if view.succeeded:
             bucket["succeeded"] += 1
         elif view.failed:
             bucket["failed"] += 1
         elif not view.active:
-            continue  # being deleted: gone, and its end is not a replica's own
+            continue  # a phase no kubelet writes
         elif not deletes_active:
             bucket["active"] += 1
         else:
@@ -349,7 +354,28 @@ def compute_status(
     (known exactly in memory; after a controller restart it is recovered from
     ``status.restartCount``). ``violations`` are the reasons a job that never passed the
     validating webhook is invalid; such a job fails at once.
+
+    A pod deleted by someone else and held by the tracking finalizer counts by how it ended,
+    as if it had not been deleted (:attr:`PodView.gone`); one whose end is never reported
+    counts as failed without an exit code after a while (:func:`controller.tracking.settle_views`).
     """
+    views, unreported_due = settle_views([observe(p) for p in pods], now)
+    outcome = _decide(job, views, now=now, carries=carries, violations=violations)
+    return dataclasses.replace(
+        outcome,
+        requeue_after=_sooner(outcome.requeue_after, unreported_due),
+        ends_counted=accounted(views),
+    )
+
+
+def _decide(
+    job: Mapping[str, Any],
+    views: Sequence[PodView],
+    *,
+    now: datetime.datetime,
+    carries: Mapping[str, int] | None,
+    violations: Sequence[str],
+) -> Outcome:
     name = job_name(job)
     stamp = format_time(now)
     old_status = as_mapping(job.get("status"))
@@ -372,7 +398,6 @@ def compute_status(
             message=f"MXJob {name} is created.",
             now=stamp,
         )
-    views = [observe(p) for p in pods]
     events: list[EventSpec] = []
 
     def finish(
@@ -521,7 +546,7 @@ def compute_status(
     permanent = [
         v
         for v in by_slot.values()
-        if v and not v.terminating and _failure_kind(job, v) == "permanent"
+        if v and not v.gone and _failure_kind(job, v) == "permanent"
     ]
     if permanent:
         first = permanent[0]
@@ -552,7 +577,7 @@ def compute_status(
     # Restarts: recreations of failed pods plus the kubelet's in-place restarts.
     performed, restarts_before = _restart_sum(slots, by_slot, carries, total=restarts_so_far)
     pending = [
-        v for v in by_slot.values() if v and not v.terminating and _failure_kind(job, v) == "retry"
+        v for v in by_slot.values() if v and not v.gone and _failure_kind(job, v) == "retry"
     ]
     needed = max(restarts_so_far, performed + len(pending))
     limit = backoff_limit(job)
@@ -611,7 +636,7 @@ def compute_status(
 
     # Running once every replica is up (or done) and the deciding one runs.
     everyone_up = all(
-        v is not None and not v.terminating and (v.running or v.succeeded) for v in by_slot.values()
+        v is not None and not v.gone and (v.running or v.succeeded) for v in by_slot.values()
     )
     master = _master_slot(job)
     master_view = by_slot.get(f"{master.value.lower()}-0") if master else None
@@ -635,7 +660,7 @@ def compute_status(
     for slot in slots:
         view = by_slot[slot.key]
         bucket = counts[slot.replica_type]
-        if view is None or view.terminating or view.active or view in pending:
+        if view is None or view.gone or view.active or view in pending:
             bucket["active"] += 1
         elif view.succeeded:
             bucket["succeeded"] += 1
@@ -678,7 +703,7 @@ def _restart_sum(
     restarts_before: dict[str, int] = {}
     for slot in slots:
         view = by_slot.get(slot.key)
-        if view is not None and not view.terminating:
+        if view is not None and not view.gone:
             performed += view.slot_restarts
         elif slot.key in known:
             performed += known[slot.key]

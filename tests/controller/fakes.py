@@ -2,8 +2,9 @@
 
 ``FakeApi`` keeps objects by path and implements just enough of the API's semantics for the
 controller's requests (create with AlreadyExists, resourceVersion preconditions on PUT, uid
-preconditions on DELETE, merge PATCH, status subresource), and records every request so tests
-can assert what was (or was not) sent.
+preconditions on DELETE, merge and JSON PATCH, status subresource, finalizers holding a deleted
+object until the last one is removed), and records every request so tests can assert what was
+(or was not) sent.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import jsonpatch
 
 from controller.kube import ApiError, KubeClient, Query, error_for
 
@@ -97,15 +100,32 @@ class FakeApi(KubeClient):
         if method == "PATCH":
             if base not in self.objects:
                 raise self._error(404, "NotFound")
-            _merge(self.objects[base], body)
-            self.objects[base]["metadata"]["resourceVersion"] = str(next(self._versions))
-            return copy.deepcopy(self.objects[base])
+            if content_type == "application/json-patch+json":
+                try:
+                    patched = jsonpatch.apply_patch(self.objects[base], body)
+                except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
+                    raise self._error(422, "Invalid") from None
+                self.objects[base] = patched
+            else:
+                _merge(self.objects[base], body)
+            stored = self.objects[base]
+            stored["metadata"]["resourceVersion"] = str(next(self._versions))
+            if stored["metadata"].get("deletionTimestamp") and not stored["metadata"].get(
+                "finalizers"
+            ):
+                del self.objects[base]
+            return copy.deepcopy(stored)
         if method == "DELETE":
             if base not in self.objects:
                 raise self._error(404, "NotFound")
             uid = ((body or {}).get("preconditions") or {}).get("uid")
             if uid and uid != self.objects[base]["metadata"]["uid"]:
                 raise self._error(409, "Conflict")
+            meta = self.objects[base]["metadata"]
+            if meta.get("finalizers"):
+                meta.setdefault("deletionTimestamp", "2024-01-01T00:00:00Z")
+                meta["resourceVersion"] = str(next(self._versions))
+                return copy.deepcopy(self.objects[base])
             return self.objects.pop(base)
         raise AssertionError(f"unexpected {method} {path}")
 

@@ -193,11 +193,14 @@ def test_requests_outside_the_controllers_rules_are_forbidden(
         ("watch", "mxjobs", "kubeflow.org"),
         ("update", "mxjobs/status", "kubeflow.org"),
         ("patch", "events", ""),
+        ("patch", "pods", ""),
+        ("get", "mxjobs", "kubeflow.org"),
     ]
     forbidden = [
         ("list", "secrets", ""),
         ("get", "configmaps", ""),
-        ("patch", "pods", ""),
+        ("patch", "services", ""),
+        ("update", "pods", ""),
         ("update", "pods/status", ""),
         ("create", "pods/exec", ""),
         ("update", "services", ""),
