@@ -544,9 +544,7 @@ def _decide(
         )
 
     permanent = [
-        v
-        for v in by_slot.values()
-        if v and not v.gone and _failure_kind(job, v) == "permanent"
+        v for v in by_slot.values() if v and not v.gone and _failure_kind(job, v) == "permanent"
     ]
     if permanent:
         first = permanent[0]
@@ -576,9 +574,7 @@ def _decide(
 
     # Restarts: recreations of failed pods plus the kubelet's in-place restarts.
     performed, restarts_before = _restart_sum(slots, by_slot, carries, total=restarts_so_far)
-    pending = [
-        v for v in by_slot.values() if v and not v.gone and _failure_kind(job, v) == "retry"
-    ]
+    pending = [v for v in by_slot.values() if v and not v.gone and _failure_kind(job, v) == "retry"]
     needed = max(restarts_so_far, performed + len(pending))
     limit = backoff_limit(job)
     if needed > limit:

@@ -106,10 +106,13 @@ def settle_views(
     for view in views:
         remaining = unreported_end_due(view, now)
         if remaining is not None and remaining <= 0:
-            view = dataclasses.replace(
-                view, phase=FAILED, exit_code=None, reason=UNREPORTED_END_REASON
+            settled.append(
+                dataclasses.replace(
+                    view, phase=FAILED, exit_code=None, reason=UNREPORTED_END_REASON
+                )
             )
-        elif remaining is not None:
+            continue
+        if remaining is not None:
             waits.append(remaining)
         settled.append(view)
     return settled, (min(waits) if waits else None)

@@ -688,15 +688,22 @@ class TestKubelet:
         namespace, name = meta["namespace"], meta["name"]
         self._remember(event_type, pod)
         if event_type == "DELETED" or meta.get("deletionTimestamp"):
-            self._kill(namespace, name, uid=meta.get("uid"))
+            exit_code = self._kill(namespace, name, uid=meta.get("uid"))
             if meta.get("deletionTimestamp") and event_type != "DELETED":
-                # A kubelet confirms graceful deletion once the containers are gone.
-                with contextlib.suppress(ApiError):
-                    self._request(
-                        "DELETE",
-                        f"/api/v1/namespaces/{namespace}/pods/{name}",
-                        body={"gracePeriodSeconds": 0, "preconditions": {"uid": meta.get("uid")}},
-                    )
+                self._report_killed(pod, exit_code)
+                # A kubelet confirms graceful deletion once the containers are gone. A pod held
+                # by a finalizer stays (terminating, grace 0) until its owner removes it: asking
+                # again would change nothing, so it is asked once.
+                if meta.get("deletionGracePeriodSeconds") != 0:
+                    with contextlib.suppress(ApiError):
+                        self._request(
+                            "DELETE",
+                            f"/api/v1/namespaces/{namespace}/pods/{name}",
+                            body={
+                                "gracePeriodSeconds": 0,
+                                "preconditions": {"uid": meta.get("uid")},
+                            },
+                        )
             return
         if not pod.get("spec", {}).get("nodeName"):
             with contextlib.suppress(ApiError):
@@ -734,23 +741,45 @@ class TestKubelet:
         with self._lock:
             return self._pods.get((namespace, name))
 
-    def _kill(self, namespace: str, name: str, *, uid: str | None) -> None:
+    def _report_killed(self, pod: Mapping[str, Any], exit_code: int | None) -> None:
+        """A deleted pod that was running ends with a final phase, as a real kubelet writes it.
+
+        The container got SIGTERM: exec mode reports the process's own exit code; manual mode
+        has no process and reports 143 (128 + SIGTERM), a container that honoured the signal.
+        A pod that had already ended, or never ran, keeps its status.
+        """
+        meta = pod["metadata"]
+        status = pod.get("status", {})
+        if pod.get("spec", {}).get("nodeName") != self.node_name:
+            return
+        if status.get("phase") in ("Succeeded", "Failed"):
+            return
+        if exit_code is None and status.get("phase") != "Running":
+            return
+        code = exit_code if exit_code is not None else 128 + signal.SIGTERM
+        with contextlib.suppress(ApiError):
+            self.terminate(meta["namespace"], meta["name"], exit_code=code)
+
+    def _kill(self, namespace: str, name: str, *, uid: str | None) -> int | None:
+        """Stop the pod's process (exec mode); return its exit code (None: no process)."""
         with self._lock:
             running = self._running.get((namespace, name))
             if running is None or (uid is not None and running.uid != uid):
-                return
+                return None
             running.stopping = True
             del self._running[(namespace, name)]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(running.process.pid, signal.SIGTERM)
         try:
-            running.process.wait(timeout=5)
+            returncode = running.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(running.process.pid, signal.SIGKILL)
-            running.process.wait()
+            returncode = running.process.wait()
         if self.exec_settings is not None:
             hostsfile.remove(self.exec_settings.hosts_file, owner=f"{namespace}/{name}")
+        # A process killed by signal N reports -N; a container runtime reports 128 + N.
+        return 128 - returncode if returncode < 0 else returncode
 
     def _loop(self) -> None:
         resource_version = ""

@@ -15,7 +15,7 @@ from controller.metrics import Metrics
 from controller.observed import RESTARTS_BEFORE_ANNOTATION
 from controller.reconcile import NameConflictError, Reconciler, plan_actions
 from controller.status import compute_status
-from shared.constants import LABEL_JOB_NAME
+from shared.constants import LABEL_JOB_NAME, TRACKING_FINALIZER
 from tests.controller.fakes import FakeApi
 from tests.controller.samples import NOW, job, later, pod, pods_all
 
@@ -315,3 +315,148 @@ def test_scaling_down_remembers_the_restarts_of_the_removed_replicas() -> None:
     world.sync_from_api()
     world.reconciler.reconcile(KEY)
     assert world.api.objects[mxjobs_path("ns", "mnist")]["status"]["restartCount"] == 3
+
+
+# -- the tracking finalizer ---------------------------------------------------------------------
+def test_plan_releases_counted_pods_except_those_it_deletes() -> None:
+    j = job(run_policy={"cleanPodPolicy": "All"})
+    existing = [pod(j, "scheduler-0", phase="Succeeded", exit_code=0), *pods_all(j)[1:]]
+    outcome = compute_status(j, existing, now=NOW)
+    plan = plan_actions(j, outcome, existing, existing)
+    # cleanPodPolicy All deletes the finished scheduler now: the DELETE releases it.
+    assert names(plan.delete_pods) == ["mnist-scheduler-0"] and not plan.release_pods
+    kept = job(run_policy={"cleanPodPolicy": "Running"})
+    outcome = compute_status(kept, existing, now=NOW)
+    plan = plan_actions(kept, outcome, existing, existing)
+    assert names(plan.release_pods) == ["mnist-scheduler-0"] and not plan.delete_pods
+
+
+def finalizers(world: World, name: str) -> list[str]:
+    return list(world.api.objects[pods_path("ns", name)]["metadata"].get("finalizers", []))
+
+
+def test_a_succeeded_pod_is_released_after_the_status_that_counts_it_is_written() -> None:
+    world = World(job(success_policy="AllWorkers"))
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    world.set_pod_status(
+        "mnist-worker-0", pod(job(), "worker-0", phase="Succeeded", exit_code=0)["status"]
+    )
+    world.sync_from_api()
+    before = len(world.api.requests)
+    world.reconciler.reconcile(KEY)
+    sent = [(r.method, r.path.rsplit("/", 2)[-2:]) for r in world.api.requests[before:]]
+    assert sent[0] == ("PUT", ["mnist", "status"])
+    assert sent[1] == ("PATCH", ["pods", "mnist-worker-0"])
+    assert finalizers(world, "mnist-worker-0") == []
+    assert finalizers(world, "mnist-worker-1") == [TRACKING_FINALIZER]
+    status = world.api.objects[mxjobs_path("ns", "mnist")]["status"]
+    assert status["replicaStatuses"]["Worker"]["succeeded"] == 1
+    # A reconcile before the cache shows the PATCH does not send it again.
+    before = len(world.api.requests)
+    world.reconciler.reconcile(KEY)
+    assert [r for r in world.api.requests[before:] if r.method == "PATCH"] == []
+
+
+def test_a_status_conflict_keeps_every_finalizer() -> None:
+    world = World(job())
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    world.set_pod_status(
+        "mnist-worker-0", pod(job(), "worker-0", phase="Succeeded", exit_code=0)["status"]
+    )
+    world.sync_from_api()
+    world.api.fail_next[("PUT", mxjobs_path("ns", "mnist", subresource="status"))] = Conflict(
+        409, "Conflict", {"reason": "Conflict"}
+    )
+    with pytest.raises(Conflict):
+        world.reconciler.reconcile(KEY)
+    assert finalizers(world, "mnist-worker-0") == [TRACKING_FINALIZER]
+
+
+def test_a_pod_the_controller_recreates_is_released_just_before_its_delete() -> None:
+    world = World(job())
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    world.set_pod_status(
+        "mnist-worker-1", pod(job(), "worker-1", phase="Failed", exit_code=137)["status"]
+    )
+    world.sync_from_api()
+    before = len(world.api.requests)
+    world.reconciler.reconcile(KEY)
+    sent = [(r.method, r.path) for r in world.api.requests[before:] if r.method != "POST"]
+    worker = pods_path("ns", "mnist-worker-1")
+    assert sent == [
+        ("PUT", mxjobs_path("ns", "mnist", subresource="status")),
+        ("PATCH", worker),
+        ("DELETE", worker),
+    ]
+    assert worker not in world.api.objects  # nothing held it
+
+
+def test_a_pod_deleted_while_the_controller_was_down_is_counted_then_released() -> None:
+    world = World(job())
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    worker = pods_path("ns", "mnist-worker-1")
+    # Someone deletes it; the finalizer holds it; its kubelet reports exit 143.
+    world.api.request("DELETE", worker, body={})
+    world.set_pod_status(
+        "mnist-worker-1", pod(job(), "worker-1", phase="Failed", exit_code=143)["status"]
+    )
+    assert worker in world.api.objects
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    status = world.api.objects[mxjobs_path("ns", "mnist")]["status"]
+    assert status["restartCount"] == 1 and status["state"] == "Restarting"
+    assert worker not in world.api.objects  # released: the API server let it go
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    replacement = world.api.objects[worker]
+    assert replacement["metadata"]["annotations"][RESTARTS_BEFORE_ANNOTATION] == "1"
+    assert replacement["metadata"]["finalizers"] == [TRACKING_FINALIZER]
+
+
+def test_pods_of_a_deleted_job_are_released_once_the_api_confirms_it_is_gone() -> None:
+    world = World(job())
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    # The cache lost the job but the API server still has it (a lagging watch): keep them.
+    world.jobs.apply("DELETED", world.jobs.get(KEY) or {})
+    world.reconciler.reconcile(KEY)
+    assert [r for r in world.api.requests if r.method == "PATCH"] == []
+    del world.api.objects[mxjobs_path("ns", "mnist")]
+    world.reconciler.reconcile(KEY)
+    patched = sorted(r.path for r in world.api.requests if r.method == "PATCH")
+    assert patched == sorted(
+        pods_path("ns", n)
+        for n in ("mnist-scheduler-0", "mnist-server-0", "mnist-worker-0", "mnist-worker-1")
+    )
+    assert all(finalizers(world, n.rsplit("/", 1)[1]) == [] for n in patched)
+
+
+def test_pods_of_a_job_being_deleted_are_released_without_a_lookup() -> None:
+    world = World(job())
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    deleting = copy.deepcopy(world.jobs.get(KEY) or {})
+    deleting["metadata"]["deletionTimestamp"] = "2030-01-02T03:04:05Z"
+    deleting["metadata"]["resourceVersion"] = "999"
+    world.jobs.apply("MODIFIED", deleting)
+    before = len(world.api.requests)
+    world.reconciler.reconcile(KEY)
+    sent = [r.method for r in world.api.requests[before:]]
+    assert sent == ["PATCH"] * 4
+
+
+def test_pods_of_an_older_job_of_the_same_name_are_released() -> None:
+    world = World(job())
+    old = pod(job(uid="old-job-uid"), "worker-0", phase="Failed", exit_code=1, terminating=True)
+    world.api.put_object(pods_path("ns", "mnist-worker-0"), old)
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    # Released, so the API server let it go; the new job's own worker-0 took the name.
+    fresh = world.api.objects[pods_path("ns", "mnist-worker-0")]
+    assert fresh["metadata"]["ownerReferences"][0]["uid"] == "job-uid"
+    patches = [r for r in world.api.requests if r.method == "PATCH"]
+    assert [r.path for r in patches] == [pods_path("ns", "mnist-worker-0")]

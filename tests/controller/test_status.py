@@ -509,3 +509,65 @@ def test_restarts_of_replicas_scaled_away_still_count_when_others_restart() -> N
     failed = pod(small, "worker-0", phase="Failed", exit_code=137)
     _, outcome = step(small, [pod(small, "scheduler-0"), failed], carries={REMOVED_HISTORY: 2})
     assert outcome.status["restartCount"] == 3
+
+
+# -- pods deleted by someone else: the tracking finalizer keeps their end ----------------------
+def untracked(p: Obj) -> Obj:
+    p["metadata"].pop("finalizers", None)
+    return p
+
+
+def test_a_worker_deleted_by_someone_else_that_ended_143_counts_as_a_restart() -> None:
+    stored, _ = step(job(), [])
+    stored, _ = step(stored, pods_all(stored))
+    held = pod(stored, "worker-1", phase="Failed", exit_code=143, terminating=True)
+    stored, outcome = step(stored, [*pods_all(stored)[:3], held])
+    assert outcome.status["restartCount"] == 1 and outcome.new_restarts == 1
+    assert [v.name for v in outcome.recreate] == ["mnist-worker-1"]
+    assert outcome.restarts_before == {"worker-1": 1}
+    assert outcome.ends_counted == {"mnist-worker-1"}
+    # Seen again (the finalizer not yet gone, or a crash before removing it): counted once.
+    _, again = step(stored, [*pods_all(stored)[:3], held])
+    assert again.status["restartCount"] == 1 and again.new_restarts == 0
+
+
+def test_a_terminating_pod_the_controller_let_go_is_gone_not_a_restart() -> None:
+    stored, _ = step(job(), [])
+    stored, _ = step(stored, pods_all(stored))
+    let_go = untracked(pod(stored, "worker-1", phase="Failed", exit_code=143, terminating=True))
+    _, outcome = step(stored, [*pods_all(stored)[:3], let_go])
+    assert outcome.status["restartCount"] == 0 and not outcome.recreate
+    assert not outcome.ends_counted
+
+
+def test_a_deleted_pod_still_running_is_not_counted_until_it_ends() -> None:
+    stored, _ = step(job(), [])
+    stored, _ = step(stored, pods_all(stored))
+    ending = pod(stored, "worker-1", terminating=True)
+    _, outcome = step(stored, [*pods_all(stored)[:3], ending])
+    assert outcome.status["restartCount"] == 0 and not outcome.recreate
+    assert not outcome.ends_counted
+    # Its deletionTimestamp (NOW) plus the slack is when it would count without a report.
+    assert outcome.requeue_after == 60
+
+
+def test_a_deleted_pod_that_failed_permanently_fails_the_job() -> None:
+    stored, _ = step(job(), [])
+    stored, _ = step(stored, pods_all(stored))
+    held = pod(stored, "worker-0", phase="Failed", exit_code=1, terminating=True)
+    _, outcome = step(stored, [*pods_all(stored)[:2], held, pods_all(stored)[3]])
+    assert outcome.became == "Failed"
+    assert outcome.status["replicaStatuses"]["Worker"]["failed"] == 1
+    assert "mnist-worker-0" in outcome.ends_counted
+
+
+def test_after_success_a_deleted_worker_that_ended_0_counts_as_succeeded() -> None:
+    stored, _ = step(job(), [])
+    scheduler = pod(stored, "scheduler-0", phase="Succeeded", exit_code=0)
+    stored, _ = step(stored, [scheduler, *pods_all(stored)[1:]], now=later(10))
+    held = pod(stored, "worker-0", phase="Succeeded", exit_code=0, terminating=True)
+    let_go = untracked(pod(stored, "worker-1", phase="Failed", exit_code=143, terminating=True))
+    _, outcome = step(stored, [scheduler, pods_all(stored)[1], held, let_go], now=later(12))
+    workers = outcome.status["replicaStatuses"]["Worker"]
+    assert (workers["succeeded"], workers["failed"]) == (1, 0)
+    assert outcome.ends_counted == {"mnist-scheduler-0", "mnist-worker-0"}
