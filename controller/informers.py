@@ -74,6 +74,11 @@ def strip_managed_fields(obj: Obj) -> Obj:
     return obj
 
 
+SLIM_POD_SPEC: Final = ("nodeName", "restartPolicy", "terminationGracePeriodSeconds")
+"""What a cached pod keeps of its spec: the grace period is how long a pod of a finished job
+may take to end by itself (controller/status.py) before cleanPodPolicy deletes it."""
+
+
 def slim_pod(pod: Obj) -> Obj:
     """Keep what status computation reads of a pod; drop the spec's bulk (env, volumes...).
 
@@ -82,7 +87,7 @@ def slim_pod(pod: Obj) -> Obj:
     strip_managed_fields(pod)
     spec = pod.get("spec")
     if isinstance(spec, dict):
-        pod["spec"] = {k: spec[k] for k in ("nodeName", "restartPolicy") if k in spec}
+        pod["spec"] = {k: spec[k] for k in SLIM_POD_SPEC if k in spec}
     return pod
 
 

@@ -176,9 +176,18 @@ def test_slim_pods_keep_only_what_status_needs() -> None:
     pod = obj(
         "a",
         "1",
-        spec={"nodeName": "n", "restartPolicy": "Never", "containers": [{}]},
+        spec={
+            "nodeName": "n",
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{}],
+        },
         status={"phase": "Running"},
     )
     slim = slim_pod(pod)
-    assert slim["spec"] == {"nodeName": "n", "restartPolicy": "Never"}
+    assert slim["spec"] == {
+        "nodeName": "n",
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 1,
+    }
     assert slim["status"] == {"phase": "Running"}
