@@ -254,9 +254,11 @@ def scale_section(report: Mapping[str, Any]) -> list[str]:
         "",
         "Requests are `apiserver_request_total` deltas minus what the benchmark's driver and "
         "the test kubelet counted on their side; the rest is the controller's, except `GET "
-        "mxjobs`: the controller never GETs a job (it reads its informer cache), those are "
-        "kube-controller-manager's garbage collector verifying the owners of new or deleted "
-        "pods. Writes and LISTs are counted over pods, services, events and mxjobs.",
+        "mxjobs`: the controller reads jobs from its informer cache and GETs one only to "
+        "confirm it is gone before letting go of its pods' tracking finalizers (no job is "
+        "deleted here), so those are kube-controller-manager's garbage collector verifying the "
+        "owners of new or deleted pods. Writes and LISTs are counted over pods, services, "
+        "events and mxjobs.",
         "",
         "## 5. Growth: cost per job",
         "",

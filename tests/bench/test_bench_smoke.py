@@ -127,6 +127,10 @@ def test_controller_scale_attributes_creations_to_the_controller_and_finds_no_li
     phase_b = run["phase_b"]
     # cleanPodPolicy Running: the server and both workers of every job are deleted.
     assert phase_b["controller_requests"]["DELETE pods"] == SMOKE_JOBS * 3
+    # The tracking finalizer: one PATCH per pod, never two (the finished scheduler once its
+    # success is counted, the three others just before cleanPodPolicy Running deletes them).
+    assert phase_b["controller_requests"]["PATCH pods"] == SMOKE_JOBS * 4
+    assert "PATCH pods" not in phase_a["controller_requests"]
     assert phase_b["kubelet_requests"]["POST pods/binding"] == SMOKE_JOBS * 4
     assert phase_b["all_running_s"] > 0
     assert phase_b["succeeded_and_cleaned_s"] > 0

@@ -183,3 +183,33 @@ def test_pods_keep_the_finalizer_only_until_their_end_is_counted(
     final = status(api, namespace, "kept")
     assert final["replicaStatuses"]["Worker"]["succeeded"] == 2
     assert final["replicaStatuses"]["Server"]["succeeded"] == 1
+
+
+RELEASE_PATCH = (
+    '{"metadata":{"$deleteFromPrimitiveList/finalizers":["' + TRACKING_FINALIZER + '"]}}'
+)
+"""The strategic merge patch docs/install.md gives for pods left after an uninstall."""
+
+
+def test_after_an_uninstall_the_documented_kubectl_command_lets_the_pods_go(
+    api: Api,
+    namespace: str,
+    start_controller: StartController,
+    kubelet: TestKubelet,
+    control_plane: ControlPlane,
+) -> None:
+    controller = start_controller()
+    create_job(api, namespace, mxjob("left"))
+    wait_pods_running(api, namespace, "left", names("left", *ALL))
+    _stop(controller)  # uninstalled, its MXJob deleted after it
+    api.request("DELETE", f"{GROUP_PATH}/namespaces/{namespace}/mxjobs/left")
+    for name in names("left", *ALL):
+        _held(api, namespace, "left", name)
+    listed = control_plane.kubectl(
+        "get", "pods", "-n", namespace, "-l", "training.kubeflow.org/job-name=left", "-o", "name"
+    ).stdout.split()
+    assert len(listed) == len(ALL)
+    control_plane.kubectl(
+        "patch", "-n", namespace, *listed, "--type=strategic", "-p", RELEASE_PATCH
+    )
+    wait_for(lambda: not pods(api, namespace, job="left"), what="every pod of 'left' gone")
