@@ -118,7 +118,8 @@ class Controller:
             self.reconciler.forget(key)
             namespace = str(_meta(job).get("namespace") or "")
             self.metrics.job_counter_inc(self.metrics.jobs_deleted, namespace)
-            return
+        # Also when deleted: the reconcile of a job the cache no longer has lets its pods go
+        # (controller/tracking.py), even if their last events came before this one.
         self.queue.add(key)
 
     def _owned_handler(self, kind: Kind) -> Any:
