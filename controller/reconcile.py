@@ -383,9 +383,7 @@ class Reconciler:
                 errors.append(error)
         return done
 
-    def _patch_services(
-        self, patches: Sequence[tuple[Obj, Obj]], errors: list[Exception]
-    ) -> None:
+    def _patch_services(self, patches: Sequence[tuple[Obj, Obj]], errors: list[Exception]) -> None:
         for service, patch in patches:
             meta = as_mapping(service.get("metadata"))
             namespace, name = str(meta.get("namespace")), str(meta.get("name"))

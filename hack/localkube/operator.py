@@ -84,6 +84,22 @@ def stop_process(pid: int, *, timeout: float = 15) -> None:
         os.waitpid(pid, 0)
 
 
+def wait_established(plane: ControlPlane, name: str = CRD_NAME, *, timeout: float = 60) -> None:
+    """Wait until the CRD ``name`` is Established.
+
+    ``kubectl wait`` fails outright while a new CRD has no conditions yet: poll instead.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        crd = json.loads(plane.kubectl("get", f"crd/{name}", "-o", "json").stdout)
+        conditions = crd.get("status", {}).get("conditions") or []
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            return
+        if time.monotonic() > deadline:
+            raise OperatorError(f"CRD {name} not Established after {timeout:g} s: {conditions}")
+        time.sleep(0.2)
+
+
 @dataclass(frozen=True)
 class RunningOperator:
     """An installed operator (tests): its webhook, and how to start controllers."""
@@ -163,16 +179,7 @@ class LocalOperator:
             if "NotFound" not in replaced.stderr and "not found" not in replaced.stderr:
                 raise OperatorError(f"replacing CRD {CRD_NAME} failed: {replaced.stderr}")
             self.plane.kubectl("create", "-f", "-", input_text=manifest)
-        # `kubectl wait` fails outright while the new CRD has no conditions yet: poll instead.
-        deadline = time.monotonic() + 60
-        while True:
-            crd = json.loads(self.plane.kubectl("get", f"crd/{CRD_NAME}", "-o", "json").stdout)
-            conditions = crd.get("status", {}).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return
-            if time.monotonic() > deadline:
-                raise OperatorError(f"CRD {CRD_NAME} not Established after 60 s: {conditions}")
-            time.sleep(0.2)
+        wait_established(self.plane)
 
     # -- webhook -------------------------------------------------------------------------------
     def webhook_configurations(self, *, webhook_port: int) -> list[dict[str, Any]]:

@@ -45,7 +45,7 @@ import yaml
 from certs import CertificateAuthority
 from localkube.api import Api, ensure_namespace
 from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
-from localkube.operator import OperatorError, stop_process
+from localkube.operator import OperatorError, stop_process, wait_established
 
 MODULE: Final = "github.com/kubeflow/training-operator"
 MODULE_DIR: Final = PROJECT_ROOT / "hack" / "training-operator"
@@ -154,9 +154,7 @@ class LocalTrainingOperator:
     def install_crd(self) -> None:
         """Apply its MXJob CRD as its users did (server-side: the CRD is too large otherwise)."""
         self.plane.kubectl("apply", "--server-side", "-f", str(crd_file()))
-        self.plane.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", "crd/mxjobs.kubeflow.org"
-        )
+        wait_established(self.plane)
 
     def _certificates(self) -> tuple[CertificateAuthority, bytes, bytes]:
         ca = CertificateAuthority.create(common_name=CA_NAME, rsa_key=True, hosts=(CA_NAME,))

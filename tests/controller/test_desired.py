@@ -108,7 +108,9 @@ def test_the_service_is_headless_publishes_not_ready_and_selects_one_replica() -
     assert service["metadata"]["ownerReferences"][0]["controller"] is True
 
 
-def test_a_service_training_operator_made_gets_our_selector_labels_and_not_ready_addresses() -> None:
+def test_a_service_training_operator_made_gets_our_selector_labels_and_not_ready_addresses() -> (
+    None
+):
     j = job()
     theirs = training_operator_service(j, "worker-1")
     patch = service_adoption_patch(theirs, build_service(j, slot(j, "worker-1")))
