@@ -24,8 +24,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv with the project (editable), its test tools and the examples' mxnet + TVM
 
-binaries: ## build kube-apiserver, kube-controller-manager, kubectl and etcd once per machine
+binaries: ## build kube-apiserver, kube-controller-manager, kubectl, etcd and training-operator once per machine
 	@hack/build-binaries.sh >/dev/null
+	@hack/build-training-operator.sh >/dev/null
 
 cluster-up: venv binaries ## start etcd, kube-apiserver, kube-controller-manager on loopback
 	@$(PY) -m localkube up --state-dir $(LOCAL)

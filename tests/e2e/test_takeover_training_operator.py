@@ -11,6 +11,7 @@ running job finish.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import time
@@ -75,6 +76,13 @@ def _uids(objects: dict[str, dict[str, Any]]) -> dict[str, str]:
     return {name: obj["metadata"]["uid"] for name, obj in objects.items()}
 
 
+def _all_running(api: Api, job: str) -> bool:
+    """Every pod of the job Running, and a Service for each."""
+    pods = _owned(api, "pods", job)
+    running = all((p.get("status") or {}).get("phase") == "Running" for p in pods.values())
+    return running and len(_owned(api, "services", job)) == len(pods) > 0
+
+
 def _true(job: dict[str, Any], ctype: str) -> bool:
     found = condition(job.get("status") or {}, ctype)
     return found is not None and found.get("status") == "True"
@@ -117,21 +125,15 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
         processes.append(their_process)
         seconds["training-operator up"] = time.monotonic() - mark
         mark = time.monotonic()
-        for job in (
+        for manifest in (
             _job("running", Scheduler=1, Server=1, Worker=2),
             _job("succeeded", Scheduler=1, Worker=1),
             _job("failed", Scheduler=1, Worker=1),
         ):
-            plane.kubectl("apply", "-f", "-", input_text=json.dumps(job))
+            plane.kubectl("apply", "-f", "-", input_text=json.dumps(manifest))
         for job in JOBS:
             wait_for(
-                lambda job=job: (
-                    all(
-                        (p.get("status") or {}).get("phase") == "Running"
-                        for p in _owned(api, "pods", job).values()
-                    )
-                    and len(_owned(api, "services", job)) == len(_owned(api, "pods", job)) > 0
-                ),
+                functools.partial(_all_running, api, job),
                 timeout=60,
                 what=f"training-operator's pods and Services of {job} running",
             )
