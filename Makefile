@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP) ## create .venv with the project (editable), its test tools and the examples' mxnet + TVM
 
 $(SDK_STAMP): $(SDK_REQUIREMENTS)
-	$(PYTHON) -m venv $(SDK_VENV)
+	$(PYTHON) -m venv --clear $(SDK_VENV)
 	$(SDK_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(SDK_VENV)/bin/python -m pip install --quiet -r $(SDK_REQUIREMENTS)
 	touch $@
