@@ -274,11 +274,16 @@ def _status(*, replica_statuses_key: str) -> dict[str, Any]:
 
 def _common_spec_fields() -> dict[str, Any]:
     return {
-        "jobMode": _enum(
-            [m.value for m in JobMode],
-            "MXTrain: distributed training (Scheduler, Server, Worker). MXTune: TVM auto-tuning "
-            "(TunerTracker, TunerServer, Tuner).",
-        ),
+        "jobMode": {
+            **_enum(
+                ["", *(m.value for m in JobMode)],
+                'MXTrain (default; also what absent or "" means): distributed training '
+                "(Scheduler, Server, Worker). MXTune: TVM auto-tuning (TunerTracker, TunerServer, "
+                "Tuner).",
+            ),
+            # Absent on read too: jobs stored by training-operator, whose CRD had it optional.
+            "default": JobMode.MXTRAIN.value,
+        },
         "successPolicy": _enum(
             ["", "AllWorkers"],
             '"" (default): the Scheduler\'s exit 0 decides success; AllWorkers: all Workers must '

@@ -26,6 +26,7 @@ from shared.constants import (
     OWNED_ENV_NAMES,
     PORT_NAME,
     RUN_POLICY_FIELDS,
+    JobMode,
 )
 from shared.env import job_layout, layout_env, owned_entries
 from shared.jsontree import copy_json
@@ -160,6 +161,8 @@ def apply_defaults(job: Mapping[str, Any]) -> dict[str, Any]:
     spec = result.get("spec")
     if not isinstance(spec, dict):
         return result
+    if _unset(spec, "jobMode"):
+        spec["jobMode"] = JobMode.MXTRAIN.value
     canonicalize_replica_keys(spec)
     move_run_policy(spec)
     default_run_policy(spec)

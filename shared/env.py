@@ -203,8 +203,7 @@ def _layout_cluster(layout: JobLayout) -> str:
             {"url": replica_name(layout.name, replica.replica_type, i), "port": replica.port}
             for i in range(replica.count)
         ]
-        if replica.server_key is not None:
-            labels[lower] = replica.server_key
+        labels[lower] = replica.server_key or ""
     return escape_vars(f'"cluster":{_compact(cluster)},"labels":{_compact(labels)}')
 
 
@@ -219,8 +218,10 @@ def mx_config(job: Mapping[str, Any], replica_type: str) -> str:
     """The MX_CONFIG value of a replica template, with the index left as `$(MXJOB_REPLICA_INDEX)`.
 
     Cluster and labels list every replica type of the job in canonical order (lower-case
-    keys), so the value is deterministic and defaulting stays idempotent. The index is written
-    unquoted: after the kubelet expands it the value is JSON with an integer index.
+    keys; a label is the type's tuner-server key, "" where it has none, so scripts may index
+    `labels` by any type of the job), so the value is deterministic and defaulting stays
+    idempotent. The index is written unquoted: after the kubelet expands it the value is JSON
+    with an integer index.
     """
     return _layout_mx_config(job_layout(job), replica_type)
 
@@ -230,10 +231,26 @@ def replica_env(job: Mapping[str, Any], replica_type: str) -> list[dict[str, Any
 
     MXJOB_REPLICA_INDEX first (everything else may refer to it); then, in MXTrain, the DMLC_*
     variables ps-lite reads; then MX_CONFIG in both modes. The single-node MXTrain form gets
-    the same DMLC_* set, describing a cluster without scheduler or servers, which a local
-    kvstore ignores. A job with no valid mode gets only the index and MX_CONFIG.
+    the same DMLC_* set, describing a cluster without scheduler or servers (an empty root
+    address, port 0), which a local kvstore ignores and a `dist_*` one refuses at once. A job
+    with no valid mode gets only the index and MX_CONFIG.
     """
     return layout_env(job_layout(job), replica_type)
+
+
+def _ps_root(layout: JobLayout) -> tuple[str, str]:
+    """`DMLC_PS_ROOT_URI` and `DMLC_PS_ROOT_PORT`: the Scheduler's address, if there is one.
+
+    A single-node job has no Scheduler, so no Service of that name will ever exist: an address
+    pointing there would make a `dist_*` kvstore wait forever for a peer. The empty address and
+    port 0 (what training-operator gives such a job too) make ps-lite fail at once instead.
+    """
+    if layout.count(ReplicaType.SCHEDULER) == 0:
+        return "", "0"
+    return (
+        replica_name(layout.name, ReplicaType.SCHEDULER, 0),
+        str(layout.port(ReplicaType.SCHEDULER)),
+    )
 
 
 def layout_env(layout: JobLayout, replica_type: str) -> list[dict[str, Any]]:
@@ -242,13 +259,11 @@ def layout_env(layout: JobLayout, replica_type: str) -> list[dict[str, Any]]:
     type_name = rtype.value if rtype is not None else replica_type
     env = [replica_index_env()]
     if layout.mode is JobMode.MXTRAIN:
+        root_uri, root_port = _ps_root(layout)
         env += [
             _literal(ENV_DMLC_ROLE, escape_vars(type_name.lower())),
-            _literal(
-                ENV_DMLC_PS_ROOT_URI,
-                escape_vars(replica_name(layout.name, ReplicaType.SCHEDULER, 0)),
-            ),
-            _literal(ENV_DMLC_PS_ROOT_PORT, str(layout.port(ReplicaType.SCHEDULER))),
+            _literal(ENV_DMLC_PS_ROOT_URI, escape_vars(root_uri)),
+            _literal(ENV_DMLC_PS_ROOT_PORT, root_port),
             _literal(ENV_DMLC_NUM_SERVER, str(layout.count(ReplicaType.SERVER))),
             _literal(ENV_DMLC_NUM_WORKER, str(layout.count(ReplicaType.WORKER))),
             _literal(ENV_DMLC_USE_KUBERNETES, "1"),

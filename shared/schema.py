@@ -64,9 +64,10 @@ SCHEMA: dict[str, Any] = {
         },
         "spec": {
             "type": "object",
-            "required": ["jobMode", "mxReplicaSpecs"],
+            "required": ["mxReplicaSpecs"],
             "properties": {
-                "jobMode": {"type": "string", "enum": [m.value for m in JobMode]},
+                # "" or absent: MXTrain (shared.spec.job_mode), as training-operator's SDK sends.
+                "jobMode": {"type": "string", "enum": ["", *(m.value for m in JobMode)]},
                 "mxReplicaSpecs": {
                     "type": "object",
                     "additionalProperties": {"$ref": "#/$defs/replicaSpec"},

@@ -68,8 +68,14 @@ def job_name(job: Mapping[str, Any]) -> str:
 
 
 def job_mode(job: Mapping[str, Any]) -> JobMode | None:
-    """`spec.jobMode` if it is one of the modes, else None (it has no default)."""
+    """`spec.jobMode` if it is one of the modes, else None.
+
+    Absent, null and "" all mean MXTrain: training-operator's CRD had the field optional, its
+    SDK always sends "", and jobs it stored may carry either.
+    """
     mode = as_mapping(job.get("spec")).get("jobMode")
+    if mode is None or mode == "":
+        return JobMode.MXTRAIN
     if isinstance(mode, str) and mode in JobMode.__members__.values():
         return JobMode(mode)
     return None

@@ -44,9 +44,12 @@ from shared.spec import (
     as_mapping,
     canonical_replica_type,
     is_int,
+    is_suspended,
     job_mode,
     mxnet_container,
     replica_spec,
+    replica_specs,
+    spec_replica_count,
 )
 
 
@@ -186,6 +189,7 @@ class _Rules:
     def run(self) -> list[Violation]:
         self.check_name()
         self.check_job_mode_immutable()
+        self.check_replica_counts_frozen()
         self.check_run_policy_conflicts()
         self.check_success_policy()
         replicas = self.spec.get("mxReplicaSpecs")
@@ -218,17 +222,39 @@ class _Rules:
     def check_job_mode_immutable(self) -> None:
         if self.old is None:
             return
-        old_mode = as_mapping(self.old.get("spec")).get("jobMode")
-        new_mode = self.spec.get("jobMode")
-        if (
-            isinstance(old_mode, str)
-            and old_mode in JobMode.__members__.values()
-            and isinstance(new_mode, str)
-            and new_mode != old_mode
-        ):
+        # Compared as modes: a job stored with jobMode "" or none (training-operator's) is an
+        # MXTrain job, and may be written back as "MXTrain".
+        old_mode = job_mode(self.old)
+        if old_mode is not None and self.mode is not None and self.mode is not old_mode:
             self.add(
                 ["spec", "jobMode"],
-                f"is immutable: must stay {old_mode!r} (got {new_mode!r})",
+                f"is immutable: must stay {old_mode.value!r} (got {self.mode.value!r})",
+            )
+
+    def check_replica_counts_frozen(self) -> None:
+        """Replica counts change only while the stored job is suspended.
+
+        ps-lite fixes its membership when the cluster forms: every process was started with the
+        same DMLC_NUM_WORKER and DMLC_NUM_SERVER, and a pod added later (or one left waiting
+        for a peer that was removed) cannot join. Suspending deletes the pods; the job then
+        resumes as a new cluster with the new counts.
+        """
+        if self.old is None or is_suspended(self.old):
+            return
+        old_counts = {t: spec_replica_count(r) for t, r in replica_specs(self.old).items()}
+        new_counts = {t: spec_replica_count(r) for t, r in replica_specs(self.job).items()}
+        for rtype in dict.fromkeys([*old_counts, *new_counts]):
+            before, after = old_counts.get(rtype, 0), new_counts.get(rtype, 0)
+            if before == after:
+                continue
+            written = as_mapping(self.spec.get("mxReplicaSpecs"))
+            key = next((k for k in written if canonical_replica_type(k) == rtype), rtype)
+            self.add(
+                ["spec", "mxReplicaSpecs", key, "replicas"],
+                f"cannot change from {before} to {after} while the job is not suspended: every "
+                "replica was started with the old counts and ps-lite cannot take a new member; "
+                "suspend the job (spec.runPolicy.suspend: true), change replicas, then resume it "
+                "(suspend: false) to start it again with the new counts",
             )
 
     def check_run_policy_conflicts(self) -> None:

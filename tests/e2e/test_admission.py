@@ -172,7 +172,7 @@ def test_v1beta1_object_reads_back_identically_through_v1beta1_after_v1_storage(
     config = json.loads(
         _env(server["template"])["MX_CONFIG"].replace("$(MXJOB_REPLICA_INDEX)", "1")
     )
-    assert config["labels"] == {"tunerserver": "2080ti"}
+    assert config["labels"] == {"tunertracker": "", "tunerserver": "2080ti", "tuner": ""}
     assert config["task"] == {"type": "tunerserver", "index": 1}
 
     first = _get(control_plane, namespace, "auto-tune", version="v1beta1")
@@ -193,6 +193,16 @@ def test_update_that_scales_workers_recomputes_env_and_job_mode_is_immutable(
     control_plane: ControlPlane, local_operator: RunningOperator, namespace: str
 ) -> None:
     control_plane.kubectl("apply", "-n", namespace, "-f", str(SEED_JOB))
+    control_plane.kubectl(
+        "patch",
+        "mxjob",
+        "mxnet-job",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"runPolicy": {"suspend": True}}}),  # counts change only suspended
+    )
     control_plane.kubectl(
         "patch",
         "mxjob",
@@ -267,3 +277,34 @@ def test_lower_case_keys_and_run_policy_under_spec_are_rewritten_canonically(
         _env(worker["template"])["MX_CONFIG"].replace("$(MXJOB_REPLICA_INDEX)", "0")
     )
     assert config["cluster"] == {"worker": [{"url": "single-worker-0", "port": 9999}]}
+
+
+@pytest.mark.parametrize("job_mode", ["", None], ids=["empty", "absent"])
+def test_a_job_with_an_empty_or_absent_job_mode_is_stored_as_mxtrain(
+    control_plane: ControlPlane,
+    local_operator: RunningOperator,
+    namespace: str,
+    job_mode: str | None,
+) -> None:
+    """What training-operator's SDK sends ("") and what its CRD allowed (no jobMode)."""
+    name = f"mode-{'empty' if job_mode == '' else 'absent'}"
+    spec: dict[str, Any] = {
+        "mxReplicaSpecs": {
+            "Worker": {
+                "replicas": 1,
+                "template": {"spec": {"containers": [{"name": "mxnet", "image": "mxjob/mxnet"}]}},
+            }
+        }
+    }
+    if job_mode is not None:
+        spec["jobMode"] = job_mode
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": name}}
+    control_plane.kubectl(
+        "create", "-n", namespace, "-f", "-", input_text=json.dumps({**job, "spec": spec})
+    )
+    stored = _get(control_plane, namespace, name)
+    assert stored["spec"]["jobMode"] == "MXTrain"
+    env = _env(stored["spec"]["mxReplicaSpecs"]["Worker"]["template"])
+    # A single-node job: no Scheduler, so no address that points at a Service never created.
+    assert (env["DMLC_PS_ROOT_URI"], env["DMLC_PS_ROOT_PORT"]) == ("", "0")
+    assert _get(control_plane, namespace, name, version="v1beta1")["spec"]["jobMode"] == "MXTrain"

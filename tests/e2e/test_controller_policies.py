@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 import pytest
 
-from localkube.api import Api
+from localkube.api import Api, ApiError
 from localkube.cluster import ControlPlane
 from localkube.kubelet import TestKubelet
 from tests.e2e.controller_fixtures import (
@@ -119,28 +120,44 @@ def test_suspend_removes_pods_and_services_and_resume_recreates_them(
     )
 
 
-def test_scaling_workers_up_and_down_creates_and_deletes_the_highest_indices(
+def _mxnet_env(pod: dict[str, Any]) -> dict[str, str]:
+    container = next(c for c in pod["spec"]["containers"] if c["name"] == "mxnet")
+    return {e["name"]: e.get("value", "") for e in container.get("env", [])}
+
+
+def test_scaling_a_running_job_is_refused_and_suspend_scale_resume_restarts_it_with_new_counts(
     api: Api, namespace: str, controller: ControllerProcess, kubelet: TestKubelet
 ) -> None:
     create_job(api, namespace, mxjob("scale", workers=2))
     before = wait_pods_running(api, namespace, "scale", names("scale", *ALL))
 
-    patch_job(api, namespace, "scale", {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 3}}}})
-    up = wait_pods_running(api, namespace, "scale", names("scale", *ALL, "worker-2"))
-    assert "scale-worker-2" in services(api, namespace, job="scale")
-    for name in before:
-        assert up[name]["metadata"]["uid"] == before[name]["metadata"]["uid"]
+    with pytest.raises(ApiError) as refused:
+        patch_job(
+            api, namespace, "scale", {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 3}}}}
+        )
+    assert refused.value.status == 422
+    assert "spec.mxReplicaSpecs.Worker.replicas: cannot change from 2 to 3" in str(refused.value)
+    assert "suspend" in str(refused.value)
+    assert set(pods(api, namespace, job="scale")) == set(before)  # nothing happened to the pods
 
-    patch_job(api, namespace, "scale", {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 1}}}})
-    down = wait_pods_running(
-        api, namespace, "scale", names("scale", "scheduler-0", "server-0", "worker-0")
+    patch_job(api, namespace, "scale", {"spec": {"runPolicy": {"suspend": True}}})
+    wait_for(lambda: not pods(api, namespace, job="scale"), what="pods removed by suspend")
+    patch_job(api, namespace, "scale", {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 3}}}})
+    patch_job(api, namespace, "scale", {"spec": {"runPolicy": {"suspend": False}}})
+    after = wait_pods_running(api, namespace, "scale", names("scale", *ALL, "worker-2"))
+    assert {p["metadata"]["uid"] for p in after.values()}.isdisjoint(
+        p["metadata"]["uid"] for p in before.values()
     )
-    assert down["scale-worker-0"]["metadata"]["uid"] == before["scale-worker-0"]["metadata"]["uid"]
+    for pod in after.values():  # one cluster again: every member was started with the same counts
+        assert _mxnet_env(pod)["DMLC_NUM_WORKER"] == "3"
+    assert "scale-worker-2" in services(api, namespace, job="scale")
     wait_for(
         lambda: (
-            set(services(api, namespace, job="scale"))
-            == names("scale", "scheduler-0", "server-0", "worker-0")
+            status(api, namespace, "scale")
+            .get("replicaStatuses", {})
+            .get("Worker", {})
+            .get("active")
+            == 3
         ),
-        what="services scaled down",
+        what="three active workers",
     )
-    assert status(api, namespace, "scale")["replicaStatuses"]["Worker"]["active"] == 1

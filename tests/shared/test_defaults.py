@@ -333,11 +333,12 @@ def test_tune_env_is_injected_with_the_tuner_server_key() -> None:
     for rtype in ("TunerTracker", "TunerServer", "Tuner"):
         env = mxnet_of(defaulted, rtype)["env"]
         assert env_names(env) == ["MXJOB_REPLICA_INDEX", "MX_CONFIG"]
-        assert '"labels":{"tunerserver":"k1"}' in env[1]["value"]
+        assert '"labels":{"tunertracker":"","tunerserver":"k1","tuner":""}' in env[1]["value"]
 
 
 def test_an_update_that_scales_recomputes_the_counts() -> None:
     stored = apply_defaults(train_job("mnist", servers=1, workers=2))
+    stored["spec"]["runPolicy"]["suspend"] = True  # counts change only while suspended
     update = copy.deepcopy(stored)
     replicas_of(update)["Worker"]["replicas"] = 4
     replicas_of(update)["Server"]["replicas"] = 2
@@ -352,6 +353,18 @@ def test_an_update_that_scales_recomputes_the_counts() -> None:
         cluster = json.loads(seen["MX_CONFIG"])["cluster"]
         assert [w["url"] for w in cluster["worker"]] == [f"mnist-worker-{i}" for i in range(4)]
     assert validate(defaulted, old=stored) == []
+
+
+@pytest.mark.parametrize("absent", [None, "", "missing"])
+def test_an_absent_or_empty_job_mode_defaults_to_mxtrain(absent: str | None) -> None:
+    found = train_job()
+    if absent == "missing":
+        del found["spec"]["jobMode"]
+    else:
+        found["spec"]["jobMode"] = absent
+    defaulted = apply_defaults(found)
+    assert defaulted["spec"]["jobMode"] == "MXTrain"
+    assert defaulted == apply_defaults(train_job())
 
 
 def test_no_env_is_injected_without_a_valid_mode() -> None:
@@ -401,7 +414,7 @@ def test_the_seed_job_converts_and_defaults_to_a_complete_v1_job() -> None:
             '{"cluster":{"scheduler":[{"url":"mxnet-job-scheduler-0","port":9091}],'
             '"server":[{"url":"mxnet-job-server-0","port":9091}],'
             '"worker":[{"url":"mxnet-job-worker-0","port":9091}]},'
-            '"labels":{},"task":{"type":"worker","index":0}}'
+            '"labels":{"scheduler":"","server":"","worker":""},"task":{"type":"worker","index":0}}'
         ),
     }
     assert validate(defaulted) == []

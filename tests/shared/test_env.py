@@ -93,7 +93,7 @@ def test_worker_mx_config_after_expansion_for_index_1_is_this_json() -> None:
         '{"cluster":{"scheduler":[{"url":"mnist-scheduler-0","port":9091}],'
         '"server":[{"url":"mnist-server-0","port":9091}],'
         '"worker":[{"url":"mnist-worker-0","port":9091},{"url":"mnist-worker-1","port":9091}]},'
-        '"labels":{},"task":{"type":"worker","index":1}}'
+        '"labels":{"scheduler":"","server":"","worker":""},"task":{"type":"worker","index":1}}'
     )
     assert json.loads(seen["MX_CONFIG"])["task"] == {"type": "worker", "index": 1}
     assert seen["DMLC_WORKER_ID"] == "1"
@@ -161,14 +161,16 @@ def test_tune_env_is_the_index_and_mx_config_with_the_tuner_server_key() -> None
             ],
             "tuner": [{"url": "tvm-tuner-0", "port": 9091}],
         },
-        "labels": {"tunerserver": "rpc-key"},
+        "labels": {"tunertracker": "", "tunerserver": "rpc-key", "tuner": ""},
         "task": {"type": "tunerserver", "index": 1},
     }
 
 
-def test_labels_are_empty_without_a_tuner_server_key() -> None:
+def test_labels_name_every_replica_type_with_empty_keys_without_a_tuner_server_key() -> None:
+    """Scripts written for training-operator read `labels["tunerserver"]` unconditionally."""
     found = tune_job(key=None)
-    assert json.loads(pod_env(found, "Tuner", 0)["MX_CONFIG"])["labels"] == {}
+    labels = json.loads(pod_env(found, "Tuner", 0)["MX_CONFIG"])["labels"]
+    assert labels == {"tunertracker": "", "tunerserver": "", "tuner": ""}
 
 
 def test_a_dollar_in_the_tuner_server_key_survives_expansion() -> None:
@@ -178,18 +180,22 @@ def test_a_dollar_in_the_tuner_server_key_survives_expansion() -> None:
         [{"name": "HOME", "value": "/root"}, *env],
         pod_metadata={"labels": {"training.kubeflow.org/replica-index": "0"}},
     )
-    assert json.loads(seen["MX_CONFIG"])["labels"] == {"tunerserver": "k$(HOME)$$x"}
+    assert json.loads(seen["MX_CONFIG"])["labels"]["tunerserver"] == "k$(HOME)$$x"
 
 
-def test_single_node_worker_gets_a_cluster_of_one_worker() -> None:
+def test_single_node_worker_gets_a_cluster_of_one_worker_and_no_scheduler_address() -> None:
     seen = pod_env(single_node_job("solo"), "Worker", 0)
+    # No Scheduler, so no Service "solo-scheduler-0" will exist: an empty root address and
+    # port 0 make a dist_* kvstore fail at once instead of waiting for it.
+    assert seen["DMLC_PS_ROOT_URI"] == ""
+    assert seen["DMLC_PS_ROOT_PORT"] == "0"
     assert seen["DMLC_ROLE"] == "worker"
     assert seen["DMLC_NUM_SERVER"] == "0"
     assert seen["DMLC_NUM_WORKER"] == "1"
     assert seen["DMLC_WORKER_ID"] == "0"
     assert json.loads(seen["MX_CONFIG"]) == {
         "cluster": {"worker": [{"url": "solo-worker-0", "port": 9091}]},
-        "labels": {},
+        "labels": {"worker": ""},
         "task": {"type": "worker", "index": 0},
     }
 

@@ -24,7 +24,7 @@ def test_schema_is_a_valid_draft_2020_12_schema() -> None:
 
 def test_schema_enums_are_the_constants() -> None:
     spec = SCHEMA["properties"]["spec"]["properties"]
-    assert spec["jobMode"]["enum"] == [m.value for m in JobMode]
+    assert spec["jobMode"]["enum"] == ["", *(m.value for m in JobMode)]
     assert spec["successPolicy"]["enum"] == [p.value for p in SuccessPolicy]
     assert RUN_POLICY_PROPERTIES["cleanPodPolicy"]["enum"] == [p.value for p in CleanPodPolicy]
     replica = SCHEMA["$defs"]["replicaSpec"]["properties"]

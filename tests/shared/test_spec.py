@@ -61,12 +61,18 @@ def test_job_name_and_mode_read_metadata_and_spec() -> None:
     assert s.job_mode(tune_job()) is JobMode.MXTUNE
 
 
-@pytest.mark.parametrize(
-    "bad", [{}, {"spec": []}, {"spec": {"jobMode": "mxtrain"}}, {"spec": {"jobMode": 1}}]
-)
+@pytest.mark.parametrize("bad", [{"spec": {"jobMode": "mxtrain"}}, {"spec": {"jobMode": 1}}])
 def test_job_mode_is_none_unless_one_of_the_modes(bad: dict[str, Any]) -> None:
     assert s.job_mode(bad) is None
     assert s.job_name(bad) == ""
+
+
+@pytest.mark.parametrize(
+    "unset",
+    [{}, {"spec": []}, {"spec": {}}, {"spec": {"jobMode": ""}}, {"spec": {"jobMode": None}}],
+)
+def test_an_unset_job_mode_is_mxtrain(unset: dict[str, Any]) -> None:
+    assert s.job_mode(unset) is JobMode.MXTRAIN
 
 
 def test_replica_specs_are_keyed_canonically_in_canonical_order() -> None:

@@ -136,10 +136,18 @@ def test_the_name_limit_depends_on_the_replica_counts() -> None:
 # --- jobMode ---------------------------------------------------------------------------------
 
 
-def test_job_mode_is_required() -> None:
+@pytest.mark.parametrize("absent", ["", "missing"])
+def test_an_absent_or_empty_job_mode_is_an_mxtrain_job(absent: str | None) -> None:
+    """training-operator's CRD had jobMode optional and its SDK always sends ""."""
     found = train_job()
-    del found["spec"]["jobMode"]
-    assert only(found) == Violation("spec.jobMode", "is required")
+    if absent == "missing":
+        del found["spec"]["jobMode"]
+    else:
+        found["spec"]["jobMode"] = absent
+    assert validate(found) == []
+    tune_shaped = tune_job()
+    tune_shaped["spec"]["jobMode"] = ""
+    assert "spec.mxReplicaSpecs.TunerTracker" in paths(tune_shaped)  # judged as MXTrain
 
 
 def test_job_mode_must_be_mxtrain_or_mxtune() -> None:
@@ -147,7 +155,7 @@ def test_job_mode_must_be_mxtrain_or_mxtune() -> None:
     found["spec"]["jobMode"] = "mxtrain"
     violation = only(found)
     assert violation == Violation(
-        "spec.jobMode", 'must be one of "MXTrain", "MXTune" (got "mxtrain")'
+        "spec.jobMode", 'must be one of "", "MXTrain", "MXTune" (got "mxtrain")'
     )
 
 
@@ -162,8 +170,67 @@ def test_job_mode_is_immutable_on_update() -> None:
 
 def test_an_unchanged_job_mode_passes_on_update() -> None:
     old = train_job()
-    new = train_job(workers=5)
+    new = train_job()
+    new["metadata"]["labels"] = {"team": "vision"}
     assert validate(new, old=old) == []
+
+
+def test_a_job_stored_without_a_mode_may_be_written_back_as_mxtrain_but_not_mxtune() -> None:
+    old = train_job()
+    del old["spec"]["jobMode"]
+    assert validate(train_job(), old=old) == []
+    tune = tune_job(old["metadata"]["name"])
+    immutability = [v for v in validate(tune, old=old) if v.path == "spec.jobMode"]
+    assert immutability[0].message == "is immutable: must stay 'MXTrain' (got 'MXTune')"
+
+
+# --- replica counts on update ----------------------------------------------------------------
+
+
+def test_scaling_a_job_that_is_not_suspended_is_refused_with_how_to_do_it() -> None:
+    old = apply_defaults(train_job(servers=1, workers=2))
+    new = copy.deepcopy(old)
+    new["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 3
+    violation = only(new, old=old)
+    assert violation.path == f"{W}.replicas"
+    assert violation.message.startswith("cannot change from 2 to 3 while the job is not suspended")
+    assert "spec.runPolicy.suspend: true" in violation.message
+    assert "then resume" in violation.message
+
+
+def test_adding_or_removing_a_replica_type_of_a_running_job_is_refused() -> None:
+    old = apply_defaults(train_job(servers=1, workers=2))
+    new = copy.deepcopy(old)
+    del new["spec"]["mxReplicaSpecs"]["Server"]
+    assert paths(new, old=old) == ["spec.mxReplicaSpecs.Server.replicas"]
+    assert "from 1 to 0" in only(new, old=old).message
+
+
+def test_scaling_a_suspended_job_is_accepted_and_so_is_resuming_it_in_the_same_update() -> None:
+    old = apply_defaults(train_job(servers=1, workers=2))
+    old["spec"]["runPolicy"]["suspend"] = True
+    new = apply_defaults({**copy.deepcopy(old)})
+    new["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 4
+    new["spec"]["runPolicy"]["suspend"] = False
+    assert validate(apply_defaults(new), old=old) == []
+
+
+def test_suspending_and_scaling_in_one_update_is_refused() -> None:
+    """The pods of the running job still exist when this update arrives."""
+    old = apply_defaults(train_job(servers=1, workers=2))
+    new = copy.deepcopy(old)
+    new["spec"]["runPolicy"]["suspend"] = True
+    new["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 4
+    assert paths(apply_defaults(new), old=old) == [f"{W}.replicas"]
+
+
+def test_a_lower_case_replica_key_is_named_as_written() -> None:
+    old = apply_defaults(train_job(servers=1, workers=2))
+    new = copy.deepcopy(old)
+    replicas = new["spec"]["mxReplicaSpecs"]
+    replicas["worker"] = replicas.pop("Worker")
+    replicas["worker"]["replicas"] = 1
+    assert "spec.mxReplicaSpecs.worker.replicas" in paths(new, old=old)
 
 
 # --- replica types ---------------------------------------------------------------------------
@@ -546,6 +613,7 @@ def test_a_sidecar_may_set_dmlc_env() -> None:
 
 def test_stale_injected_env_on_an_update_that_scales_is_accepted() -> None:
     old = apply_defaults(train_job(workers=2))
+    old["spec"]["runPolicy"]["suspend"] = True
     new = copy.deepcopy(old)
     new["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 3
     assert validate(new, old=old) == []
@@ -655,7 +723,8 @@ def test_a_long_value_is_shortened_in_the_message() -> None:
     found = train_job()
     found["spec"]["jobMode"] = "x" * 500
     # The JSON string is cut to 60 characters: its quote, 56 x's and "...".
-    assert only(found).message == 'must be one of "MXTrain", "MXTune" (got "' + "x" * 56 + "...)"
+    expected = 'must be one of "", "MXTrain", "MXTune" (got "' + "x" * 56 + "...)"
+    assert only(found).message == expected
 
 
 # --- paths and the message -------------------------------------------------------------------

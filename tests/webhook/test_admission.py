@@ -77,7 +77,7 @@ def test_mutate_is_idempotent(seed_job: Job, tune_job: Job) -> None:
 def test_mutate_injects_mx_config_with_the_tuner_server_key(tune_job: Job) -> None:
     patched = _patched(tune_job, mutate(_request(tune_job)))
     mx_config = _env(patched, "TunerServer")["MX_CONFIG"]
-    assert '"labels":{"tunerserver":"2080ti"}' in mx_config
+    assert '"labels":{"tunertracker":"","tunerserver":"2080ti","tuner":""}' in mx_config
     assert "DMLC_ROLE" not in _env(patched, "Tuner")  # MXTune jobs get MX_CONFIG only
 
 
@@ -131,8 +131,21 @@ def test_mutate_and_validate_deny_with_every_violation(seed_job: Job) -> None:
             assert path in message, (path, message)
 
 
+def test_scaling_a_running_job_is_refused_by_both_webhooks(seed_job: Job) -> None:
+    stored = _patched(seed_job, mutate(_request(seed_job)))
+    scaled = copy.deepcopy(stored)
+    scaled["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 3
+    for review in (mutate, validate):
+        response = review(_request(scaled, operation="UPDATE", old=stored))
+        assert response["allowed"] is False
+        message = response["status"]["message"]
+        assert "spec.mxReplicaSpecs.Worker.replicas: cannot change from 1 to 3" in message
+        assert "suspend" in message
+
+
 def test_an_update_that_scales_workers_recomputes_the_counts(seed_job: Job) -> None:
     stored = _patched(seed_job, mutate(_request(seed_job)))
+    stored["spec"]["runPolicy"]["suspend"] = True  # counts change only while suspended
     scaled = copy.deepcopy(stored)
     scaled["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 3  # the env still says 1
     response = mutate(_request(scaled, operation="UPDATE", old=stored))
