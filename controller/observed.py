@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from shared.constants import CONTAINER_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, ReplicaType
+from shared.constants import (
+    CONTAINER_NAME,
+    DEFAULT_TERMINATION_GRACE_SECONDS,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    ReplicaType,
+)
 from shared.spec import as_mapping, canonical_replica_type, is_int
 
 RESTARTS_BEFORE_ANNOTATION: Final = "mxjob.kubeflow.org/restarts-before"
@@ -49,6 +55,9 @@ class PodView:
     """From :data:`RESTARTS_BEFORE_ANNOTATION`."""
     last_exit_code: int | None
     """The exit code of the previous run of the container (after an in-place restart)."""
+    grace_seconds: int = DEFAULT_TERMINATION_GRACE_SECONDS
+    """``spec.terminationGracePeriodSeconds``: how long the pod may take to end by itself once
+    its job has finished, before cleanPodPolicy deletes it."""
 
     @property
     def succeeded(self) -> bool:
@@ -131,7 +140,14 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         in_place_restarts=_non_negative_int(main.get("restartCount")),
         restarts_before=_non_negative_int(annotations.get(RESTARTS_BEFORE_ANNOTATION)),
         last_exit_code=last_exit_code,
+        grace_seconds=_grace_seconds(
+            as_mapping(pod.get("spec")).get("terminationGracePeriodSeconds")
+        ),
     )
+
+
+def _grace_seconds(value: object) -> int:
+    return value if is_int(value) and value >= 0 else DEFAULT_TERMINATION_GRACE_SECONDS
 
 
 def controller_uid(obj: Mapping[str, Any]) -> str | None:

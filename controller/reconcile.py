@@ -43,7 +43,7 @@ from controller.kube import (
 from controller.metrics import Metrics
 from controller.observed import controller_uid, observe
 from controller.status import REMOVED_HISTORY, Outcome, compute_status, format_time
-from shared.constants import OPERATOR_NAME
+from shared.constants import OPERATOR_NAME, CleanPodPolicy
 from shared.defaults import apply_defaults
 from shared.spec import as_mapping, clean_pod_policy
 from shared.validation import replica_total_violations, validate
@@ -95,7 +95,8 @@ def plan_actions(
 
     - suspended: every pod and Service goes;
     - finished: cleanPodPolicy (All: every pod and Service; Running: the active pods; None:
-      nothing), and every active pod when the deadline passed. Services outlive their pods
+      nothing), active pods only once their grace period is over (``Outcome.overdue``), and
+      every active pod when the deadline passed. Services outlive their pods
       otherwise: a headless Service costs nothing, garbage collection removes it with the job,
       and not deleting it saves two API writes per replica (issue 7's write budget);
     - otherwise: recreate what failed retryably, delete what the spec no longer has (scaling
@@ -110,15 +111,16 @@ def plan_actions(
         plan.delete_services = live_services
         return plan
     if outcome.finished:
-        policy = clean_pod_policy(job).value
-        doomed = [
+        # Active pods go only when overdue (their grace period after finishing is over, or the
+        # deadline passed); under All, finished pods go at once and Services once settled.
+        policy = clean_pod_policy(job)
+        plan.delete_pods = [
             p
             for p in live_pods
-            if policy == "All"
-            or (observe(p).active and (outcome.stop_active or policy == "Running"))
+            if (_name(p) in outcome.overdue if observe(p).active else policy is CleanPodPolicy.ALL)
         ]
-        plan.delete_pods = doomed
-        plan.delete_services = live_services if policy == "All" else []
+        settled = policy is CleanPodPolicy.ALL and outcome.settled
+        plan.delete_services = live_services if settled else []
         return plan
     slots = desired_slots(job)
     wanted = {slot.name: slot for slot in slots}

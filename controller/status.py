@@ -7,7 +7,9 @@ rule is a unit test, and reconcile only carries the decisions out.
 
 Rules (design.md, "Pods and services" and issue 4):
 
-- A finished job (Succeeded or Failed True) never changes again, except that its TTL runs.
+- A finished job (Succeeded or Failed True) never changes its outcome again. Its pods still
+  running get their ``terminationGracePeriodSeconds`` to end by themselves before cleanPodPolicy
+  deletes them, and ``replicaStatuses`` follow them until every pod has ended; its TTL runs.
 - MXTrain succeeds when the Scheduler's pod succeeds (``successPolicy: AllWorkers``: every
   Worker; single-node form: the Worker); MXTune when the Tuner's does.
 - A permanent failure of any replica fails the job, and it is checked before success, so a
@@ -59,6 +61,8 @@ FAILED_VALIDATION_REASON: Final = "MXJobFailedValidation"
 """Failed reason of a job stored without passing the validating webhook and found invalid."""
 
 EXITED_WITH_CODE: Final = "ExitedWithCode"
+REPLICAS_ENDED: Final = "ReplicasEnded"
+"""Event reason: pods of a finished job that ended by themselves within their grace period."""
 REMOVED_HISTORY: Final = "*removed"
 """Key in ``carries``: restarts of replicas the controller removed (scale-down, suspend), which
 no live pod remembers any more but ``restartCount`` still includes."""
@@ -101,6 +105,12 @@ class Outcome:
     """Seconds until a deadline or TTL is due; reconcile arms a timer for it."""
     delete_job: bool = False
     """The TTL after finishing has passed: delete the MXJob."""
+    overdue: frozenset[str] = frozenset()
+    """Finished: pods still active whose grace period is over (or every active pod, once the
+    deadline passed); cleanPodPolicy Running or All deletes them now."""
+    settled: bool = True
+    """Finished, and no pod is still within its grace period: cleanPodPolicy All may delete the
+    Services too."""
 
 
 # -- time -----------------------------------------------------------------------------------------
@@ -224,33 +234,102 @@ def _empty_counts(job: Mapping[str, Any]) -> dict[ReplicaType, dict[str, int]]:
     return {ReplicaType(t): {"active": 0, "succeeded": 0, "failed": 0} for t in replica_specs(job)}
 
 
-def _cleaned_up(job: Mapping[str, Any], view: PodView, *, stop_active: bool) -> bool:
-    """Whether finishing stops this still-active pod (so it no longer counts as active).
+@dataclass(frozen=True)
+class _Aftermath:
+    """The pods of a finished job: how each replica type ended so far, and what is still due."""
 
-    Finished pods keep counting as succeeded or failed even when cleanPodPolicy All deletes
-    them: the final replicaStatuses record how each replica ended, which is what a user reads
-    after the pods are gone.
+    counts: dict[ReplicaType, dict[str, int]]
+    overdue: frozenset[str]
+    settled: bool
+    next_due: float | None
+    """Seconds until the next still-running pod's grace period ends."""
+
+
+def _aftermath(
+    job: Mapping[str, Any],
+    views: Sequence[PodView],
+    *,
+    completion: datetime.datetime,
+    now: datetime.datetime,
+    stop_active: bool,
+    previous: Mapping[str, Any] | None = None,
+) -> _Aftermath:
+    """Follow the pods of a finished job until every one has ended.
+
+    ps-lite's Scheduler exits together with the workers, so the job often succeeds while the
+    Workers are still writing their last lines and exit codes. Each pod still active gets its
+    own ``terminationGracePeriodSeconds`` from ``completionTime`` to end by itself; only then
+    does cleanPodPolicy Running or All delete it (the deadline stops every pod at once). Pods
+    that end meanwhile are counted, and counts only grow (``previous`` is the finished status
+    written before): the final replicaStatuses keep how each replica ended even after
+    cleanPodPolicy All deleted it.
     """
-    if not view.active:
-        return False
-    return stop_active or clean_pod_policy(job) in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING)
-
-
-def _final_counts(
-    job: Mapping[str, Any], views: Sequence[PodView], *, stop_active: bool
-) -> dict[ReplicaType, dict[str, int]]:
     counts = _empty_counts(job)
+    deletes_active = stop_active or clean_pod_policy(job) is not CleanPodPolicy.NONE
+    overdue: set[str] = set()
+    waits: list[float] = []
     for view in views:
-        if view.replica_type not in counts or _cleaned_up(job, view, stop_active=stop_active):
+        bucket = counts.get(view.replica_type) if view.replica_type else None
+        if bucket is None:
             continue
-        bucket = counts[view.replica_type]
         if view.succeeded:
             bucket["succeeded"] += 1
         elif view.failed:
             bucket["failed"] += 1
-        elif view.active:
+        elif not view.active:
+            continue  # being deleted: gone, and its end is not a replica's own
+        elif not deletes_active:
             bucket["active"] += 1
-    return counts
+        else:
+            grace_end = completion + datetime.timedelta(seconds=view.grace_seconds)
+            remaining = 0.0 if stop_active else (grace_end - now).total_seconds()
+            if remaining <= 0:
+                overdue.add(view.name)
+            else:
+                bucket["active"] += 1
+                waits.append(remaining)
+    for rtype, bucket in counts.items():
+        for key in ("succeeded", "failed"):
+            bucket[key] = max(bucket[key], _recorded(as_mapping(previous), rtype, key))
+    return _Aftermath(
+        counts=counts,
+        overdue=frozenset(overdue),
+        settled=not waits,
+        next_due=min(waits) if waits else None,
+    )
+
+
+def _recorded(counts: Mapping[str, Any], rtype: ReplicaType, key: str) -> int:
+    """A count of an earlier replicaStatuses (0 when absent or malformed)."""
+    value = as_mapping(counts.get(rtype.value)).get(key)
+    return value if is_int(value) and value > 0 else 0
+
+
+def _ended_after_finish_events(
+    name: str, previous: Mapping[str, Any], counts: Mapping[ReplicaType, dict[str, int]]
+) -> list[EventSpec]:
+    """One event per replica type with pods that ended since the last status was written."""
+    events: list[EventSpec] = []
+    for rtype, bucket in counts.items():
+        more_succeeded = bucket["succeeded"] - _recorded(previous, rtype, "succeeded")
+        more_failed = bucket["failed"] - _recorded(previous, rtype, "failed")
+        if more_succeeded + more_failed <= 0:
+            continue
+        events.append(
+            EventSpec(
+                "Warning" if more_failed > 0 else "Normal",
+                REPLICAS_ENDED,
+                f"{more_succeeded + more_failed} {rtype.value} replica(s) ended after MXJob "
+                f"{name} finished: {bucket['succeeded']} succeeded, {bucket['failed']} failed, "
+                f"{bucket['active']} still running.",
+            )
+        )
+    return events
+
+
+def _sooner(first: float | None, second: float | None) -> float | None:
+    found = [x for x in (first, second) if x is not None]
+    return min(found) if found else None
 
 
 # -- the function ---------------------------------------------------------------------------------
@@ -312,9 +391,8 @@ def compute_status(
         status["completionTime"] = stamp
         status.setdefault("startTime", stamp)
         status["restartCount"] = restart_count if restart_count is not None else restarts_so_far
-        status["replicaStatuses"] = _replica_statuses(
-            job, _final_counts(job, views, stop_active=stop_active)
-        )
+        after = _aftermath(job, views, completion=now, now=now, stop_active=stop_active)
+        status["replicaStatuses"] = _replica_statuses(job, after.counts)
         event_type: EventType = "Normal" if ctype is ConditionType.SUCCEEDED else "Warning"
         events.append(EventSpec(event_type, reason, message))
         ttl = ttl_seconds_after_finished(job)
@@ -326,28 +404,35 @@ def compute_status(
             created=created,
             new_restarts=max(0, status["restartCount"] - restarts_so_far),
             events=tuple(events),
-            requeue_after=float(ttl) if ttl is not None and ttl > 0 else None,
+            requeue_after=_sooner(
+                float(ttl) if ttl is not None and ttl > 0 else None, after.next_due
+            ),
             delete_job=ttl == 0,
+            overdue=after.overdue,
+            settled=after.settled,
         )
 
-    # A finished job is frozen; only its TTL runs.
+    # A finished job's outcome is frozen; its pods are followed until they ended, its TTL runs.
     if _is_true(conditions, ConditionType.SUCCEEDED) or _is_true(conditions, ConditionType.FAILED):
         status["conditions"] = conditions
         status["state"] = current_state(conditions)
         status.setdefault("completionTime", stamp)
-        if "replicaStatuses" not in status:
-            status["replicaStatuses"] = _replica_statuses(job, _empty_counts(job))
         failed = get_condition(conditions, ConditionType.FAILED)
         stop_active = (
             failed is not None
             and failed.get("status") == "True"
             and failed.get("reason") == Reason.DEADLINE_EXCEEDED
         )
+        completion = parse_time(status.get("completionTime")) or now
+        previous = as_mapping(old_status.get("replicaStatuses"))
+        after = _aftermath(
+            job, views, completion=completion, now=now, stop_active=stop_active, previous=previous
+        )
+        status["replicaStatuses"] = _replica_statuses(job, after.counts)
         ttl = ttl_seconds_after_finished(job)
         requeue_after: float | None = None
         delete_job = False
-        completion = parse_time(status.get("completionTime"))
-        if ttl is not None and completion is not None:
+        if ttl is not None:
             remaining = (completion + datetime.timedelta(seconds=ttl) - now).total_seconds()
             delete_job = remaining <= 0
             requeue_after = None if delete_job else remaining
@@ -356,8 +441,11 @@ def compute_status(
             finished=True,
             stop_active=stop_active,
             created=created,
-            requeue_after=requeue_after,
+            events=tuple(_ended_after_finish_events(name, previous, after.counts)),
+            requeue_after=_sooner(requeue_after, after.next_due),
             delete_job=delete_job,
+            overdue=after.overdue,
+            settled=after.settled,
         )
 
     if violations:

@@ -76,6 +76,8 @@ DEFAULT_REPLICAS = 1
 DEFAULT_RESTART_POLICY = RestartPolicy.EXIT_CODE
 DEFAULT_CLEAN_POD_POLICY = CleanPodPolicy.RUNNING
 DEFAULT_BACKOFF_LIMIT = 6
+DEFAULT_TERMINATION_GRACE_SECONDS = 30
+"""A pod's `terminationGracePeriodSeconds` when its spec sets none (the API server's default)."""
 MAX_TOTAL_REPLICAS = 1000
 """Most replicas one MXJob may have, all types together. Defaulting writes every replica's
 address into each template's `MX_CONFIG`, so a job's size grows with its replica count (about

@@ -32,7 +32,8 @@ from certs import CertificateAuthority, new_signing_key_pem
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
-CONTROLLERS = "garbagecollector,namespace,serviceaccount,root-ca-cert-publisher"
+# csrsigning signs the test kubelets' serving certificates (see localkube.kubelet_tls).
+CONTROLLERS = "garbagecollector,namespace,serviceaccount,root-ca-cert-publisher,csrsigning"
 SERVICE_CIDR = "10.96.0.0/16"
 
 
@@ -167,6 +168,10 @@ class ControlPlane:
             common_name="kube-apiserver",
         )
         admin = ca.issue_client(common_name="mxjob-admin", organizations=("system:masters",))
+        # How the API server proves itself to kubelets when it fetches logs (kubeadm's name).
+        kubelet_client = ca.issue_client(
+            common_name="kube-apiserver-kubelet-client", organizations=("system:masters",)
+        )
         sa_private, sa_public = new_signing_key_pem()
         files = {
             "ca.crt": ca.pair.cert_pem,
@@ -175,6 +180,8 @@ class ControlPlane:
             "apiserver.key": serving.key_pem,
             "admin.crt": admin.cert_pem,
             "admin.key": admin.key_pem,
+            "apiserver-kubelet-client.crt": kubelet_client.cert_pem,
+            "apiserver-kubelet-client.key": kubelet_client.key_pem,
             "sa.key": sa_private,
             "sa.pub": sa_public,
         }
@@ -273,6 +280,13 @@ class ControlPlane:
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
+            # Logs: dial the node's InternalIP (the test kubelets' 127.0.0.1, not their made-up
+            # host names), check the kubelet's certificate against the cluster CA (which signs
+            # the kubelets' serving CSRs) and present a client certificate the kubelet checks.
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-certificate-authority={pki / 'ca.crt'}",
+            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
             "--authorization-mode=RBAC",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki / 'sa.pub'}",
@@ -297,6 +311,8 @@ class ControlPlane:
             f"--cert-dir={self.dir / 'kcm-certs'}",
             f"--root-ca-file={self.pki / 'ca.crt'}",
             f"--service-account-private-key-file={self.pki / 'sa.key'}",
+            f"--cluster-signing-cert-file={self.pki / 'ca.crt'}",
+            f"--cluster-signing-key-file={self.pki / 'ca.key'}",
             "--leader-elect=false",
             "--use-service-account-credentials=false",
             "--v=1",

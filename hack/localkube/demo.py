@@ -44,6 +44,8 @@ DEMO_NAMESPACE = "mxjob-demo"
 JOB_LABEL = "training.kubeflow.org/job-name"
 PORT_NAME = "mxjob-port"
 MAIN_CONTAINER = "mxnet"
+LOG_TAIL = 5
+"""Lines of each pod's output the summary shows with ``kubectl logs --tail``."""
 
 
 # -- what tests and the demo share ------------------------------------------------------------
@@ -329,12 +331,19 @@ def print_summary(
         "--sort-by=.lastTimestamp",
     )
     print(f"\n$ kubectl get events -n {namespace} (of the MXJob)\n{events}", file=out)
-    logs = sorted(log_dir.glob(f"{namespace}_{name}-*.log"))
+    pods = sorted(job_pods(Api.from_kubeconfig(plane.kubeconfig), namespace, name))
+    for pod in pods:
+        print(f"\n$ kubectl logs -n {namespace} {pod} --tail={LOG_TAIL}", file=out)
+        print(kubectl("logs", pod, f"--tail={LOG_TAIL}") or "(no output)", file=out)
+    if not pods:
+        print("\n(the job's pods were deleted at the end: runPolicy.cleanPodPolicy)", file=out)
+    worker = next((p for p in pods if "-worker-" in p), pods[0] if pods else f"{name}-worker-0")
     print(
-        "\nPod output (`kubectl logs` needs a real kubelet; these files are what it would show):",
+        "\nEvery pod's whole output stays in a file after the demo (the test kubelet, which"
+        " answers `kubectl logs`, stops with it):",
         file=out,
     )
-    for path in logs:
+    for path in sorted(log_dir.glob(f"{namespace}_{name}-*.log")):
         print(f"  {path}", file=out)
     print(
         "\nInspect it yourself:\n"
@@ -343,6 +352,7 @@ def print_summary(
         f"  kubectl describe mxjob {name} -n {namespace}\n"
         f"  kubectl get mxjob {name} -n {namespace} -o yaml     # the injected env, the status\n"
         f"  kubectl get pods,services -n {namespace} -L training.kubeflow.org/replica-type\n"
+        f"  kubectl logs -n {namespace} {worker}    # while `make demo` runs (its kubelet)\n"
         "\nThe control plane, the webhook and the controller keep running (so you can look);"
         f" `{stop_command(plane)}` stops them.",
         file=out,
@@ -392,7 +402,8 @@ def run(job_file: Path, *, state_dir: Path, namespace: str, timeout: float, out:
         except KeyboardInterrupt:
             progress.line("interrupted: stopping the pods' processes")
             return 130
-    print_summary(plane, namespace, name, status, log_dir=log_dir, out=out)
+        # Inside the kubelet's lifetime: `kubectl logs` reaches the pods through it.
+        print_summary(plane, namespace, name, status, log_dir=log_dir, out=out)
     return 0 if status.get("state") == "Succeeded" else 1
 
 

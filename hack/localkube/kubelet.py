@@ -12,6 +12,11 @@ Two ways to drive pods:
   :meth:`restart_in_place` to script an outcome;
 - exec: :meth:`TestKubelet.run_pod` runs the ``mxnet`` container's command as a local process with
   the env a kubelet would give it (see :mod:`localkube.podenv`) and writes its real exit code.
+
+Either way it serves the kubelet's ``/containerLogs`` endpoint over TLS on a free loopback port
+advertised in the Node's status (see :mod:`localkube.logserver`), so ``kubectl logs [-f]`` works:
+in exec mode it shows the process's output, in manual mode what the test wrote with
+:meth:`TestKubelet.write_log` (an empty log otherwise).
 """
 
 from __future__ import annotations
@@ -21,17 +26,21 @@ import contextlib
 import datetime
 import logging
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, BinaryIO
 
-from localkube import hostsfile
+from localkube import hostsfile, kubelet_tls
 from localkube.api import Api, ApiError
+from localkube.crilog import STDERR, STDOUT
+from localkube.logserver import ContainerLog, KubeletServer, LogStore
 from localkube.podenv import PodEnvError, resolve_command, resolve_env
 
 log = logging.getLogger(__name__)
@@ -48,7 +57,8 @@ class ExecSettings:
     """How exec mode runs a pod's container as a local process."""
 
     log_dir: Path
-    """One ``<namespace>_<pod>.log`` per pod, holding the process's stdout and stderr."""
+    """One ``<namespace>_<pod>.log`` per pod, holding the process's stdout and stderr; the
+    per-container CRI logs ``kubectl logs`` reads go under ``containers/``."""
     path_prefix: tuple[str, ...] = ()
     """Directories put before the host's PATH (e.g. the virtualenv whose python runs the job)."""
     hosts_file: Path = Path("/etc/hosts")
@@ -65,7 +75,42 @@ class _Running:
     uid: str
     restart_policy: str
     host_names: tuple[str, ...]
+    container_log: ContainerLog
+    pumps: tuple[threading.Thread, ...]
+    plain: _PlainLog
     stopping: bool = False
+
+
+def _pump(source: IO[bytes], *, stream: str, log: ContainerLog, plain: _PlainLog) -> None:
+    """Copy one of a process's output pipes into its container log and the pod's plain log."""
+    with source:
+        while chunk := os.read(source.fileno(), 65536):
+            plain.write(chunk)
+            log.append(chunk, stream=stream)
+
+
+class _PlainLog:
+    """``<log_dir>/<namespace>_<pod>.log``: stdout and stderr as they arrive, from two pumps."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: BinaryIO | None = path.open("ab")
+        self._lock = threading.Lock()
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            if self._file is None:  # a child outlived the process and still writes
+                with self.path.open("ab") as late:
+                    late.write(data)
+                return
+            self._file.write(data)
+            self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
 
 
 class TestKubelet:
@@ -91,6 +136,12 @@ class TestKubelet:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._running: dict[tuple[str, str], _Running] = {}
+        self._pods: dict[tuple[str, str], dict[str, Any]] = {}
+        """Pods bound to this node as last seen, for the log endpoint (a kubelet's pod manager)."""
+        self._log_root: Path | None = None
+        self._own_log_root = False
+        self._logs: LogStore | None = None
+        self._server: KubeletServer | None = None
         self.on_pod_event: Callable[[str, dict[str, Any]], None] | None = None
 
     # -- raw API helpers -----------------------------------------------------------------------
@@ -133,7 +184,7 @@ class TestKubelet:
         with contextlib.suppress(ApiError):
             self._request("POST", "/api/v1/nodes", body=node)
         capacity = {"cpu": "64", "memory": "256Gi", "pods": "10000", "nvidia.com/gpu": "8"}
-        status = {
+        status: dict[str, Any] = {
             "capacity": capacity,
             "allocatable": capacity,
             "addresses": [
@@ -151,6 +202,9 @@ class TestKubelet:
                 }
             ],
         }
+        if self._server is not None:
+            # Where the API server dials this kubelet for `kubectl logs`.
+            status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": self._server.port}}
         self._request(
             "PATCH",
             f"/api/v1/nodes/{self.node_name}/status",
@@ -210,10 +264,58 @@ class TestKubelet:
             {"type": "Ready", "status": flag, "lastTransitionTime": now},
         ]
 
+    # -- container logs ------------------------------------------------------------------------
+    def _container_log(
+        self, pod: Mapping[str, Any], container: str, *, restart: int
+    ) -> ContainerLog | None:
+        if self._logs is None:
+            return None
+        meta = pod["metadata"]
+        return self._logs.instance(
+            namespace=meta["namespace"],
+            pod=meta["name"],
+            uid=meta["uid"],
+            container=container,
+            restart=restart,
+        )
+
+    def _main_name(self, pod: Mapping[str, Any]) -> str:
+        names = [str(c.get("name")) for c in self._containers(pod)]
+        return MAIN_CONTAINER if MAIN_CONTAINER in names or len(names) != 1 else names[0]
+
+    def _open_logs(self, pod: Mapping[str, Any]) -> None:
+        """Every container of a starting pod gets a (running) log; the main one per restart."""
+        for container in self._containers(pod):
+            name = str(container.get("name"))
+            main = name == self._main_name(pod)
+            self._container_log(pod, name, restart=self._restart_count(pod) if main else 0)
+
+    def _end_logs(self, pod: Mapping[str, Any]) -> None:
+        if self._logs is not None:
+            self._logs.end_pod(pod["metadata"]["uid"])
+
+    def write_log(
+        self,
+        namespace: str,
+        name: str,
+        text: str,
+        *,
+        container: str = MAIN_CONTAINER,
+        stream: str = STDOUT,
+    ) -> None:
+        """Manual mode: make a running container "write" ``text``, for ``kubectl logs`` to show."""
+        pod = self.get_pod(namespace, name)
+        restart = self._restart_count(pod) if container == self._main_name(pod) else 0
+        container_log = self._container_log(pod, container, restart=restart)
+        if container_log is None:
+            raise RuntimeError("the kubelet is not started")
+        container_log.append(text.encode(), stream=stream)
+
     def start_pod(self, namespace: str, name: str) -> dict[str, Any]:
         """Pending → Running: every container started and ready."""
         pod = self.get_pod(namespace, name)
         restart_count = self._restart_count(pod)
+        self._open_logs(pod)
         status = {
             "phase": "Running",
             "hostIP": "127.0.0.1",
@@ -265,6 +367,7 @@ class TestKubelet:
         }
         if message:
             terminated["message"] = message
+        self._end_logs(pod)
         status = {
             "phase": "Succeeded" if exit_code == 0 else "Failed",
             "hostIP": "127.0.0.1",
@@ -286,6 +389,7 @@ class TestKubelet:
     ) -> None:
         """The pod was evicted: phase Failed, reason Evicted, and no container exit code."""
         pod = self.get_pod(namespace, name)
+        self._end_logs(pod)
         status = {
             "phase": "Failed",
             "reason": "Evicted",
@@ -309,6 +413,10 @@ class TestKubelet:
         """
         pod = self.get_pod(namespace, name)
         count = self._restart_count(pod) + 1
+        ended = self._container_log(pod, self._main_name(pod), restart=count - 1)
+        if ended is not None:
+            ended.end()
+        self._container_log(pod, self._main_name(pod), restart=count)  # the new one, running
         last = {
             "terminated": {
                 "exitCode": exit_code,
@@ -444,26 +552,44 @@ class TestKubelet:
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         working_dir = container.get("workingDir")
         cwd = working_dir if working_dir and Path(working_dir).is_dir() else None
-        with log_path.open("ab") as log_file:
-            try:
-                process = subprocess.Popen(
-                    argv,
-                    env=env,
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    cwd=cwd,
-                    start_new_session=True,
-                )
-            except OSError as error:
-                # What a runtime reports when the command cannot be started.
-                code = 127 if isinstance(error, FileNotFoundError) else 126
-                log_file.write(f"cannot start {argv!r}: {error}\n".encode())
-                self.terminate(
-                    namespace, name, exit_code=code, reason="StartError", message=str(error)
-                )
-                hostsfile.remove(self.exec_settings.hosts_file, owner=f"{namespace}/{name}")  # type: ignore[union-attr]
-                return
+        container_log = self._container_log(
+            pod, str(container.get("name")), restart=self._restart_count(pod)
+        )
+        assert container_log is not None  # started kubelets always have a log store
+        plain = _PlainLog(log_path)
+        try:
+            process = subprocess.Popen(
+                argv,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except OSError as error:
+            # What a runtime reports when the command cannot be started.
+            code = 127 if isinstance(error, FileNotFoundError) else 126
+            message = f"cannot start {argv!r}: {error}\n".encode()
+            plain.write(message)
+            plain.close()
+            container_log.append(message, stream=STDERR)
+            self.terminate(namespace, name, exit_code=code, reason="StartError", message=str(error))
+            hostsfile.remove(self.exec_settings.hosts_file, owner=f"{namespace}/{name}")  # type: ignore[union-attr]
+            return
+        assert process.stdout is not None and process.stderr is not None
+        pumps = tuple(
+            threading.Thread(
+                target=_pump,
+                args=(source,),
+                kwargs={"stream": stream, "log": container_log, "plain": plain},
+                daemon=True,
+                name=f"{stream}-{namespace}/{name}",
+            )
+            for source, stream in ((process.stdout, STDOUT), (process.stderr, STDERR))
+        )
+        for pump in pumps:
+            pump.start()
         running = _Running(
             process=process,
             namespace=namespace,
@@ -471,6 +597,9 @@ class TestKubelet:
             uid=pod["metadata"]["uid"],
             restart_policy=pod.get("spec", {}).get("restartPolicy", "Always"),
             host_names=host_names,
+            container_log=container_log,
+            pumps=pumps,
+            plain=plain,
         )
         with self._lock:
             self._running[(namespace, name)] = running
@@ -491,6 +620,12 @@ class TestKubelet:
         container: Mapping[str, Any],
     ) -> None:
         returncode = running.process.wait()
+        # The output is complete before the exit is reported, so a log read after the pod shows
+        # terminated has it all (a child that kept the pipes open is not waited for long).
+        for pump in running.pumps:
+            pump.join(timeout=2)
+        running.plain.close()
+        running.container_log.end()
         # A process killed by signal N reports -N; a container runtime reports 128 + N.
         exit_code = 128 - returncode if returncode < 0 else returncode
         key = (running.namespace, running.name)
@@ -551,6 +686,7 @@ class TestKubelet:
             return
         meta = pod["metadata"]
         namespace, name = meta["namespace"], meta["name"]
+        self._remember(event_type, pod)
         if event_type == "DELETED" or meta.get("deletionTimestamp"):
             self._kill(namespace, name, uid=meta.get("uid"))
             if meta.get("deletionTimestamp") and event_type != "DELETED":
@@ -580,6 +716,23 @@ class TestKubelet:
                     self.start_pod(namespace, name)
         if self.on_pod_event is not None:
             self.on_pod_event(event_type, pod)
+
+    def _remember(self, event_type: str, pod: dict[str, Any]) -> None:
+        """Keep the pods bound to this node for the log endpoint; a deleted pod's logs end."""
+        meta = pod["metadata"]
+        key = (meta["namespace"], meta["name"])
+        with self._lock:
+            if event_type == "DELETED":
+                if self._pods.get(key, {}).get("metadata", {}).get("uid") == meta.get("uid"):
+                    del self._pods[key]
+            elif pod.get("spec", {}).get("nodeName") == self.node_name:
+                self._pods[key] = pod
+        if event_type == "DELETED":
+            self._end_logs(pod)
+
+    def _pod_on_node(self, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._pods.get((namespace, name))
 
     def _kill(self, namespace: str, name: str, *, uid: str | None) -> None:
         with self._lock:
@@ -634,8 +787,25 @@ class TestKubelet:
                 resource_version = ""
                 time.sleep(0.5)
 
+    def _start_log_server(self) -> None:
+        if self.exec_settings is not None:
+            self._log_root = self.exec_settings.log_dir / "containers"
+            self._own_log_root = False
+        else:
+            self._log_root = Path(tempfile.mkdtemp(prefix=f"test-kubelet-{self.node_name}-"))
+            self._own_log_root = True
+        self._logs = LogStore(self._log_root)
+        tls = kubelet_tls.bootstrap(self.api, node_name=self.node_name)
+        self._server = KubeletServer(tls=tls, store=self._logs, pods=self._pod_on_node).start()
+
+    @property
+    def log_port(self) -> int | None:
+        """The loopback port of this kubelet's HTTPS endpoint (None before :meth:`start`)."""
+        return None if self._server is None else self._server.port
+
     def start(self) -> TestKubelet:
-        """Register the node and start binding (and, in exec mode, running) pods."""
+        """Serve logs, register the node and start binding (and, in exec mode, running) pods."""
+        self._start_log_server()
         self.register_node()
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="test-kubelet")
@@ -653,6 +823,13 @@ class TestKubelet:
             self._thread.join(timeout=0.5)
         if self.exec_settings is not None:
             hostsfile.remove_all(self.exec_settings.hosts_file)
+        if self._logs is not None:
+            self._logs.end_all()
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        if self._own_log_root and self._log_root is not None:
+            shutil.rmtree(self._log_root, ignore_errors=True)
 
     def __enter__(self) -> TestKubelet:
         return self.start()

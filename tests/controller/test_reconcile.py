@@ -65,21 +65,28 @@ def test_plan_deletes_everything_while_suspended() -> None:
     assert not plan.create_pods
 
 
+ACTIVE = ["mnist-server-0", "mnist-worker-0", "mnist-worker-1"]
+
+
 @pytest.mark.parametrize(
-    ("policy", "deleted", "services_deleted"),
+    ("policy", "seconds", "deleted", "services_deleted"),
     [
-        ("All", ["mnist-scheduler-0", "mnist-server-0", "mnist-worker-0", "mnist-worker-1"], 4),
-        ("Running", ["mnist-server-0", "mnist-worker-0", "mnist-worker-1"], 0),
-        ("None", [], 0),
+        ("All", 0, ["mnist-scheduler-0"], 0),
+        ("All", 30, ["mnist-scheduler-0", *ACTIVE], 4),
+        ("Running", 0, [], 0),
+        ("Running", 29, [], 0),
+        ("Running", 30, ACTIVE, 0),
+        ("None", 30, [], 0),
     ],
 )
-def test_plan_applies_the_clean_pod_policy_when_finished(
-    policy: str, deleted: list[str], services_deleted: int
+def test_plan_applies_the_clean_pod_policy_to_running_pods_once_their_grace_period_is_over(
+    policy: str, seconds: int, deleted: list[str], services_deleted: int
 ) -> None:
     j = job(run_policy={"cleanPodPolicy": policy})
     existing = [pod(j, "scheduler-0", phase="Succeeded", exit_code=0), *pods_all(j)[1:]]
-    outcome = compute_status(j, existing, now=NOW)
-    assert outcome.finished
+    finished = compute_status(j, existing, now=NOW)
+    assert finished.finished
+    outcome = compute_status({**j, "status": finished.status}, existing, now=later(seconds))
     plan = plan_actions(j, outcome, existing, existing)
     assert names(plan.delete_pods) == deleted
     assert len(plan.delete_services) == services_deleted

@@ -97,9 +97,68 @@ def test_mxtrain_succeeds_when_the_scheduler_exits_0() -> None:
     assert outcome.status["completionTime"] == format_time(later(10))
     assert true_exclusive(outcome.status) == ["Succeeded"]
     assert [e.reason for e in outcome.events] == ["MXJobSucceeded"]
-    # cleanPodPolicy Running: the still-running pods are cleaned up, so no longer active.
-    assert outcome.status["replicaStatuses"]["Worker"]["active"] == 0
+    # The still-running pods get their grace period (30 s by default) to end by themselves.
+    assert outcome.status["replicaStatuses"]["Worker"]["active"] == 2
     assert outcome.status["replicaStatuses"]["Scheduler"]["succeeded"] == 1
+    assert not outcome.overdue and not outcome.settled
+    assert outcome.requeue_after == 30
+
+
+def test_pods_that_end_within_their_grace_period_after_success_are_counted() -> None:
+    """ps-lite's Scheduler exits with the workers: their own exits come a moment later."""
+    stored, _ = step(job(), [])
+    scheduler = pod(stored, "scheduler-0", phase="Succeeded", exit_code=0)
+    stored, _ = step(stored, [scheduler, *pods_all(stored)[1:]], now=later(10))
+    ended = [
+        scheduler,
+        pod(stored, "server-0", phase="Succeeded", exit_code=0),
+        pod(stored, "worker-0", phase="Succeeded", exit_code=0),
+        pod(stored, "worker-1", phase="Running"),
+    ]
+    stored, outcome = step(stored, ended, now=later(12))
+    assert outcome.status["state"] == "Succeeded" and outcome.became is None
+    assert outcome.status["completionTime"] == format_time(later(10))
+    workers = outcome.status["replicaStatuses"]["Worker"]
+    assert (workers["active"], workers["succeeded"]) == (1, 1)
+    assert outcome.requeue_after == 28 and not outcome.overdue
+    assert sorted(e.message for e in outcome.events) == [
+        "1 Server replica(s) ended after MXJob mnist finished: 1 succeeded, 0 failed, "
+        "0 still running.",
+        "1 Worker replica(s) ended after MXJob mnist finished: 1 succeeded, 0 failed, "
+        "1 still running.",
+    ]
+    assert {e.reason for e in outcome.events} == {"ReplicasEnded"}
+    # worker-1 is still running when its grace period ends: cleanPodPolicy Running stops it.
+    stored, outcome = step(stored, ended, now=later(41))
+    assert outcome.overdue == {"mnist-worker-1"} and outcome.settled
+    assert outcome.status["replicaStatuses"]["Worker"]["active"] == 0
+    assert not outcome.events
+    # Deleted by cleanPodPolicy All later, or by anyone: the counts keep how replicas ended.
+    _, outcome = step(stored, [], now=later(60))
+    assert outcome.status["replicaStatuses"]["Worker"]["succeeded"] == 1
+    assert outcome.status["replicaStatuses"]["Server"]["succeeded"] == 1
+
+
+def test_the_grace_period_is_the_pods_own_termination_grace_period() -> None:
+    stored, _ = step(job(), [])
+    running = pods_all(stored)
+    for built in running:
+        built["spec"]["terminationGracePeriodSeconds"] = 5
+    running[3]["spec"]["terminationGracePeriodSeconds"] = 0
+    done = [pod(stored, "scheduler-0", phase="Succeeded", exit_code=0), *running[1:]]
+    _, outcome = step(stored, done, now=later(10))
+    assert outcome.overdue == {"mnist-worker-1"}
+    assert outcome.requeue_after == 5
+
+
+def test_with_clean_pod_policy_none_running_pods_stay_counted_active_after_their_grace() -> None:
+    stored, _ = step(job(run_policy={"cleanPodPolicy": "None"}), [])
+    done = [pod(stored, "scheduler-0", phase="Succeeded", exit_code=0), *pods_all(stored)[1:]]
+    stored, outcome = step(stored, done)
+    assert outcome.requeue_after is None  # nothing to do when a grace period ends
+    _, outcome = step(stored, done, now=later(600))
+    assert not outcome.overdue
+    assert outcome.status["replicaStatuses"]["Worker"]["active"] == 2
 
 
 def test_all_workers_policy_waits_for_every_worker_not_the_scheduler() -> None:
@@ -165,14 +224,21 @@ def test_a_worker_exiting_1_fails_the_job_even_when_the_scheduler_exits_0() -> N
     assert {e.reason for e in outcome.events} == {"ExitedWithCode", "MXJobFailed"}
 
 
-def test_a_finished_job_never_changes_again() -> None:
+def test_a_finished_job_never_changes_its_outcome_again() -> None:
     stored, _ = step(job(), [])
     stored, _ = step(stored, [pod(stored, "worker-0", phase="Failed", exit_code=2)])
     _, outcome = step(
         stored, [pod(stored, "scheduler-0", phase="Succeeded", exit_code=0)], now=later(100)
     )
-    assert outcome.status == stored["status"]
-    assert outcome.finished and outcome.became is None and not outcome.events
+    unchanged = ("conditions", "state", "completionTime", "startTime", "restartCount")
+    assert {k: outcome.status[k] for k in unchanged} == {k: stored["status"][k] for k in unchanged}
+    assert outcome.finished and outcome.became is None
+    # Only the replica counts follow the pods: the gone worker's failure stays counted.
+    assert outcome.status["replicaStatuses"]["Worker"]["failed"] == 1
+    assert outcome.status["replicaStatuses"]["Scheduler"]["succeeded"] == 1
+    assert [e.reason for e in outcome.events] == ["ReplicasEnded"]
+    _, again = step({**stored, "status": outcome.status}, [], now=later(200))
+    assert again.status == outcome.status and not again.events
 
 
 def test_final_replica_statuses_record_how_replicas_ended_even_when_cleanup_deletes_them() -> None:
@@ -183,13 +249,25 @@ def test_final_replica_statuses_record_how_replicas_ended_even_when_cleanup_dele
         pod(stored, "worker-0", phase="Failed", exit_code=1),
         pod(stored, "worker-1", phase="Succeeded", exit_code=0),
     ]
-    _, outcome = step(stored, pods)
+    stored, outcome = step(stored, pods)
     assert outcome.became == "Failed"
-    counts = {
-        t: {k: v for k, v in c.items() if k != "selector"}
-        for t, c in outcome.status["replicaStatuses"].items()
+
+    def counts(status: Obj) -> Obj:
+        return {
+            t: {k: v for k, v in c.items() if k != "selector"}
+            for t, c in status["replicaStatuses"].items()
+        }
+
+    assert counts(outcome.status) == {
+        "Scheduler": {"active": 1, "succeeded": 0, "failed": 0},
+        "Server": {"active": 1, "succeeded": 0, "failed": 0},
+        "Worker": {"active": 0, "succeeded": 1, "failed": 1},
     }
-    assert counts == {
+    # The grace period is over; cleanup stops the scheduler and server and deletes every pod.
+    stored, outcome = step(stored, pods, now=later(31))
+    assert outcome.overdue == {"mnist-scheduler-0", "mnist-server-0"}
+    _, outcome = step(stored, [], now=later(32))
+    assert counts(outcome.status) == {
         "Scheduler": {"active": 0, "succeeded": 0, "failed": 0},
         "Server": {"active": 0, "succeeded": 0, "failed": 0},
         "Worker": {"active": 0, "succeeded": 1, "failed": 1},
@@ -270,7 +348,11 @@ def test_the_third_retryable_failure_with_backoff_limit_2_fails_the_job() -> Non
     assert outcome.became == "Failed" and not outcome.recreate
     assert cond(outcome.status, "Failed")["reason"] == "BackoffLimitExceeded"  # type: ignore[index]
     assert outcome.status["restartCount"] == 2
-    # cleanPodPolicy applies on this failure too: the running scheduler is not counted active.
+    # The running scheduler has its grace period to end, then cleanPodPolicy stops it.
+    assert outcome.status["replicaStatuses"]["Scheduler"]["active"] == 1
+    stored["status"] = outcome.status
+    _, outcome = step(stored, [pod(stored, "scheduler-0"), failed], now=later(30))
+    assert outcome.overdue == {"mnist-scheduler-0"}
     assert outcome.status["replicaStatuses"]["Scheduler"]["active"] == 0
 
 

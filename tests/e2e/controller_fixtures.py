@@ -129,14 +129,15 @@ def wait_for(
 
 
 # -- MXJobs -------------------------------------------------------------------------------------
-def template(command: str = "train.py") -> dict[str, Any]:
-    return {
-        "spec": {
-            "containers": [
-                {"name": "mxnet", "image": "mxjob/mxnet:cpu", "command": ["python", command]}
-            ]
-        }
+def template(command: str = "train.py", *, grace_seconds: int | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {"name": "mxnet", "image": "mxjob/mxnet:cpu", "command": ["python", command]}
+        ]
     }
+    if grace_seconds is not None:
+        spec["terminationGracePeriodSeconds"] = grace_seconds
+    return {"spec": spec}
 
 
 def mxjob(
@@ -147,13 +148,30 @@ def mxjob(
     restart_policy: str | None = None,
     run_policy: dict[str, Any] | None = None,
     success_policy: str | None = None,
+    grace_seconds: int | None = 1,
 ) -> dict[str, Any]:
-    """An MXTrain job: 1 Scheduler, ``servers`` Servers, ``workers`` Workers."""
-    replicas: dict[str, Any] = {"Scheduler": {"replicas": 1, "template": template("scheduler.py")}}
+    """An MXTrain job: 1 Scheduler, ``servers`` Servers, ``workers`` Workers.
+
+    Pods get ``grace_seconds`` of terminationGracePeriodSeconds (None: the default 30 s): the
+    time pods still running when the job finishes have before cleanPodPolicy deletes them,
+    kept short so that tests do not wait for it.
+    """
+    replicas: dict[str, Any] = {
+        "Scheduler": {
+            "replicas": 1,
+            "template": template("scheduler.py", grace_seconds=grace_seconds),
+        }
+    }
     if servers:
-        replicas["Server"] = {"replicas": servers, "template": template("server.py")}
+        replicas["Server"] = {
+            "replicas": servers,
+            "template": template("server.py", grace_seconds=grace_seconds),
+        }
     if workers:
-        replicas["Worker"] = {"replicas": workers, "template": template("worker.py")}
+        replicas["Worker"] = {
+            "replicas": workers,
+            "template": template("worker.py", grace_seconds=grace_seconds),
+        }
     if restart_policy:
         for replica in replicas.values():
             replica["restartPolicy"] = restart_policy

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import time
 from typing import Any
 
 import pytest
@@ -39,11 +40,11 @@ def _utc_now() -> str:
     ("policy", "remaining"),
     [
         ("All", set()),
-        ("Running", {"scheduler-0"}),
+        ("Running", {"scheduler-0", "worker-0"}),
         ("None", {"scheduler-0", "server-0", "worker-0", "worker-1"}),
     ],
 )
-def test_clean_pod_policy_decides_which_pods_stay_after_success(
+def test_after_success_running_pods_get_their_grace_period_then_clean_pod_policy_applies(
     *,
     api: Api,
     namespace: str,
@@ -52,10 +53,27 @@ def test_clean_pod_policy_decides_which_pods_stay_after_success(
     policy: str,
     remaining: set[str],
 ) -> None:
-    create_job(api, namespace, mxjob("clean", run_policy={"cleanPodPolicy": policy}))
+    grace = 3
+    job = mxjob("clean", run_policy={"cleanPodPolicy": policy}, grace_seconds=grace)
+    create_job(api, namespace, job)
     wait_pods_running(api, namespace, "clean", names("clean", *ALL))
     kubelet.terminate(namespace, "clean-scheduler-0", exit_code=0)
+    succeeded_at = time.monotonic()
     wait_state(api, namespace, "clean", "Succeeded")
+    # Within the grace period a worker ends by itself: it is counted, and nothing was deleted.
+    kubelet.terminate(namespace, "clean-worker-0", exit_code=0)
+    counted = wait_for(
+        lambda: (
+            (s := status(api, namespace, "clean")["replicaStatuses"]["Worker"])["succeeded"] == 1
+            and s
+        ),
+        what="worker-0 counted after the job succeeded",
+    )
+    assert counted["active"] == 1
+    assert time.monotonic() - succeeded_at < grace
+    alive = {n for n, p in pods(api, namespace, job="clean").items() if phase(p) == "Running"}
+    assert alive == names("clean", "server-0", "worker-1")
+    assert "ReplicasEnded" in event_reasons(api, namespace, "clean")
     expected = names("clean", *remaining)
 
     def settled() -> dict[str, dict[str, object]] | None:
@@ -71,14 +89,20 @@ def test_clean_pod_policy_decides_which_pods_stay_after_success(
     else:
         wait_for(lambda: not pods(api, namespace, job="clean"), what="every pod deleted")
         left = {}
+    if policy != "None":
+        assert time.monotonic() - succeeded_at >= grace - 1  # second resolution of the times
     # Services go with cleanPodPolicy All; otherwise they stay until the job is deleted.
     expected_services = set() if policy == "All" else names("clean", *ALL)
     wait_for(
         lambda: set(services(api, namespace, job="clean")) == expected_services, what="services"
     )
+    final = status(api, namespace, "clean")["replicaStatuses"]
+    assert final["Worker"]["succeeded"] == 1 and final["Scheduler"]["succeeded"] == 1
     if policy == "None":
         assert phase(left["clean-server-0"]) == "Running"
-    assert status(api, namespace, "clean")["state"] == "Succeeded"
+        assert final["Worker"]["active"] == 1
+    else:
+        assert final["Worker"]["active"] == 0
 
 
 def test_suspend_removes_pods_and_services_and_resume_recreates_them(
