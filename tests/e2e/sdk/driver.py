@@ -142,14 +142,20 @@ def pod_names(pods: list[client.V1Pod]) -> list[str]:
 
 
 def wait_gone(sdk: TrainingClient, settings: Settings) -> dict[str, Any]:
-    """After ``delete_job``: poll ``get_job`` and ``get_job_pods`` until both find nothing."""
+    """After ``delete_job``: poll ``get_job`` (until a 404) and ``get_job_pods`` (until none).
+
+    The pods go through kube-controller-manager's garbage collector (owner references), which
+    notices a CRD installed moments before only at its next discovery, up to 30 s later.
+    """
     started = time.monotonic()
     job_gone = pods_gone = None
     while time.monotonic() - started < settings.timeout:
         if job_gone is None:
             try:
                 sdk.get_job(settings.name)
-            except RuntimeError:
+            except RuntimeError as error:
+                if getattr(error.__context__, "status", None) != 404:
+                    raise
                 job_gone = time.monotonic() - started
         if pods_gone is None and not sdk.get_job_pods(settings.name):
             pods_gone = time.monotonic() - started
