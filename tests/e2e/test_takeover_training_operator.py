@@ -83,6 +83,18 @@ def _all_running(api: Api, job: str) -> bool:
     return running and len(_owned(api, "services", job)) == len(pods) > 0
 
 
+def _reconciled(api: Api) -> bool:
+    """This operator wrote its status on the running job and adopted its Services.
+
+    Status is written first in a reconcile, the Services are patched after it.
+    """
+    state = (_get(api, _job_path("running")).get("status") or {}).get("state")
+    services = _owned(api, "services", "running").values()
+    return state == "Running" and all(
+        s["spec"].get("publishNotReadyAddresses") is True for s in services
+    )
+
+
 def _true(job: dict[str, Any], ctype: str) -> bool:
     found = condition(job.get("status") or {}, ctype)
     return found is not None and found.get("status") == "True"
@@ -174,8 +186,8 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
         )
         processes.append(controller)
         wait_for(
-            lambda: (_get(api, _job_path("running")).get("status") or {}).get("state") == "Running",
-            what="this operator's status on the running job",
+            functools.partial(_reconciled, api),
+            what="this operator's status on the running job, and its Services adopted",
         )
         seconds["this operator up and reconciled"] = time.monotonic() - mark
         yield Takeover(plane, api, kubelet, before, pods_before, services_before, seconds)
