@@ -134,7 +134,8 @@ def mutate(request: AdmissionRequest) -> AdmissionResponse:
     defaulted = defaults.apply_defaults(job)
     # The defaulted object is not validated again here: defaulting a valid job yields a valid
     # one (tests/fuzz checks that property), and the validating webhook judges the final object
-    # after every mutating webhook anyway. Re-validating cost 40 % of a mutate review (bench/findings.md).
+    # after every mutating webhook anyway. Re-validating cost 40 % of a mutate review
+    # (bench/findings.md).
     target = defaulted if version == constants.V1 else conversion.convert(defaulted, version)
     return allowed(request["uid"], patch=make_patch(sent, target))
 
