@@ -16,6 +16,8 @@ BytePS and 8 GPUs per worker; the Tuner of ``tune/mx_job_tune_gpu_v1.yaml`` runs
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ from localkube.cluster import ControlPlane
 from localkube.demo import load_job
 from localkube.operator import RunningOperator
 from localkube.training_operator import examples_dir
+from shared.env import resolve_env
 
 EXAMPLES = examples_dir()
 FILES = sorted(EXAMPLES.rglob("*.yaml"))
@@ -74,3 +77,55 @@ def test_its_example_is_accepted_as_written_and_gets_the_operator_env(
                 "containers"
             ][0].get("ports", [{"containerPort": 9091}])
             assert env["DMLC_PS_ROOT_PORT"] == str(scheduler_ports[0]["containerPort"])
+
+
+def test_its_tune_script_unchanged_finds_what_it_reads_in_the_env_of_every_role(
+    control_plane: ControlPlane, local_operator: RunningOperator, namespace: str, tmp_path: Path
+) -> None:
+    """Its ``start-job.py`` reads ``MX_CONFIG["labels"]["tunerserver"]`` in two roles.
+
+    The script is run as written, for each role, with the env this operator injected into the
+    stored job (resolved as the kubelet would for index 0). The ``python3`` it starts each TVM
+    process with is a stand-in on PATH that records the command line, since the processes it
+    starts (an RPC tracker and server that never exit, a tuner for CUDA) cannot run here, and
+    its ``time.sleep(5)`` is skipped.
+    """
+    path = EXAMPLES / "tune" / "mx_job_tune_gpu_v1.yaml"
+    control_plane.kubectl("apply", "-n", namespace, "-f", str(path))
+    name = load_job(path)["metadata"]["name"]
+    stored = json.loads(
+        control_plane.kubectl("get", "mxjob", name, "-n", namespace, "-o", "json").stdout
+    )
+    shim_dir = tmp_path / "bin"
+    shim_dir.mkdir()
+    calls = tmp_path / "calls.txt"
+    shim = shim_dir / "python3"
+    shim.write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
+    shim.chmod(0o755)
+    runner = (
+        "import runpy, sys, time; time.sleep = lambda seconds: None; "
+        "runpy.run_path(sys.argv[1], run_name='__main__')"
+    )
+    expected = {
+        "TunerTracker": "-m tvm.exec.rpc_tracker --port=9991",
+        "TunerServer": f"-m tvm.exec.rpc_server --tracker={name}-tunertracker-0:9991 --key=",
+        "Tuner": (
+            f"/home/scripts/auto-tuning.py --tracker {name}-tunertracker-0 --tracker_port 9991 "
+            "--server_key "
+        ),
+    }
+    for rtype, replica in stored["spec"]["mxReplicaSpecs"].items():
+        container = replica["template"]["spec"]["containers"][0]
+        labels = {"training.kubeflow.org/replica-index": "0"}
+        env = resolve_env(container["env"], pod_metadata={"labels": labels})
+        calls.unlink(missing_ok=True)
+        ran = subprocess.run(
+            [sys.executable, "-c", runner, str(EXAMPLES / "tune" / "start-job.py")],
+            env={"PATH": f"{shim_dir}:/usr/bin:/bin", **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert ran.returncode == 0, (rtype, ran.stderr)
+        assert calls.read_text().strip() == expected[rtype].strip(), rtype
