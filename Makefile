@@ -36,7 +36,7 @@ cluster-down: venv ## stop the local control plane
 dev-up: venv binaries ## control plane + CRD + webhook (TLS, registered) + controller, in the background
 	@$(PY) -m localkube dev-up --state-dir $(LOCAL)
 
-dev-down: venv ## stop the controller, the webhook and the control plane
+dev-down: venv ## stop make demo's test kubelet, the controller, the webhook and the control plane
 	@$(PY) -m localkube dev-down --state-dir $(LOCAL)
 
 demo: venv binaries ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train)

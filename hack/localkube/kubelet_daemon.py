@@ -179,8 +179,10 @@ def spawn(settings: DaemonSettings, *, log_file: Path, timeout: float = READY_TI
         if process.poll() is None:
             process.kill()
             process.wait()
+        lines = log_file.read_text(errors="replace").strip().splitlines()
+        last = f": {lines[-1]}" if lines else ""
         raise KubeletDaemonError(
-            f"the test kubelet did not start (exit {process.returncode}); see {log_file}"
+            f"the test kubelet did not start (exit {process.returncode}){last}; see {log_file}"
         )
     return Spawned(pid=process.pid, log_port=int(report))
 
