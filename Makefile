@@ -74,5 +74,5 @@ fuzz: venv ## fuzz the webhook's review endpoints with >= 100,000 generated inpu
 chaos: venv binaries ## 50 MXJobs through controller kills, API server and etcd restarts; docs/reliability.md
 	$(PY) -m localkube.chaos --state-dir $(LOCAL)/chaos --report docs/reliability.md
 
-clean: cluster-down ## stop everything and remove .local and .venv
+clean: dev-down ## stop everything and remove .local and .venv
 	rm -rf $(LOCAL) $(VENV)

@@ -31,6 +31,7 @@ from types import FrameType
 from localkube.api import Api
 from localkube.kubelet import ExecSettings, TestKubelet
 
+MODULE = "localkube.kubelet_daemon"
 READY_TIMEOUT = 60.0
 """Seconds :func:`spawn` waits for the log endpoint and the Node (a CSR signed, a few calls)."""
 
@@ -158,7 +159,7 @@ def spawn(settings: DaemonSettings, *, log_file: Path, timeout: float = READY_TI
                 [
                     sys.executable,
                     "-m",
-                    "localkube.kubelet_daemon",
+                    MODULE,
                     *to_argv(settings),
                     f"--ready-fd={write_end}",
                 ],
@@ -170,7 +171,12 @@ def spawn(settings: DaemonSettings, *, log_file: Path, timeout: float = READY_TI
             )
         os.close(write_end)
         write_end = -1
-        report = _read_line(read_end, timeout=timeout)
+        try:
+            report = _read_line(read_end, timeout=timeout)
+        except BaseException:  # e.g. Ctrl-C while waiting: leave no unrecorded kubelet behind
+            process.kill()
+            process.wait()
+            raise
     finally:
         os.close(read_end)
         if write_end >= 0:
@@ -200,6 +206,15 @@ def _read_line(fd: int, *, timeout: float) -> str:
             break
         data += chunk
     return data.decode(errors="replace")
+
+
+def is_kubelet_daemon(pid: int) -> bool:
+    """Whether ``pid`` is a live background kubelet (not a process that reused a stale pid)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return pid > 0 and MODULE.encode() in argv
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,6 +28,7 @@ import yaml
 
 from certs import CertificateAuthority
 from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.kubelet_daemon import is_kubelet_daemon
 
 CRD_FILE = PROJECT_ROOT / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
 WEBHOOK_CONFIGURATIONS = PROJECT_ROOT / "manifests" / "webhook" / "webhook-configurations.yaml"
@@ -334,14 +335,16 @@ class LocalOperator:
         """Stop the background test kubelet (and so its pods' processes), if one runs."""
         state = self.state()
         if state.kubelet_pid:
-            stop_process(state.kubelet_pid)
+            if is_kubelet_daemon(state.kubelet_pid):
+                stop_process(state.kubelet_pid)
             state.kubelet_pid = 0
             self._save(state)
 
     def down(self) -> None:
         state = self.state()
         # The kubelet first: it stops the pods' processes while the API server still answers.
-        stop_process(state.kubelet_pid)
+        if is_kubelet_daemon(state.kubelet_pid):
+            stop_process(state.kubelet_pid)
         stop_process(state.controller_pid)
         stop_process(state.webhook_pid)
         for pid in state.extra_pids:

@@ -1,18 +1,23 @@
-"""The background test kubelet: its command line round-trips, and a start that fails is reported.
+"""The background test kubelet: its command line, a failed start, and knowing it by its pid.
 
 Starting one that serves needs a control plane: ``tests/e2e/test_demo.py`` covers that.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from localkube.kubelet_daemon import (
+    MODULE,
     DaemonSettings,
     KubeletDaemonError,
+    is_kubelet_daemon,
     parse_args,
     spawn,
     to_argv,
@@ -59,3 +64,23 @@ def test_a_kubelet_that_cannot_start_is_reported_at_once_with_its_log(tmp_path: 
     assert "Invalid kube-config file" in str(raised.value)
     assert str(log_file) in str(raised.value)
     assert "Traceback" in log_file.read_text()
+
+
+def test_only_a_live_background_kubelet_is_recognised_by_its_pid() -> None:
+    """``dev-down`` stops a recorded pid only if it still is a kubelet (pids get reused)."""
+    assert not is_kubelet_daemon(os.getpid())
+    assert not is_kubelet_daemon(0)
+    lookalike = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", MODULE], stdin=subprocess.DEVNULL
+    )
+    try:
+        # Popen can return before the kernel shows the new command line.
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{lookalike.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline, "the child never showed its command line"
+            time.sleep(0.01)
+        assert is_kubelet_daemon(lookalike.pid)
+    finally:
+        lookalike.kill()
+        lookalike.wait()
+    assert not is_kubelet_daemon(lookalike.pid)
