@@ -50,7 +50,7 @@ cluster-down: venv ## stop the local control plane
 dev-up: venv binaries ## control plane + CRD + webhook (TLS, registered) + controller, in the background
 	@$(PY) -m localkube dev-up --state-dir $(LOCAL)
 
-dev-down: venv ## stop the controller, the webhook and the control plane
+dev-down: venv ## stop make demo's test kubelet, the controller, the webhook and the control plane
 	@$(PY) -m localkube dev-down --state-dir $(LOCAL)
 
 demo: venv binaries ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train)
@@ -91,5 +91,5 @@ fuzz: venv ## fuzz the webhook's review endpoints with >= 100,000 generated inpu
 chaos: venv binaries ## 50 MXJobs through controller kills, API server and etcd restarts; docs/reliability.md
 	$(PY) -m localkube.chaos --state-dir $(LOCAL)/chaos --report docs/reliability.md
 
-clean: cluster-down ## stop everything and remove .local, .venv and .venv-sdk
+clean: dev-down ## stop everything and remove .local, .venv and .venv-sdk
 	rm -rf $(LOCAL) $(VENV) $(SDK_VENV)

@@ -28,6 +28,7 @@ import yaml
 
 from certs import CertificateAuthority
 from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.kubelet_daemon import is_kubelet_daemon
 
 CRD_FILE = PROJECT_ROOT / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
 WEBHOOK_CONFIGURATIONS = PROJECT_ROOT / "manifests" / "webhook" / "webhook-configurations.yaml"
@@ -47,6 +48,9 @@ class OperatorState:
     controller_pid: int = 0
     controller_metrics_port: int = 0
     controller_health_port: int = 0
+    kubelet_pid: int = 0
+    """``make demo``'s exec-mode test kubelet (:mod:`localkube.kubelet_daemon`), left running
+    after the demo so that ``kubectl logs`` of its pods keeps working; 0 when none runs."""
     extra_pids: list[int] = field(default_factory=list)
 
 
@@ -328,8 +332,26 @@ class LocalOperator:
         self._save(state)
         return state
 
+    def record_kubelet(self, pid: int) -> None:
+        """Keep the background test kubelet's pid, for :meth:`stop_kubelet` and :meth:`down`."""
+        state = self.state()
+        state.kubelet_pid = pid
+        self._save(state)
+
+    def stop_kubelet(self) -> None:
+        """Stop the background test kubelet (and so its pods' processes), if one runs."""
+        state = self.state()
+        if state.kubelet_pid:
+            if is_kubelet_daemon(state.kubelet_pid):
+                stop_process(state.kubelet_pid)
+            state.kubelet_pid = 0
+            self._save(state)
+
     def down(self) -> None:
         state = self.state()
+        # The kubelet first: it stops the pods' processes while the API server still answers.
+        if is_kubelet_daemon(state.kubelet_pid):
+            stop_process(state.kubelet_pid)
         stop_process(state.controller_pid)
         stop_process(state.webhook_pid)
         for pid in state.extra_pids:
