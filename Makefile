@@ -7,11 +7,16 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# The kubeflow-training SDK lives in a virtualenv of its own: it needs an older kubernetes client
+# than the operator (tests/e2e/sdk/requirements.txt says why).
+SDK_VENV := .venv-sdk
+SDK_REQUIREMENTS := tests/e2e/sdk/requirements.txt
+SDK_STAMP := $(SDK_VENV)/.installed-stamp
 LOCAL := .local
 PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
 
-.PHONY: help venv binaries cluster-up cluster-down dev-up dev-down demo crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries cluster-up cluster-down dev-up dev-down demo crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -24,8 +29,17 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv with the project (editable), its test tools and the examples' mxnet + TVM
 
-binaries: ## build kube-apiserver, kube-controller-manager, kubectl and etcd once per machine
+$(SDK_STAMP): $(SDK_REQUIREMENTS)
+	$(PYTHON) -m venv --clear $(SDK_VENV)
+	$(SDK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SDK_VENV)/bin/python -m pip install --quiet -r $(SDK_REQUIREMENTS)
+	touch $@
+
+sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
+
+binaries: ## build kube-apiserver, kube-controller-manager, kubectl, etcd and training-operator once per machine
 	@hack/build-binaries.sh >/dev/null
+	@hack/build-training-operator.sh >/dev/null
 
 cluster-up: venv binaries ## start etcd, kube-apiserver, kube-controller-manager on loopback
 	@$(PY) -m localkube up --state-dir $(LOCAL)
@@ -36,7 +50,7 @@ cluster-down: venv ## stop the local control plane
 dev-up: venv binaries ## control plane + CRD + webhook (TLS, registered) + controller, in the background
 	@$(PY) -m localkube dev-up --state-dir $(LOCAL)
 
-dev-down: venv ## stop the controller, the webhook and the control plane
+dev-down: venv ## stop make demo's test kubelet, the controller, the webhook and the control plane
 	@$(PY) -m localkube dev-down --state-dir $(LOCAL)
 
 demo: venv binaries ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train)
@@ -50,16 +64,19 @@ lint: venv ## ruff (lint + format check), hadolint (Dockerfiles)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/hadolint Dockerfile.webhook Dockerfile.controller
 
-typecheck: venv ## mypy (strict on shared/, webhook/, controller/, certs/)
-	$(VENV)/bin/mypy shared webhook controller certs hack/localkube tests bench examples/scripts
+# The SDK driver is checked against the packages it runs with (.venv-sdk), not the operator's.
+typecheck: venv sdk-venv ## mypy (strict on shared/, webhook/, controller/, certs/)
+	$(VENV)/bin/mypy shared webhook controller certs hack/localkube tests bench examples/scripts \
+		--exclude tests/e2e/sdk/
+	$(VENV)/bin/mypy --python-executable $(SDK_VENV)/bin/python tests/e2e/sdk
 
 unit: venv ## the tests that need no control plane
 	$(VENV)/bin/pytest -m "not e2e" $(PYTEST_ARGS)
 
-e2e: venv binaries ## the tests against the local control plane
+e2e: venv sdk-venv binaries ## the tests against the local control plane
 	$(VENV)/bin/pytest -m e2e $(PYTEST_ARGS)
 
-test: venv binaries lint typecheck ## lint, typecheck, then every test (unit and e2e)
+test: venv sdk-venv binaries lint typecheck ## lint, typecheck, then every test (unit and e2e)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 bench: venv binaries ## measure webhook, admission and controller at full size; writes docs/benchmarks.md
@@ -74,5 +91,5 @@ fuzz: venv ## fuzz the webhook's review endpoints with >= 100,000 generated inpu
 chaos: venv binaries ## 50 MXJobs through controller kills, API server and etcd restarts; docs/reliability.md
 	$(PY) -m localkube.chaos --state-dir $(LOCAL)/chaos --report docs/reliability.md
 
-clean: cluster-down ## stop everything and remove .local and .venv
-	rm -rf $(LOCAL) $(VENV)
+clean: dev-down ## stop everything and remove .local, .venv and .venv-sdk
+	rm -rf $(LOCAL) $(VENV) $(SDK_VENV)

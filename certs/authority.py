@@ -3,7 +3,10 @@
 Why our own: the webhook must be served over real TLS with a ``caBundle`` the API server trusts,
 and the local control plane needs a CA, an apiserver serving certificate and an admin client
 certificate. Everything here is built on ``cryptography``; keys are ECDSA P-256, which the API
-server, etcd, kubectl and Python's ``ssl`` all accept and which are fast to generate.
+server, etcd, kubectl and Python's ``ssl`` all accept and which are fast to generate. A CA can
+also have an RSA key (``rsa=True``), written as PKCS#1: the certificate rotator of kubeflow
+training-operator (``cert-controller``), which the takeover tests run, reads a CA key in no other
+form.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 _CLOCK_SKEW = datetime.timedelta(minutes=5)
@@ -32,14 +35,20 @@ class KeyPair:
         return x509.load_pem_x509_certificate(self.cert_pem)
 
 
+PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+
 def _new_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def _key_pem(key: PrivateKey) -> bytes:
+    """PKCS#8 for ECDSA keys; PKCS#1 (``RSA PRIVATE KEY``) for RSA keys."""
     return key.private_bytes(
         serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
+        serialization.PrivateFormat.TraditionalOpenSSL
+        if isinstance(key, rsa.RSAPrivateKey)
+        else serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
 
@@ -83,12 +92,26 @@ class CertificateAuthority:
 
     @classmethod
     def create(
-        cls, *, common_name: str = "mxjob-operator-ca", valid_days: int = 3650
+        cls,
+        *,
+        common_name: str = "mxjob-operator-ca",
+        valid_days: int = 3650,
+        rsa_key: bool = False,
+        hosts: tuple[str, ...] = (),
     ) -> CertificateAuthority:
-        key = _new_key()
+        """A new CA; ``rsa_key`` for a 2048-bit RSA key, ``hosts`` as its subject alt names.
+
+        cert-controller checks its CA as it checks a serving certificate, by a DNS name
+        (``hosts``), and parses only RSA CA keys.
+        """
+        key: PrivateKey = (
+            rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            if rsa_key
+            else _new_key()
+        )
         now = datetime.datetime.now(datetime.UTC)
         subject = _name(common_name)
-        cert = (
+        builder = (
             x509.CertificateBuilder()
             .subject_name(subject)
             .issuer_name(subject)
@@ -104,8 +127,10 @@ class CertificateAuthority:
             .add_extension(
                 x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False
             )
-            .sign(key, hashes.SHA256())
         )
+        if hosts:
+            builder = builder.add_extension(_san(hosts), critical=False)
+        cert = builder.sign(key, hashes.SHA256())
         return cls(KeyPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)))
 
     @classmethod
@@ -127,8 +152,8 @@ class CertificateAuthority:
     ) -> KeyPair:
         ca_cert = self.pair.certificate
         ca_key = serialization.load_pem_private_key(self.pair.key_pem, password=None)
-        if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
-            raise TypeError("the CA key must be an ECDSA key")
+        if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+            raise TypeError("the CA key must be an ECDSA or RSA key")
         key = _new_key()
         now = datetime.datetime.now(datetime.UTC)
         builder = (

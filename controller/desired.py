@@ -167,3 +167,38 @@ def build_service(job: Mapping[str, Any], slot: Slot) -> dict[str, Any]:
             "ports": [{"name": PORT_NAME, "port": port, "targetPort": port, "protocol": "TCP"}],
         },
     }
+
+
+def service_adoption_patch(
+    service: Mapping[str, Any], desired: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The JSON merge patch that makes an existing Service of a slot what we would build, or None.
+
+    A Service kubeflow training-operator made for a job this controller took over selects its
+    pods by ``operator-name=mxjob-controller`` too, and does not publish not-ready addresses: a
+    pod this controller creates for the slot (a retry) would fall outside it, and a starting one
+    would not resolve. The Service is kept (its name and DNS record stay) and its selector,
+    ``publishNotReadyAddresses`` and our labels are set; keys only it had are removed (None).
+    """
+    spec = as_mapping(service.get("spec"))
+    wanted_spec = as_mapping(desired.get("spec"))
+    selector = as_mapping(spec.get("selector"))
+    wanted_selector = as_mapping(wanted_spec.get("selector"))
+    labels = as_mapping(as_mapping(service.get("metadata")).get("labels"))
+    wanted_labels = as_mapping(as_mapping(desired.get("metadata")).get("labels"))
+    patch_spec: dict[str, Any] = {}
+    if dict(selector) != dict(wanted_selector):
+        patch_spec["selector"] = {
+            **{key: None for key in selector if key not in wanted_selector},
+            **wanted_selector,
+        }
+    wanted_publish = wanted_spec.get("publishNotReadyAddresses")
+    if spec.get("publishNotReadyAddresses") != wanted_publish:
+        patch_spec["publishNotReadyAddresses"] = wanted_publish
+    if not patch_spec:
+        return None
+    patch: dict[str, Any] = {"spec": patch_spec}
+    missing_labels = {k: v for k, v in wanted_labels.items() if labels.get(k) != v}
+    if missing_labels:
+        patch["metadata"] = {"labels": missing_labels}
+    return patch

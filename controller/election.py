@@ -12,9 +12,10 @@ successor takes over at once instead of after the lease duration.
 Why not ``kubernetes.leaderelection`` (shipped with kubernetes 37): it talks through the global
 default client and model objects, its loops sleep with ``time.sleep`` and cannot be stopped (no
 graceful stop, no release), it exits the interpreter (``sys.exit``) on bad settings, it rejects
-retry periods under one second (tests use shorter leases), and it compares the holder's
-wall-clock renewTime with nothing but its own observation time without a resourceVersion
-precondition on replace. What it gets right (local observation time) is kept here.
+retry periods under one second (tests use shorter leases), and its lock logs and swallows every
+API error, so a caller cannot tell a lost race (409) from an unreachable API server. What it gets
+right is kept here: expiry measured from its own observation time, and replacing the Lease it
+read (with that read's resourceVersion) so a lost race fails.
 """
 
 from __future__ import annotations

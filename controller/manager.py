@@ -28,7 +28,7 @@ from controller.metrics import Metrics
 from controller.reconcile import Reconciler, job_key
 from controller.settings import ControllerSettings
 from controller.workqueue import WorkQueue
-from shared.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, OPERATOR_NAME
+from shared.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, WATCHED_OPERATOR_NAMES
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,8 @@ class Controller:
         self.recorder = EventRecorder(self.client, warnings_only=settings.events == "warnings")
         namespaces = settings.namespaces or None
         informer_settings = InformerSettings(watch_timeout=settings.watch_timeout)
-        selector = f"{LABEL_OPERATOR_NAME}={OPERATOR_NAME}"
+        # Ours, and training-operator's: its pods of a job taken over are adopted, not doubled.
+        selector = f"{LABEL_OPERATOR_NAME} in ({','.join(WATCHED_OPERATOR_NAMES)})"
         self.jobs = Informer(
             self.client,
             name="mxjobs",

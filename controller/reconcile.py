@@ -33,11 +33,18 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controller import events as ev
-from controller.desired import Slot, build_pod, build_service, desired_slots
+from controller.desired import (
+    Slot,
+    build_pod,
+    build_service,
+    desired_slots,
+    service_adoption_patch,
+)
 from controller.events import EventRecorder
 from controller.expectations import Expectations, Kind
 from controller.informers import Store
 from controller.kube import (
+    MERGE_PATCH,
     AlreadyExists,
     Conflict,
     Invalid,
@@ -81,6 +88,8 @@ class Plan:
     release_pods: list[Obj] = field(default_factory=list)
     """Pods whose end the new status counts: their tracking finalizer goes once it is written
     (pods deleted here lose it with the DELETE instead)."""
+    patch_services: list[tuple[Obj, Obj]] = field(default_factory=list)
+    """Services of a running job to bring to our shape (adopted ones), with the merge patch."""
 
 
 def job_key(namespace: str, name: str) -> str:
@@ -123,7 +132,8 @@ def plan_objects(
       nothing), active pods only once their grace period is over (``Outcome.overdue``), and
       every active pod when the deadline passed. Services outlive their pods
       otherwise: a headless Service costs nothing, garbage collection removes it with the job,
-      and not deleting it saves two API writes per replica (issue 7's write budget);
+      and not deleting it saves two API writes per replica (docs/benchmarks.md counts writes
+      per job);
     - otherwise: recreate what failed retryably, delete what the spec no longer has (scaling
       down removes the highest indices, since those are the ones beyond ``replicas``), create
       what is missing. A pod still terminating keeps its slot until it is gone.
@@ -156,8 +166,13 @@ def plan_objects(
         if _name(pod) not in wanted or _name(pod) in recreate:
             plan.delete_pods.append(pod)
     for service in live_services:
-        if _name(service) not in wanted:
+        slot = wanted.get(_name(service))
+        if slot is None:
             plan.delete_services.append(service)
+            continue
+        patch = service_adoption_patch(service, build_service(job, slot))
+        if patch is not None:
+            plan.patch_services.append((service, patch))
     for slot in slots:
         if slot.name not in pods_by_name:
             plan.create_pods.append((slot, outcome.restarts_before.get(slot.key, 0)))
@@ -440,6 +455,7 @@ class Reconciler:
         if not outcome.finished:
             self._remember_removed(key, uid, plan, outcome, deleted_pods)
         deleted_services = self._delete(key, "services", plan.delete_services, errors)
+        self._patch_services(plan.patch_services, errors)
         created_pods = self._create_pods(key, job, plan.create_pods, errors)
         created_services = self._create_services(key, job, plan.create_services, errors)
         for names, reason, verb, kind in (
@@ -499,6 +515,22 @@ class Reconciler:
                 self.expectations.deletion_observed(key, kind, _uid(obj))
                 errors.append(error)
         return done
+
+    def _patch_services(self, patches: Sequence[tuple[Obj, Obj]], errors: list[Exception]) -> None:
+        for service, patch in patches:
+            meta = as_mapping(service.get("metadata"))
+            namespace, name = str(meta.get("namespace")), str(meta.get("name"))
+            body = {**patch, "metadata": {**patch.get("metadata", {}), "uid": _uid(service)}}
+            try:
+                self.client.request(
+                    "PATCH", services_path(namespace, name), body=body, content_type=MERGE_PATCH
+                )
+                self.metrics.api_writes.labels(verb="patch", resource="services").inc()
+                log.info("%s/%s: adopted Service brought to this operator's shape", namespace, name)
+            except (NotFound, Conflict):
+                pass
+            except Exception as error:
+                errors.append(error)
 
     def _create(self, key: str, job: Obj, kind: Kind, body: Obj, errors: list[Exception]) -> bool:
         meta = body["metadata"]

@@ -5,7 +5,7 @@ Succeeded or Failed, which failed pods are recreated, how restarts count against
 ``backoffLimit``, when the deadline and the TTL fire. It does no I/O and reads no clock, so each
 rule is a unit test, and reconcile only carries the decisions out.
 
-Rules (design.md, "Pods and services" and issue 4):
+Rules (README.md, "Exit codes" and "Status"):
 
 - A finished job (Succeeded or Failed True) never changes its outcome again. Its pods still
   running get their ``terminationGracePeriodSeconds`` to end by themselves before cleanPodPolicy
@@ -13,17 +13,17 @@ Rules (design.md, "Pods and services" and issue 4):
 - MXTrain succeeds when the Scheduler's pod succeeds (``successPolicy: AllWorkers``: every
   Worker; single-node form: the Worker); MXTune when the Tuner's does.
 - A permanent failure of any replica fails the job, and it is checked before success, so a
-  failed worker never ends in Succeeded (kubeflow/mxnet-operator#38). Under ``Never`` every
+  failed worker never ends in Succeeded (the older mxnet-operator could). Under ``Never`` every
   failure is permanent. Under ``ExitCode`` a retryable exit or an eviction recreates the pod;
   under ``OnFailure``/``Always`` the kubelet restarts in place, and an evicted pod is recreated.
 - ``restartCount`` counts every in-place restart and every recreation. Each pod carries the
   restart total of its replica before it (an annotation written when it is created), so the
   count is recomputed from the pods alone and is never lower than the persisted one: a
   controller restart loses none and counts none twice. Exceeding ``backoffLimit`` fails the job
-  with BackoffLimitExceeded (training-operator retried forever: kubeflow/trainer#2045).
+  with BackoffLimitExceeded (training-operator retried forever).
 - ``activeDeadlineSeconds`` runs from ``startTime`` (reset on resume) and fails the job with
   DeadlineExceeded; the next due time is returned so a real timer fires it without any event
-  (kubeflow/trainer#3358).
+  (training-operator waited for one).
 - ``replicaStatuses`` describe the pods as they will be once reconcile has acted (pods about to
   be created or recreated count as active), so a reconcile's own actions do not cause a second
   status write.

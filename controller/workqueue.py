@@ -7,8 +7,8 @@ so the newest state is always looked at (one reconcile per job at a time, any nu
 parallel).
 
 Why real timers: activeDeadlineSeconds and ttlSecondsAfterFinished must fire on time with no
-other event (training-operator only noticed a passed deadline on the next event:
-kubeflow/trainer#3358). ``add_after`` keeps a heap of due times served by one timer thread that
+other event (training-operator only noticed a passed deadline on the next event
+about the job). ``add_after`` keeps a heap of due times served by one timer thread that
 sleeps on the queue's condition until the earliest is due.
 
 Why per-key backoff: a job whose reconcile fails (API server away, a conflict) is retried

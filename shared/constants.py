@@ -94,6 +94,11 @@ CONVERSION_DATA_ANNOTATION = "mxjob.kubeflow.org/conversion-data"
 
 LABEL_OPERATOR_NAME = "training.kubeflow.org/operator-name"
 OPERATOR_NAME = "mxjob-operator"
+TRAINING_OPERATOR_NAME = "mxjob-controller"
+"""The operator-name of kubeflow training-operator v1.8.1's MXJob controller (its
+``controllerName``): the controller watches and adopts the pods and Services it left behind, so
+that switching from it does not restart running jobs (docs/migrating.md)."""
+WATCHED_OPERATOR_NAMES: tuple[str, ...] = (OPERATOR_NAME, TRAINING_OPERATOR_NAME)
 LABEL_JOB_NAME = "training.kubeflow.org/job-name"
 LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"
 LABEL_REPLICA_INDEX = "training.kubeflow.org/replica-index"

@@ -134,7 +134,8 @@ def mutate(request: AdmissionRequest) -> AdmissionResponse:
     defaulted = defaults.apply_defaults(job)
     # The defaulted object is not validated again here: defaulting a valid job yields a valid
     # one (tests/fuzz checks that property), and the validating webhook judges the final object
-    # after every mutating webhook anyway. Re-validating cost 40 % of a mutate review (issue 7).
+    # after every mutating webhook anyway. Re-validating cost 40 % of a mutate review
+    # (bench/findings.md).
     target = defaulted if version == constants.V1 else conversion.convert(defaulted, version)
     return allowed(request["uid"], patch=make_patch(sent, target))
 
@@ -152,7 +153,7 @@ def make_patch(source: JSONObject, target: JSONObject) -> list[JSONPatchOp]:
     length element by element (defaulting changes the ``mxnet`` container in place, so its
     sidecars stay out of the patch); anything else that differs (a list that grew, a scalar, a
     change of type) is replaced whole. ``jsonpatch.make_patch`` also searches lists for
-    minimal moves, which made patching a third of a mutate review's time (issue 7's profile)
+    minimal moves, which made patching a third of a mutate review's time (bench/findings.md)
     for no benefit to the API server: defaulting appends env entries and ports, and replacing
     such a list is one operation that cannot misplace an element. Equality is Python's
     (``1 == True``), which defaulting never relies on.

@@ -1,6 +1,6 @@
 """Reviews shaped as the API server sends them, for tests and fuzzers of the webhook.
 
-Kept in the package (like ``kopf.testing``) so every test area, and the fuzzing of issue 8, build
+Kept in the package (like ``kopf.testing``) so every test area, and the fuzzing in tests/fuzz, build
 requests the same way instead of each copying an AdmissionReview by hand.
 """
 

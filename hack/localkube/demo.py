@@ -5,6 +5,11 @@ webhook over TLS, controller), runs an exec-mode test kubelet so the job's pods 
 processes, applies the example with the real ``kubectl``, and shows the job's state, each
 replica's phase and the pods' output while it runs. It exits 0 when the MXJob Succeeded.
 
+The kubelet is a background process (:mod:`localkube.kubelet_daemon`) recorded with the
+operator's, so like the controller and the webhook it keeps running after the demo, and
+``kubectl logs`` of the job's pods keeps working until ``make dev-down``. Running the demo again
+replaces it.
+
 The fidelity tests use the same helpers (:func:`load_job`, :func:`on_free_ports`,
 :func:`examples_kubelet`), so what they prove is what a newcomer sees.
 """
@@ -26,6 +31,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from localkube import kubelet_daemon
 from localkube.api import Api, NotFound, ensure_namespace
 from localkube.cluster import (
     PROJECT_ROOT,
@@ -35,6 +41,7 @@ from localkube.cluster import (
     free_port,
 )
 from localkube.kubelet import ExecSettings, TestKubelet
+from localkube.kubelet_daemon import DaemonSettings, Spawned
 from localkube.operator import LocalOperator, OperatorError
 
 EXAMPLES = PROJECT_ROOT / "examples"
@@ -44,6 +51,9 @@ DEMO_NAMESPACE = "mxjob-demo"
 JOB_LABEL = "training.kubeflow.org/job-name"
 PORT_NAME = "mxjob-port"
 MAIN_CONTAINER = "mxnet"
+DEMO_NODE = "demo-node"
+KUBELET_LOG = "demo-kubelet.log"
+"""The background test kubelet's own log, beside the controller's and the webhook's."""
 LOG_TAIL = 5
 """Lines of each pod's output the summary shows with ``kubectl logs --tail``."""
 
@@ -111,6 +121,19 @@ def examples_kubelet(
         exec_settings=example_exec_settings(log_dir),
     ) as kubelet:
         yield kubelet
+
+
+def demo_kubelet_settings(plane: ControlPlane, *, namespace: str, log_dir: Path) -> DaemonSettings:
+    """The background kubelet of ``make demo``: :func:`example_exec_settings` on its own node."""
+    exec_settings = example_exec_settings(log_dir)
+    return DaemonSettings(
+        kubeconfig=plane.kubeconfig,
+        node_name=DEMO_NODE,
+        namespaces=(namespace,),
+        log_dir=log_dir,
+        path_prefix=exec_settings.path_prefix,
+        extra_env=exec_settings.extra_env,
+    )
 
 
 def pod_log(log_dir: Path, namespace: str, pod: str) -> Path:
@@ -308,6 +331,7 @@ def print_summary(
     status: dict[str, Any],
     *,
     log_dir: Path,
+    kubelet: Spawned,
     out: TextIO,
 ) -> None:
     def kubectl(*args: str) -> str:
@@ -339,8 +363,9 @@ def print_summary(
         print("\n(the job's pods were deleted at the end: runPolicy.cleanPodPolicy)", file=out)
     worker = next((p for p in pods if "-worker-" in p), pods[0] if pods else f"{name}-worker-0")
     print(
-        "\nEvery pod's whole output stays in a file after the demo (the test kubelet, which"
-        " answers `kubectl logs`, stops with it):",
+        f"\nThe test kubelet (pid {kubelet.pid}, log {plane.logs / KUBELET_LOG}) keeps running"
+        " after the demo, so `kubectl logs` (and `-f`) of these pods works until"
+        f" `{stop_command(plane)}`. Every pod's whole output is also in a file:",
         file=out,
     )
     for path in sorted(log_dir.glob(f"{namespace}_{name}-*.log")):
@@ -352,19 +377,49 @@ def print_summary(
         f"  kubectl describe mxjob {name} -n {namespace}\n"
         f"  kubectl get mxjob {name} -n {namespace} -o yaml     # the injected env, the status\n"
         f"  kubectl get pods,services -n {namespace} -L training.kubeflow.org/replica-type\n"
-        f"  kubectl logs -n {namespace} {worker}    # while `make demo` runs (its kubelet)\n"
-        "\nThe control plane, the webhook and the controller keep running (so you can look);"
-        f" `{stop_command(plane)}` stops them.",
+        f"  kubectl logs -n {namespace} {worker}    # or -f, or --tail=N, --timestamps\n"
+        "\nThe control plane, the webhook, the controller and the test kubelet keep running (so"
+        f" you can look); `{stop_command(plane)}` stops them.",
         file=out,
     )
+
+
+def start_kubelet(
+    local: LocalOperator, *, namespace: str, log_dir: Path, progress: Progress
+) -> Spawned | None:
+    """Replace a previous demo's background kubelet with a fresh one for ``namespace``.
+
+    The kubelet is a process of its own, recorded with the operator's (``make dev-down`` stops
+    it), so ``kubectl logs`` of the demo's pods keeps working after the demo exits. A previous
+    run's kubelet is stopped rather than reused: it still holds that run's log files, which are
+    removed so the output shown is this run's only.
+    """
+    local.stop_kubelet()
+    shutil.rmtree(log_dir, ignore_errors=True)
+    log_file = local.logs / KUBELET_LOG
+    try:
+        spawned = kubelet_daemon.spawn(
+            demo_kubelet_settings(local.plane, namespace=namespace, log_dir=log_dir),
+            log_file=log_file,
+        )
+    except kubelet_daemon.KubeletDaemonError as error:
+        progress.line(f"the test kubelet did not start: {error}")
+        return None
+    local.record_kubelet(spawned.pid)
+    progress.event(
+        f"test kubelet (exec mode, pid {spawned.pid}) runs the pods of namespace {namespace}"
+        f" and serves their logs on https://127.0.0.1:{spawned.log_port}"
+    )
+    return spawned
 
 
 def run(job_file: Path, *, state_dir: Path, namespace: str, timeout: float, out: TextIO) -> int:
     progress = Progress(out)
     progress.event("starting the control plane, the webhook and the controller (make dev-up)")
     plane = ControlPlane(ControlPlaneSettings(state_dir=state_dir))
+    local = LocalOperator(plane)
     try:
-        operator = LocalOperator(plane).up()
+        operator = local.up()
     except (ControlPlaneError, OperatorError) as error:
         progress.line(f"dev-up failed: {error}")
         return 1
@@ -377,33 +432,31 @@ def run(job_file: Path, *, state_dir: Path, namespace: str, timeout: float, out:
     api = Api.from_kubeconfig(plane.kubeconfig)
     ensure_namespace(api, namespace)
     log_dir = plane.dir / "demo" / "logs"
-    shutil.rmtree(log_dir, ignore_errors=True)
-    with examples_kubelet(api, node_name="demo-node", namespace=namespace, log_dir=log_dir):
-        progress.event(f"test kubelet (exec mode) runs the pods of namespace {namespace}")
-        if delete_previous(api, namespace, name):
-            progress.event(f"deleted the MXJob {name} of a previous run")
-        shown = (
-            job_file.relative_to(PROJECT_ROOT)
-            if job_file.is_relative_to(PROJECT_ROOT)
-            else job_file
+    kubelet = start_kubelet(local, namespace=namespace, log_dir=log_dir, progress=progress)
+    if kubelet is None:
+        return 1
+    if delete_previous(api, namespace, name):
+        progress.event(f"deleted the MXJob {name} of a previous run")
+    shown = (
+        job_file.relative_to(PROJECT_ROOT) if job_file.is_relative_to(PROJECT_ROOT) else job_file
+    )
+    progress.event(f"kubectl apply -f {shown} (ports moved to free loopback ports)")
+    applied = plane.kubectl(
+        "apply", "-n", namespace, "-f", "-", input_text=json.dumps(job), check=False
+    )
+    if applied.returncode != 0:
+        progress.line(f"kubectl apply failed:\n{applied.stderr}")
+        return 1
+    progress.line(f"          {applied.stdout.strip()}")
+    try:
+        status = watch_job(
+            api, namespace, name, log_dir=log_dir, progress=progress, timeout=timeout
         )
-        progress.event(f"kubectl apply -f {shown} (ports moved to free loopback ports)")
-        applied = plane.kubectl(
-            "apply", "-n", namespace, "-f", "-", input_text=json.dumps(job), check=False
-        )
-        if applied.returncode != 0:
-            progress.line(f"kubectl apply failed:\n{applied.stderr}")
-            return 1
-        progress.line(f"          {applied.stdout.strip()}")
-        try:
-            status = watch_job(
-                api, namespace, name, log_dir=log_dir, progress=progress, timeout=timeout
-            )
-        except KeyboardInterrupt:
-            progress.line("interrupted: stopping the pods' processes")
-            return 130
-        # Inside the kubelet's lifetime: `kubectl logs` reaches the pods through it.
-        print_summary(plane, namespace, name, status, log_dir=log_dir, out=out)
+    except KeyboardInterrupt:
+        progress.line("interrupted: stopping the test kubelet and the pods' processes")
+        local.stop_kubelet()
+        return 130
+    print_summary(plane, namespace, name, status, log_dir=log_dir, kubelet=kubelet, out=out)
     return 0 if status.get("state") == "Succeeded" else 1
 
 

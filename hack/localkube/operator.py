@@ -28,6 +28,7 @@ import yaml
 
 from certs import CertificateAuthority
 from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.kubelet_daemon import is_kubelet_daemon
 
 CRD_FILE = PROJECT_ROOT / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
 WEBHOOK_CONFIGURATIONS = PROJECT_ROOT / "manifests" / "webhook" / "webhook-configurations.yaml"
@@ -47,6 +48,9 @@ class OperatorState:
     controller_pid: int = 0
     controller_metrics_port: int = 0
     controller_health_port: int = 0
+    kubelet_pid: int = 0
+    """``make demo``'s exec-mode test kubelet (:mod:`localkube.kubelet_daemon`), left running
+    after the demo so that ``kubectl logs`` of its pods keeps working; 0 when none runs."""
     extra_pids: list[int] = field(default_factory=list)
 
 
@@ -82,6 +86,22 @@ def stop_process(pid: int, *, timeout: float = 15) -> None:
         os.killpg(pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
+
+
+def wait_established(plane: ControlPlane, name: str = CRD_NAME, *, timeout: float = 60) -> None:
+    """Wait until the CRD ``name`` is Established.
+
+    ``kubectl wait`` fails outright while a new CRD has no conditions yet: poll instead.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        crd = json.loads(plane.kubectl("get", f"crd/{name}", "-o", "json").stdout)
+        conditions = crd.get("status", {}).get("conditions") or []
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            return
+        if time.monotonic() > deadline:
+            raise OperatorError(f"CRD {name} not Established after {timeout:g} s: {conditions}")
+        time.sleep(0.2)
 
 
 @dataclass(frozen=True)
@@ -163,16 +183,7 @@ class LocalOperator:
             if "NotFound" not in replaced.stderr and "not found" not in replaced.stderr:
                 raise OperatorError(f"replacing CRD {CRD_NAME} failed: {replaced.stderr}")
             self.plane.kubectl("create", "-f", "-", input_text=manifest)
-        # `kubectl wait` fails outright while the new CRD has no conditions yet: poll instead.
-        deadline = time.monotonic() + 60
-        while True:
-            crd = json.loads(self.plane.kubectl("get", f"crd/{CRD_NAME}", "-o", "json").stdout)
-            conditions = crd.get("status", {}).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return
-            if time.monotonic() > deadline:
-                raise OperatorError(f"CRD {CRD_NAME} not Established after 60 s: {conditions}")
-            time.sleep(0.2)
+        wait_established(self.plane)
 
     # -- webhook -------------------------------------------------------------------------------
     def webhook_configurations(self, *, webhook_port: int) -> list[dict[str, Any]]:
@@ -321,8 +332,26 @@ class LocalOperator:
         self._save(state)
         return state
 
+    def record_kubelet(self, pid: int) -> None:
+        """Keep the background test kubelet's pid, for :meth:`stop_kubelet` and :meth:`down`."""
+        state = self.state()
+        state.kubelet_pid = pid
+        self._save(state)
+
+    def stop_kubelet(self) -> None:
+        """Stop the background test kubelet (and so its pods' processes), if one runs."""
+        state = self.state()
+        if state.kubelet_pid:
+            if is_kubelet_daemon(state.kubelet_pid):
+                stop_process(state.kubelet_pid)
+            state.kubelet_pid = 0
+            self._save(state)
+
     def down(self) -> None:
         state = self.state()
+        # The kubelet first: it stops the pods' processes while the API server still answers.
+        if is_kubelet_daemon(state.kubelet_pid):
+            stop_process(state.kubelet_pid)
         stop_process(state.controller_pid)
         stop_process(state.webhook_pid)
         for pid in state.extra_pids:

@@ -35,6 +35,19 @@ def test_client_certificate_carries_user_and_groups_as_kubernetes_reads_them() -
     assert groups == ["system:masters"]
 
 
+def test_an_rsa_ca_names_its_hosts_keeps_its_key_as_pkcs1_and_issues_serving_certs() -> None:
+    ca = CertificateAuthority.create(
+        common_name="training-operator-ca", rsa_key=True, hosts=("training-operator-ca",)
+    )
+    assert ca.pair.key_pem.startswith(b"-----BEGIN RSA PRIVATE KEY-----")
+    cert = ca.pair.certificate
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.DNSName) == ["training-operator-ca"]
+    pair = ca.issue_serving(hosts=("training-operator.kubeflow.svc", "127.0.0.1"))
+    pair.certificate.verify_directly_issued_by(cert)
+    assert pair.key_pem.startswith(b"-----BEGIN PRIVATE KEY-----")
+
+
 def test_serving_certificate_needs_a_host() -> None:
     with pytest.raises(ValueError, match="at least one host"):
         CertificateAuthority.create().issue_serving(hosts=())

@@ -10,7 +10,7 @@ import copy
 import datetime
 from typing import Any
 
-from controller.desired import Slot, build_pod, desired_slots
+from controller.desired import Slot, build_pod, build_service, desired_slots
 from shared.defaults import apply_defaults
 
 Obj = dict[str, Any]
@@ -118,3 +118,44 @@ def pod(
 def pods_all(job_obj: Obj, **overrides: Any) -> list[Obj]:
     """A pod per slot, every one Running (``overrides`` apply to all)."""
     return [pod(job_obj, s.key, **overrides) for s in desired_slots(job_obj)]
+
+
+def training_operator_labels(job_obj: Obj, key: str) -> dict[str, str]:
+    """The labels kubeflow training-operator v1.8.1 puts on a replica's pod and Service.
+
+    ``GenLabels`` (operator-name is its controller name, ``mxjob-controller``) plus the
+    lower-case replica type and the index (pkg/controller.v1/common/pod.go, service.go).
+    """
+    rtype, index = key.rsplit("-", 1)
+    return {
+        "training.kubeflow.org/operator-name": "mxjob-controller",
+        "training.kubeflow.org/job-name": job_obj["metadata"]["name"],
+        "training.kubeflow.org/replica-type": rtype,
+        "training.kubeflow.org/replica-index": index,
+    }
+
+
+def training_operator_pod(job_obj: Obj, key: str, **status: Any) -> Obj:
+    """A pod of slot ``key`` as training-operator v1.8.1 made it (its Servers are "master")."""
+    made = pod(job_obj, key, **status)
+    labels = training_operator_labels(job_obj, key)
+    if key.startswith("server-"):
+        labels["training.kubeflow.org/job-role"] = "master"
+    made["metadata"]["labels"] = labels
+    made["metadata"]["uid"] = f"to-pod-{key}"
+    return made
+
+
+def training_operator_service(job_obj: Obj, key: str) -> Obj:
+    """The headless Service of slot ``key`` as training-operator v1.8.1 made it."""
+    built = build_service(job_obj, slot(job_obj, key))
+    labels = training_operator_labels(job_obj, key)
+    built["metadata"]["labels"] = labels
+    built["metadata"]["uid"] = f"to-svc-{key}"
+    built["metadata"]["resourceVersion"] = "20"
+    built["spec"] = {
+        "clusterIP": "None",
+        "selector": dict(labels),
+        "ports": [{"name": "mxjob-port", "port": 9091, "protocol": "TCP", "targetPort": 9091}],
+    }
+    return built

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from controller.desired import build_pod, build_service, desired_slots, pod_restart_policy
+from controller.desired import (
+    build_pod,
+    build_service,
+    desired_slots,
+    pod_restart_policy,
+    service_adoption_patch,
+)
 from controller.observed import RESTARTS_BEFORE_ANNOTATION
 from shared.constants import RestartPolicy
-from tests.controller.samples import job, slot
+from tests.controller.samples import job, slot, training_operator_service
 
 
 def test_one_slot_per_replica_index_in_canonical_order() -> None:
@@ -100,3 +106,34 @@ def test_the_service_is_headless_publishes_not_ready_and_selects_one_replica() -
         {"name": "mxjob-port", "port": 9999, "targetPort": 9999, "protocol": "TCP"}
     ]
     assert service["metadata"]["ownerReferences"][0]["controller"] is True
+
+
+def test_a_service_training_operator_made_gets_our_selector_labels_and_not_ready_addresses() -> (
+    None
+):
+    j = job()
+    theirs = training_operator_service(j, "worker-1")
+    patch = service_adoption_patch(theirs, build_service(j, slot(j, "worker-1")))
+    assert patch == {
+        "spec": {
+            "selector": {
+                "training.kubeflow.org/operator-name": None,
+                "training.kubeflow.org/job-name": "mnist",
+                "training.kubeflow.org/replica-type": "worker",
+                "training.kubeflow.org/replica-index": "1",
+            },
+            "publishNotReadyAddresses": True,
+        },
+        "metadata": {
+            "labels": {
+                "training.kubeflow.org/operator-name": "mxjob-operator",
+                "training.kubeflow.org/job-role": "worker",
+            }
+        },
+    }
+
+
+def test_a_service_of_our_own_shape_needs_no_patch() -> None:
+    j = job()
+    ours = build_service(j, slot(j, "scheduler-0"))
+    assert service_adoption_patch(ours, build_service(j, slot(j, "scheduler-0"))) is None

@@ -17,7 +17,16 @@ from controller.reconcile import NameConflictError, Reconciler, plan_actions
 from controller.status import compute_status
 from shared.constants import LABEL_JOB_NAME, TRACKING_FINALIZER
 from tests.controller.fakes import FakeApi
-from tests.controller.samples import NOW, job, later, pod, pods_all
+from tests.controller.samples import (
+    NOW,
+    NOW_TEXT,
+    job,
+    later,
+    pod,
+    pods_all,
+    training_operator_pod,
+    training_operator_service,
+)
 
 Obj = dict[str, Any]
 KEY = "ns/mnist"
@@ -460,3 +469,73 @@ def test_pods_of_an_older_job_of_the_same_name_are_released() -> None:
     assert fresh["metadata"]["ownerReferences"][0]["uid"] == "job-uid"
     patches = [r for r in world.api.requests if r.method == "PATCH"]
     assert [r.path for r in patches] == [pods_path("ns", "mnist-worker-0")]
+
+
+def _training_operator_world() -> tuple[World, Obj]:
+    """A running job as training-operator v1.8.1 left it: its pods, Services and status."""
+    status = {
+        "conditions": [
+            {"type": "Created", "status": "True", "reason": "MXJobCreated", "message": "x"},
+            {"type": "Running", "status": "True", "reason": "MXJobRunning", "message": "y"},
+        ],
+        "replicaStatuses": {"Scheduler": {"active": 1}, "Server": {"active": 1}},
+        "startTime": NOW_TEXT,
+    }
+    j = job(status=status)
+    raw = copy.deepcopy(j)
+    for replica in raw["spec"]["mxReplicaSpecs"].values():  # it never defaulted what it stored
+        replica.pop("restartPolicy", None)
+        replica["template"]["spec"]["containers"][0].pop("env", None)
+        replica["template"]["spec"]["containers"][0].pop("ports", None)
+    raw["spec"].pop("runPolicy", None)
+    world = World(raw)
+    for key in ("scheduler-0", "server-0", "worker-0", "worker-1"):
+        name = f"mnist-{key}"
+        world.api.put_object(pods_path("ns", name), training_operator_pod(j, key))
+        world.api.put_object(services_path("ns", name), training_operator_service(j, key))
+    world.sync_from_api()
+    return world, j
+
+
+def test_a_running_job_taken_over_from_training_operator_keeps_its_pods_and_services() -> None:
+    world, _ = _training_operator_world()
+    world.reconciler.reconcile(KEY)
+    writes = [(r.method, r.path) for r in world.api.writes()]
+    assert ("PUT", mxjobs_path("ns", "mnist", subresource="status")) in writes
+    assert not [w for w in writes if w[0] in ("POST", "DELETE")]
+    patched = sorted(path for method, path in writes if method == "PATCH")
+    assert patched == sorted(
+        services_path("ns", f"mnist-{key}")
+        for key in ("scheduler-0", "server-0", "worker-0", "worker-1")
+    )
+    service = world.api.objects[services_path("ns", "mnist-worker-1")]
+    assert service["metadata"]["uid"] == "to-svc-worker-1"
+    assert "training.kubeflow.org/operator-name" not in service["spec"]["selector"]
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    stored = world.api.objects[mxjobs_path("ns", "mnist")]["status"]
+    assert stored["state"] == "Running"
+    assert stored["replicaStatuses"]["Worker"]["active"] == 2
+    world.sync_from_api()
+    before = len(world.api.requests)
+    world.reconciler.reconcile(KEY)
+    assert world.api.requests[before:] == []
+
+
+def test_a_retried_replica_of_a_taken_over_job_is_selected_by_its_adopted_service() -> None:
+    world, j = _training_operator_world()
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    world.set_pod_status(
+        "mnist-worker-0", pod(j, "worker-0", phase="Failed", exit_code=137)["status"]
+    )
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    replacement = world.api.objects[pods_path("ns", "mnist-worker-0")]
+    assert replacement["metadata"]["labels"]["training.kubeflow.org/operator-name"] == (
+        "mxjob-operator"
+    )
+    selector = world.api.objects[services_path("ns", "mnist-worker-0")]["spec"]["selector"]
+    labels = replacement["metadata"]["labels"]
+    assert selector and all(labels.get(k) == v for k, v in selector.items())

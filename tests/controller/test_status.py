@@ -571,3 +571,27 @@ def test_after_success_a_deleted_worker_that_ended_0_counts_as_succeeded() -> No
     workers = outcome.status["replicaStatuses"]["Worker"]
     assert (workers["succeeded"], workers["failed"]) == (1, 0)
     assert outcome.ends_counted == {"mnist-scheduler-0", "mnist-worker-0"}
+
+
+def test_an_mxtune_job_gives_its_tuner_servers_their_grace_period_after_the_tuner_succeeds() -> (
+    None
+):
+    tune = job(mode="MXTune", replicas={"TunerTracker": 1, "TunerServer": 2, "Tuner": 1})
+    stored, _ = step(tune, [])
+    running = [
+        pod(stored, "tunertracker-0"),
+        pod(stored, "tunerserver-0"),
+        pod(stored, "tunerserver-1"),
+    ]
+    tuner_done = pod(stored, "tuner-0", phase="Succeeded", exit_code=0)
+    stored, outcome = step(stored, [*running, tuner_done])
+    assert outcome.became == "Succeeded" and not outcome.overdue
+    assert outcome.status["replicaStatuses"]["TunerServer"]["active"] == 2
+    ended = [pod(stored, "tunerserver-0", phase="Failed", exit_code=143), running[0], running[2]]
+    stored, outcome = step(stored, [*ended, tuner_done], now=later(5))
+    assert outcome.status["state"] == "Succeeded"  # a server's end after success changes nothing
+    servers = outcome.status["replicaStatuses"]["TunerServer"]
+    assert (servers["active"], servers["failed"]) == (1, 1)
+    assert [e.type for e in outcome.events] == ["Warning"]
+    _, outcome = step(stored, [*ended, tuner_done], now=later(30))
+    assert outcome.overdue == {"mnist-tunertracker-0", "mnist-tunerserver-1"}

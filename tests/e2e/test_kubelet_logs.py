@@ -84,8 +84,11 @@ def test_kubectl_logs_shows_a_finished_pods_output_whole_tailed_limited_and_time
     api: Api, namespace: str, control_plane: ControlPlane, exec_kubelet: TestKubelet
 ) -> None:
     script = (
-        "import sys\n"
+        "import sys, time\n"
         "for i in range(1, 6): print(f'line {i}', flush=True)\n"
+        # stdout and stderr are two pipes read apart, as a container runtime reads them: only
+        # time orders lines of different streams in the log.
+        "time.sleep(0.5)\n"
         "print('to stderr', file=sys.stderr, flush=True)"
     )
     _create(api, namespace, _pod("printer", script))

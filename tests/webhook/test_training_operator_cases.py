@@ -1,0 +1,125 @@
+"""training-operator v1.8.1's own MXJob test cases, fed to this operator's admission.
+
+Transcribed from its ``pkg/apis/kubeflow.org/v1/mxnet_validation_test.go`` (TestValidateV1MXJob,
+which its controller runs on every reconcile; its webhook only warns that MXJob is deprecated)
+and the job of ``pkg/controller.v1/mxnet/mxjob_controller_test.go``. What it accepts we accept,
+what it refuses we refuse at admission (with a message), except one case, on purpose: a sole
+container without a name is named ``mxnet`` by our defaults instead of failing (docs/migrating.md).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, cast
+
+import jsonpatch
+import pytest
+
+from webhook.admission import decode_patch, mutate, validate
+from webhook.reviews import AdmissionRequest
+from webhook.testing import admission_review
+
+Job = dict[str, Any]
+
+
+def _container(name: str = "mxnet", image: str = "mxjob/mxnet", **extra: Any) -> Job:
+    return {"name": name, "image": image, **extra}
+
+
+VALID_SPECS: Job = {
+    "Scheduler": {
+        "replicas": 1,
+        "restartPolicy": "Never",
+        "template": {"spec": {"containers": [_container()]}},
+    },
+    "Server": {
+        "replicas": 1,
+        "restartPolicy": "Never",
+        "template": {"spec": {"containers": [_container()]}},
+    },
+    "Worker": {
+        "replicas": 1,
+        "restartPolicy": "Never",
+        "template": {
+            "spec": {
+                "containers": [
+                    _container(
+                        command=["python"],
+                        args=[
+                            "/incubator-mxnet/example/image-classification/train_mnist.py",
+                            "--num-epochs=10",
+                            "--num-layers=2",
+                            "--kv-store=dist_device_sync",
+                        ],
+                    )
+                ]
+            }
+        },
+    },
+}
+
+PORT = {"name": "mxjob-port", "containerPort": 9091, "protocol": "TCP"}
+CONTROLLER_TEST_SPECS: Job = {
+    rtype: {
+        "replicas": count,
+        "template": {"spec": {"containers": [_container(image="test-image", ports=[PORT])]}},
+    }
+    for rtype, count in (("Server", 1), ("Scheduler", 1), ("Worker", 2))
+}
+
+
+def _job(name: str, specs: Job | None) -> Job:
+    spec: Job = {} if specs is None else {"mxReplicaSpecs": copy.deepcopy(specs)}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": spec,
+    }
+
+
+def _only_worker(container: Job) -> Job:
+    return {"Worker": {"template": {"spec": {"containers": [container]}}}}
+
+
+ACCEPTED = {
+    "valid mxJob": _job("test", VALID_SPECS),
+    "the controller test's job": _job("test-job", CONTROLLER_TEST_SPECS),
+    # training-operator refuses this one ("MXJobSpec is not valid"); we name the container.
+    "mxnet default container name doesn't find": _job("test", _only_worker(_container(name=""))),
+}
+REFUSED = {
+    "mxReplicaSpecs is nil": (_job("test", None), "spec.mxReplicaSpecs"),
+    "mxJob name does not meet DNS1035": (_job("10test", VALID_SPECS), "metadata.name"),
+    "no containers": (
+        _job("test", {"Worker": {"template": {"spec": {"containers": []}}}}),
+        "containers",
+    ),
+    "image is empty": (_job("test", _only_worker(_container(image=""))), "image"),
+}
+
+
+def _admit(job: Job) -> dict[str, Any]:
+    """Mutate, then validate what mutation made of it, as the API server calls the webhooks."""
+    request = cast(AdmissionRequest, admission_review(job)["request"])
+    mutated = mutate(request)
+    if not mutated["allowed"]:
+        return dict(mutated)
+    patched = jsonpatch.apply_patch(job, decode_patch(mutated))
+    return dict(validate(cast(AdmissionRequest, admission_review(patched)["request"])))
+
+
+@pytest.mark.parametrize("case", ACCEPTED)
+def test_what_training_operator_accepts_is_admitted(case: str) -> None:
+    answer = _admit(ACCEPTED[case])
+    assert answer["allowed"] is True, answer.get("status")
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_what_training_operator_refuses_is_refused_at_admission_naming_the_field(
+    case: str,
+) -> None:
+    job, field = REFUSED[case]
+    answer = _admit(job)
+    assert answer["allowed"] is False
+    assert field in answer["status"]["message"]
