@@ -253,8 +253,8 @@ class LocalOperator:
         return [
             _bin("mxjob-controller"),
             f"--kubeconfig={self.plane.kubeconfig}",
-            f"--metrics-address=127.0.0.1:{metrics_port}",
-            f"--health-address=127.0.0.1:{health_port}",
+            f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+            f"--health-probe-bind-address=127.0.0.1:{health_port}",
             "--log-format=text",
             *extra,
         ]
