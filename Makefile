@@ -25,9 +25,11 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,examples]'
+	# localkube (hack/localkube) is development tooling, not in the wheel: put hack/ on the path.
+	echo "$(CURDIR)/hack" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/mxjob-operator-hack.pth"
 	touch $@
 
-venv: $(STAMP) ## create .venv with the project (editable), its test tools and the examples' mxnet + TVM
+venv: $(STAMP) ## create .venv: the project (editable) with both processes' extras, localkube, test tools, examples' mxnet + TVM
 
 $(SDK_STAMP): $(SDK_REQUIREMENTS)
 	$(PYTHON) -m venv --clear $(SDK_VENV)

@@ -133,7 +133,12 @@ class EventRecorder:
             try:
                 self._write(item)
             except Exception as error:
-                log.warning("event %s on %s not recorded: %s", item.reason, item.involved, error)
+                fields = {
+                    "namespace": item.involved.get("namespace"),
+                    "name": item.involved.get("name"),
+                    "reason": item.reason,
+                }
+                log.warning("event not recorded: %s", error, extra={"fields": fields})
 
     def _write(self, item: _Item) -> None:
         key = (str(item.involved.get("uid")), item.type, item.reason, item.message)

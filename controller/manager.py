@@ -47,8 +47,8 @@ class Controller:
         self.settings = settings
         self.client = client or KubeClient.load(settings.kubeconfig, pool_size=settings.pool_size)
         self.metrics = Metrics()
-        self.queue = WorkQueue()
-        self.metrics.track_queue(self.queue.depth, self.queue.pending_timers)
+        self.queue = WorkQueue(metrics=self.metrics)
+        self.metrics.track_queue(self.queue)
         self.expectations = Expectations(timeout=settings.expectations_timeout)
         self.recorder = EventRecorder(self.client, warnings_only=settings.events == "warnings")
         namespaces = settings.namespaces or None
@@ -164,11 +164,13 @@ class Controller:
             "/readyz": check_route(self._ready),
         }
         metrics: dict[str, Route] = {"/metrics": metrics_route(self.metrics.exposition)}
-        if self.settings.health_address == self.settings.metrics_address:
-            self._servers.append(HttpEndpoints(self.settings.health_address, health | metrics))
+        health_address = self.settings.health_probe_bind_address
+        metrics_address = self.settings.metrics_bind_address
+        if health_address == metrics_address:
+            self._servers.append(HttpEndpoints(health_address, health | metrics))
         else:
-            self._servers.append(HttpEndpoints(self.settings.health_address, health))
-            self._servers.append(HttpEndpoints(self.settings.metrics_address, metrics))
+            self._servers.append(HttpEndpoints(health_address, health))
+            self._servers.append(HttpEndpoints(metrics_address, metrics))
         for server in self._servers:
             server.start()
 
@@ -184,26 +186,25 @@ class Controller:
                 requeue_after = self.reconciler.reconcile(key)
                 self.queue.forget(key)
                 if requeue_after is not None:
+                    result = "requeue_after"
                     self.queue.add_after(key, requeue_after)
             except Conflict:
                 # A newer version of the job exists; the informer brings it shortly.
-                result = "conflict"
+                result = "error"
                 self.queue.add_rate_limited(key)
             except Exception as error:
                 result = "error"
                 delay = self.queue.add_rate_limited(key)
+                namespace, _, name = key.partition("/")
                 log.warning(
-                    "reconcile %s failed (retry in %.2f s): %s",
-                    key,
-                    delay,
+                    "reconcile failed: %s",
                     error,
                     exc_info=log.isEnabledFor(logging.DEBUG),
+                    extra={"fields": {"namespace": namespace, "name": name, "retry_in": delay}},
                 )
             finally:
                 self.queue.done(key)
-                self.metrics.reconcile_seconds.labels(result=result).observe(
-                    time.perf_counter() - started
-                )
+                self.metrics.reconciled(result=result, seconds=time.perf_counter() - started)
 
     def _resync(self) -> None:
         """Re-queue every cached job now and then: a missed event cannot strand a job."""

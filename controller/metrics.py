@@ -1,21 +1,45 @@
 """The controller's Prometheus metrics, in a registry of their own.
 
-The job counters keep training-operator's names and labels
+Names follow the controllers the dashboards already know. The job counters keep
+training-operator's names and labels
 (``training_operator_jobs_{created,deleted,successful,failed,restarted}_total`` with
-``job_namespace`` and ``framework="mxnet"``), so dashboards built for kubeflow's operators work
-unchanged. A registry per :class:`Metrics` instance (not the global one) lets tests build as
-many controllers in one process as they like.
+``job_namespace`` and ``framework="mxnet"``); the work queue's are client-go's
+(``workqueue_*{name}``) and the reconcile metrics controller-runtime's
+(``controller_runtime_reconcile_*{controller}``), with the same buckets. docs/operations.md lists
+them all. A registry per :class:`Metrics` instance (not the global one) lets tests build as many
+controllers in one process as they like.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 FRAMEWORK: Final = "mxnet"
 LABELS: Final = ("job_namespace", "framework")
+NAME: Final = "mxjob"
+"""The ``name`` of the work queue and the ``controller`` of the reconcile metrics."""
+RESULTS: Final = ("success", "error", "requeue", "requeue_after")
+"""controller-runtime's values of ``controller_runtime_reconcile_total{result}``."""
+# client-go's workqueue buckets: 10 ns to 10 s, by tens.
+QUEUE_BUCKETS: Final = tuple(10.0**exponent for exponent in range(-8, 2))
+# controller-runtime's reconcile_time_seconds buckets.
+RECONCILE_BUCKETS: Final = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8),
+    *(0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25),
+    *(30, 40, 50, 60),
+)
+
+
+class QueueState(Protocol):
+    """What the metrics read from the work queue at scrape time."""
+
+    def depth(self) -> int: ...
+
+    def pending_timers(self) -> int: ...
+
+    def processing_seconds(self) -> list[float]: ...
 
 
 class Metrics:
@@ -41,23 +65,61 @@ class Metrics:
             "training_operator_jobs_restarted_total",
             "Replica restarts (recreations and in-place restarts) of MXJobs.",
         )
-        self.reconcile_seconds = Histogram(
-            "mxjob_controller_reconcile_duration_seconds",
-            "Time one reconcile of one MXJob takes.",
-            ["result"],
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-            registry=self.registry,
-        )
         self.queue_depth = Gauge(
-            "mxjob_controller_workqueue_depth",
-            "MXJob keys waiting for a worker.",
-            registry=self.registry,
+            "workqueue_depth", "Current depth of workqueue", ["name"], registry=self.registry
         )
+        self.queue_adds = Counter(
+            "workqueue_adds_total", "Total number of adds handled by workqueue", ["name"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.queue_latency = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            ["name"], buckets=QUEUE_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+        self.work_duration = Histogram(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            ["name"], buckets=QUEUE_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+        self.queue_retries = Counter(
+            "workqueue_retries_total", "Total number of retries handled by workqueue", ["name"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.unfinished_work = Gauge(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been "
+            "observed by work_duration. Large values indicate stuck threads.",
+            ["name"], registry=self.registry,
+        )  # fmt: skip
+        self.longest_running = Gauge(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            ["name"], registry=self.registry,
+        )  # fmt: skip
         self.queue_timers = Gauge(
             "mxjob_controller_workqueue_timers",
             "MXJob keys waiting for a timer (deadline, TTL, retry backoff).",
             registry=self.registry,
         )
+        self.reconcile_total = Counter(
+            "controller_runtime_reconcile_total",
+            "Total number of reconciliations per controller",
+            ["controller", "result"], registry=self.registry,
+        )  # fmt: skip
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller",
+            ["controller"], registry=self.registry,
+        )  # fmt: skip
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            ["controller"], buckets=RECONCILE_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+        for result in RESULTS:
+            self.reconcile_total.labels(controller=NAME, result=result)
+        self.reconcile_errors.labels(controller=NAME)
         self.api_writes = Counter(
             "mxjob_controller_api_writes_total",
             "Writes the controller sent to the API server.",
@@ -73,10 +135,35 @@ class Metrics:
     def job_counter_inc(self, counter: Counter, namespace: str, amount: float = 1) -> None:
         counter.labels(job_namespace=namespace, framework=FRAMEWORK).inc(amount)
 
-    def track_queue(self, depth: Callable[[], int], timers: Callable[[], int]) -> None:
-        """Read the queue's depth at scrape time (no thread has to keep the gauge current)."""
-        self.queue_depth.set_function(lambda: float(depth()))
-        self.queue_timers.set_function(lambda: float(timers()))
+    def track_queue(self, queue: QueueState) -> None:
+        """Read the queue's gauges at scrape time (no thread has to keep them current)."""
+        self.queue_depth.labels(name=NAME).set_function(lambda: float(queue.depth()))
+        self.queue_timers.set_function(lambda: float(queue.pending_timers()))
+        self.unfinished_work.labels(name=NAME).set_function(lambda: sum(queue.processing_seconds()))
+        self.longest_running.labels(name=NAME).set_function(
+            lambda: max(queue.processing_seconds(), default=0.0)
+        )
+
+    # -- controller.workqueue.QueueMetrics ----------------------------------------------------
+    def added(self) -> None:
+        self.queue_adds.labels(name=NAME).inc()
+
+    def started(self, waited: float) -> None:
+        self.queue_latency.labels(name=NAME).observe(waited)
+
+    def finished(self, worked: float) -> None:
+        self.work_duration.labels(name=NAME).observe(worked)
+
+    def retried(self) -> None:
+        self.queue_retries.labels(name=NAME).inc()
+
+    # -- reconciles -----------------------------------------------------------------------------
+    def reconciled(self, *, result: str, seconds: float) -> None:
+        """One reconcile ended with ``result`` (one of :data:`RESULTS`) after ``seconds``."""
+        self.reconcile_total.labels(controller=NAME, result=result).inc()
+        if result == "error":
+            self.reconcile_errors.labels(controller=NAME).inc()
+        self.reconcile_time.labels(controller=NAME).observe(seconds)
 
     def exposition(self) -> bytes:
         """The registry in Prometheus' text format."""

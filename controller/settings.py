@@ -10,10 +10,12 @@ import argparse
 import os
 import secrets
 import socket
+import sys
+from argparse import SUPPRESS
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 LogFormat = Literal["json", "text"]
 ENV_PREFIX: Final = "MXJOB_CONTROLLER_"
@@ -49,10 +51,10 @@ class ControllerSettings:
     """Seconds between acquire/renew attempts."""
     identity: str = ""
     """This process's name in the Lease; empty picks ``<hostname>_<pid>_<random>``."""
-    metrics_address: str = ":8080"
+    metrics_bind_address: str = ":8080"
     """``host:port`` serving ``/metrics``."""
-    health_address: str = ":8081"
-    """``host:port`` serving ``/healthz`` and ``/readyz`` (may equal ``metrics_address``)."""
+    health_probe_bind_address: str = ":8081"
+    """``host:port`` serving ``/healthz`` and ``/readyz`` (may equal ``metrics_bind_address``)."""
     log_format: LogFormat = "json"
     """``json`` for log collectors, ``text`` for a terminal."""
     log_level: str = "info"
@@ -75,6 +77,34 @@ class ControllerSettings:
         """HTTP connections to keep: one per worker and per watch, plus events and the lease."""
         watches = 3 * max(1, len(self.namespaces))
         return self.workers + watches + 4
+
+
+DEPRECATED_FLAGS: Final = {
+    "--metrics-address": "--metrics-bind-address",
+    "--health-address": "--health-probe-bind-address",
+}
+"""Old flag names, accepted (hidden from ``--help``) until the next release: controller-runtime's
+names are what operators of other controllers already type. docs/operations.md lists both."""
+DEPRECATED_ENV: Final = {
+    "metrics_bind_address": "METRICS_ADDRESS",
+    "health_probe_bind_address": "HEALTH_ADDRESS",
+}
+"""The environment variables that went with the old flag names (``MXJOB_CONTROLLER_<name>``)."""
+
+
+class _Deprecated(argparse.Action):
+    """Stores the value like the new flag does, and says on stderr which flag to use instead."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        new = DEPRECATED_FLAGS.get(option_string or "", "")
+        print(f"mxjob-controller: {option_string} is deprecated, use {new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -104,8 +134,13 @@ def _parser() -> argparse.ArgumentParser:
     add("--renew-deadline", type=float, help="seconds (default 10)")
     add("--retry-period", type=float, help="seconds (default 2)")
     add("--identity", help="this process's identity in the Lease")
-    add("--metrics-address", help="host:port for /metrics (default :8080)")
-    add("--health-address", help="host:port for /healthz and /readyz (default :8081)")
+    add("--metrics-bind-address", help="host:port for /metrics (default :8080)")
+    add(
+        "--health-probe-bind-address",
+        help="host:port for /healthz and /readyz (default :8081)",
+    )
+    for old, new in DEPRECATED_FLAGS.items():
+        add(old, dest=new.removeprefix("--").replace("-", "_"), action=_Deprecated, help=SUPPRESS)
     add("--log-format", choices=["json", "text"], help="log format (default json)")
     add("--log-level", choices=["debug", "info", "warning", "error"], help="(default info)")
     add("--events", choices=["all", "warnings"], help="Events to record (default all)")
@@ -140,6 +175,8 @@ def from_args(
             values[field_name] = tuple(flag_value) if field_name == "namespaces" else flag_value
             continue
         raw = env.get(ENV_PREFIX + field_name.upper())
+        if not raw and field_name in DEPRECATED_ENV:
+            raw = env.get(ENV_PREFIX + DEPRECATED_ENV[field_name])
         if raw is None or raw == "":
             continue
         if field_name == "namespaces":

@@ -24,6 +24,41 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol
+
+
+class QueueMetrics(Protocol):
+    """What a queue reports as it works, as client-go's workqueue ``MetricsProvider`` does.
+
+    ``controller.metrics`` implements it with the ``workqueue_*`` metrics; a queue without one
+    reports nothing.
+    """
+
+    def added(self) -> None:
+        """A key entered the queue (an add absorbed by a waiting key is not counted)."""
+
+    def started(self, waited: float) -> None:
+        """A worker took a key that had waited ``waited`` seconds in the queue."""
+
+    def finished(self, worked: float) -> None:
+        """A worker finished a key it had held for ``worked`` seconds."""
+
+    def retried(self) -> None:
+        """A key was queued again after a failure (rate limited)."""
+
+
+class _NoMetrics:
+    def added(self) -> None:
+        pass
+
+    def started(self, waited: float) -> None:
+        pass
+
+    def finished(self, worked: float) -> None:
+        pass
+
+    def retried(self) -> None:
+        pass
 
 
 class WorkQueue:
@@ -35,14 +70,18 @@ class WorkQueue:
         base_delay: float = 0.05,
         max_delay: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        metrics: QueueMetrics | None = None,
     ) -> None:
+        self._metrics: QueueMetrics = metrics or _NoMetrics()
         self._base_delay = base_delay
         self._max_delay = max_delay
         self._clock = clock
         self._cond = threading.Condition()
         self._queue: deque[str] = deque()
         self._dirty: set[str] = set()
-        self._processing: set[str] = set()
+        self._processing: dict[str, float] = {}
+        """Keys being reconciled, with the time their worker took them."""
+        self._queued_at: dict[str, float] = {}
         self._timers: list[tuple[float, int, str]] = []
         self._due: dict[str, float] = {}
         self._sequence = itertools.count()
@@ -63,6 +102,8 @@ class WorkQueue:
         if self._shutting_down or key in self._dirty:
             return
         self._dirty.add(key)
+        self._queued_at[key] = self._clock()
+        self._metrics.added()
         if key in self._processing:
             return  # queued again by done()
         self._queue.append(key)
@@ -93,6 +134,7 @@ class WorkQueue:
         with self._cond:
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
+        self._metrics.retried()
         delay = min(self._base_delay * 2.0**failures, self._max_delay)
         self.add_after(key, delay)
         return delay
@@ -123,14 +165,18 @@ class WorkQueue:
             if self._shutting_down:
                 return None
             key = self._queue.popleft()
-            self._processing.add(key)
+            now = self._clock()
+            self._processing[key] = now
             self._dirty.discard(key)
+            self._metrics.started(now - self._queued_at.pop(key, now))
             return key
 
     def done(self, key: str) -> None:
         """The reconcile of ``key`` is over; if it was added meanwhile, queue it again."""
         with self._cond:
-            self._processing.discard(key)
+            taken = self._processing.pop(key, None)
+            if taken is not None:
+                self._metrics.finished(self._clock() - taken)
             if key in self._dirty and not self._shutting_down:
                 self._queue.append(key)
                 self._cond.notify_all()
@@ -153,6 +199,12 @@ class WorkQueue:
         """Keys waiting for a worker (not counting those being reconciled or on a timer)."""
         with self._cond:
             return len(self._queue)
+
+    def processing_seconds(self) -> list[float]:
+        """How long each key being reconciled has been held by its worker."""
+        with self._cond:
+            now = self._clock()
+            return [now - taken for taken in self._processing.values()]
 
     def pending_timers(self) -> int:
         """Keys waiting for their timer."""

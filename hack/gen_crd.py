@@ -1,8 +1,9 @@
 """Generate the MXJob CRD ``manifests/crd/mxjobs.kubeflow.org.yaml`` from the API's OpenAPI.
 
 Why generated: the pod template part of the schema must match the Kubernetes release exactly
-(``kubectl explain mxjob.spec.mxReplicaSpecs.Worker.template.spec.containers`` must work), and
-hand-writing thousands of lines of PodTemplateSpec schema would drift. The script reads
+(``kubectl explain mxjob.spec.mxReplicaSpecs.template.spec.containers`` must work: explain steps
+into a map's values without naming a key), and hand-writing thousands of lines of PodTemplateSpec
+schema would drift. The script reads
 ``/openapi/v3/api/v1`` from a running kube-apiserver of the pinned release (it starts a throwaway
 local control plane when none is given), inlines every ``$ref`` into a structural schema, and adds
 the MXJob fields, which are written here once and read from ``shared.constants``.
@@ -26,12 +27,12 @@ from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
 from shared.constants import (
     GROUP,
     KIND,
+    MODE_REPLICA_TYPES,
     PLURAL,
     V1,
     V1BETA1,
     CleanPodPolicy,
     JobMode,
-    ReplicaType,
     RestartPolicy,
 )
 
@@ -42,8 +43,8 @@ INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 KEPT_EXTENSIONS = {"x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields"}
 # Descriptions are kept this many levels below the pod template, so `kubectl explain` documents
-# the fields users write (template.spec.containers[].env ...) while the CRD stays well under the
-# API server's request size limit with six replica types in two versions.
+# the fields users write (template.spec.containers[].env ...) while the CRD, as compact JSON, stays
+# at about half of the 256 KiB a client-side `kubectl apply` may store in its annotation.
 DESCRIPTION_DEPTH = 4
 
 
@@ -199,16 +200,22 @@ def _replica_spec(template: dict[str, Any], *, with_label: bool) -> dict[str, An
 
 
 def _replica_specs(replica: dict[str, Any]) -> dict[str, Any]:
+    """The replica map: one schema for every key, so the pod template is written out once.
+
+    `additionalProperties` rather than a property per replica type: the CRD carries the pod
+    template schema once per version instead of six times, which keeps it small enough for a
+    client-side `kubectl apply` (its last-applied annotation is limited to 256 KiB). Every key's
+    value is pruned and validated with the same schema, so a non-canonical key (`worker`) keeps
+    its fields until the mutating webhook rewrites it; the validating webhook then rejects any key
+    that is not a replica type of the job's mode (`shared/validation.py`).
+    """
     return {
         "type": "object",
         "description": (
             "The replica types of the job, keyed by type: Scheduler, Server, Worker (MXTrain) or "
             "TunerTracker, TunerServer, Tuner (MXTune). Keys are matched case-insensitively."
         ),
-        "properties": {t.value: copy.deepcopy(replica) for t in ReplicaType},
-        # Non-canonical keys (`worker`) must reach the mutating webhook, which rewrites them; the
-        # validating webhook rejects any key that is not a replica type of the job's mode.
-        "x-kubernetes-preserve-unknown-fields": True,
+        "additionalProperties": copy.deepcopy(replica),
     }
 
 
@@ -292,6 +299,50 @@ def _common_spec_fields() -> dict[str, Any]:
     }
 
 
+def _cel_list(values: list[str]) -> str:
+    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
+def _effective_mode(var: str) -> str:
+    """The job's mode as CEL: absent and "" both mean MXTrain (`shared.spec.job_mode`)."""
+    return (
+        f"(has({var}.jobMode) && {var}.jobMode != '' ? {var}.jobMode : '{JobMode.MXTRAIN.value}')"
+    )
+
+
+def _spec_rules() -> list[dict[str, Any]]:
+    """CEL rules the API server checks itself: defence in depth behind the validating webhook.
+
+    Only rules that are cheap and exact as CEL, each also in `shared/validation.py` (which gives
+    the fuller message when the webhook runs). They hold even when the webhook configurations are
+    missing or set to failurePolicy Ignore. The API server evaluates them after the mutating
+    webhook, so keys are already canonical then; they are compared case-insensitively anyway, as
+    the controller reads them (`shared.spec.canonical_replica_type`).
+    """
+    tune = [t.value.lower() for t in MODE_REPLICA_TYPES[JobMode.MXTUNE]]
+    train = [t.value.lower() for t in MODE_REPLICA_TYPES[JobMode.MXTRAIN]]
+    mode = _effective_mode("self")
+    return [
+        {
+            "rule": f"{mode} == {_effective_mode('oldSelf')}",
+            "message": "jobMode is immutable",
+            "fieldPath": ".jobMode",
+            "reason": "FieldValueForbidden",
+        },
+        {
+            "rule": (
+                f"self.mxReplicaSpecs.all(k, k.lowerAscii() in ({mode} == "
+                f"'{JobMode.MXTUNE.value}' ? {_cel_list(tune)} : {_cel_list(train)}))"
+            ),
+            "message": (
+                "keys must be replica types of the job's mode: Scheduler, Server, Worker "
+                "(MXTrain) or TunerTracker, TunerServer, Tuner (MXTune)"
+            ),
+            "fieldPath": ".mxReplicaSpecs",
+        },
+    ]
+
+
 def _version_schema(version: str, template: dict[str, Any]) -> dict[str, Any]:
     if version == V1:
         spec_properties = {
@@ -325,6 +376,7 @@ def _version_schema(version: str, template: dict[str, Any]) -> dict[str, Any]:
                     "description": "What to run.",
                     "required": ["mxReplicaSpecs"],
                     "properties": spec_properties,
+                    "x-kubernetes-validations": _spec_rules(),
                 },
                 "status": _status(replica_statuses_key=replica_statuses_key),
             },

@@ -173,9 +173,8 @@ class LocalOperator:
     def install_crd(self, *, webhook_port: int) -> None:
         """Create or replace the CRD with its conversion webhook pointed at ``webhook_port``.
 
-        Replace rather than apply: the CRD is too large for a last-applied annotation, and a
-        server-side apply would keep a ``service`` reference another field manager set next to
-        the ``url`` this sets, which the API server refuses.
+        Replace rather than apply: a server-side apply would keep a ``service`` reference another
+        field manager set next to the ``url`` this sets, which the API server refuses.
         """
         manifest = json.dumps(self.crd_manifest(webhook_port=webhook_port))
         replaced = self.plane.kubectl("replace", "-f", "-", input_text=manifest, check=False)
@@ -258,8 +257,8 @@ class LocalOperator:
         return [
             _bin("mxjob-controller"),
             f"--kubeconfig={self.plane.kubeconfig}",
-            f"--metrics-address=127.0.0.1:{metrics_port}",
-            f"--health-address=127.0.0.1:{health_port}",
+            f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+            f"--health-probe-bind-address=127.0.0.1:{health_port}",
             "--log-format=text",
             *extra,
         ]

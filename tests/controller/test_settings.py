@@ -36,7 +36,7 @@ def test_flags_set_every_option() -> None:
             "4",
             "--retry-period",
             "1",
-            "--metrics-address",
+            "--metrics-bind-address",
             ":9",
             "--log-format",
             "text",
@@ -54,7 +54,7 @@ def test_flags_set_every_option() -> None:
         lease_duration=6,
         renew_deadline=4,
         retry_period=1,
-        metrics_address=":9",
+        metrics_bind_address=":9",
         log_format="text",
         identity="me",
     )
@@ -74,3 +74,28 @@ def test_environment_fills_what_flags_leave_out() -> None:
 def test_zero_workers_is_refused() -> None:
     with pytest.raises(SystemExit):
         from_args(["--workers", "0"], environ={})
+
+
+def test_old_address_flags_still_work_but_are_hidden_and_named_deprecated(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = from_args(["--metrics-address", ":1", "--health-address", ":2"], environ={})
+    assert (settings.metrics_bind_address, settings.health_probe_bind_address) == (":1", ":2")
+    err = capsys.readouterr().err
+    assert "--metrics-address is deprecated, use --metrics-bind-address" in err
+    assert "--health-address is deprecated, use --health-probe-bind-address" in err
+    with pytest.raises(SystemExit):
+        from_args(["--help"], environ={})
+    usage = capsys.readouterr().out
+    assert "--metrics-bind-address" in usage and "--health-probe-bind-address" in usage
+    assert "--metrics-address" not in usage and "--health-address" not in usage
+
+
+def test_old_address_environment_variables_still_work() -> None:
+    env = {
+        "MXJOB_CONTROLLER_METRICS_ADDRESS": ":1",
+        "MXJOB_CONTROLLER_HEALTH_PROBE_BIND_ADDRESS": ":3",
+        "MXJOB_CONTROLLER_HEALTH_ADDRESS": ":2",
+    }
+    settings = from_args([], environ=env)
+    assert (settings.metrics_bind_address, settings.health_probe_bind_address) == (":1", ":3")

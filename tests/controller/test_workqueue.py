@@ -72,3 +72,45 @@ def test_shutdown_wakes_every_waiting_worker() -> None:
     assert results == [None, None, None]
     q.add("ns/a")
     assert q.depth() == 0
+
+
+class _Recorded:
+    """A QueueMetrics that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.adds = 0
+        self.waits: list[float] = []
+        self.works: list[float] = []
+        self.retries = 0
+
+    def added(self) -> None:
+        self.adds += 1
+
+    def started(self, waited: float) -> None:
+        self.waits.append(waited)
+
+    def finished(self, worked: float) -> None:
+        self.works.append(worked)
+
+    def retried(self) -> None:
+        self.retries += 1
+
+
+def test_metrics_count_queued_adds_and_time_the_wait_and_the_work() -> None:
+    now = [100.0]
+    recorded = _Recorded()
+    queue = WorkQueue(clock=lambda: now[0], metrics=recorded)
+    try:
+        queue.add("ns/a")
+        queue.add("ns/a")  # absorbed: not an add of the queue's
+        now[0] += 2
+        assert queue.get(timeout=0) == "ns/a"
+        now[0] += 3
+        assert queue.processing_seconds() == [3.0]
+        queue.add_rate_limited("ns/a")
+        queue.done("ns/a")
+        assert (recorded.adds, recorded.waits, recorded.works) == (1, [2.0], [3.0])
+        assert recorded.retries == 1
+        assert queue.processing_seconds() == []
+    finally:
+        queue.shutdown()

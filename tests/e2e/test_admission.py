@@ -116,8 +116,14 @@ def test_get_mxjobs_shows_state_mode_and_age_columns_from_status(
 def test_kubectl_explain_reaches_the_pod_template_containers(
     control_plane: ControlPlane, local_operator: RunningOperator
 ) -> None:
+    """`mxReplicaSpecs` is a map (one schema for every replica type): `kubectl explain` steps
+    into a map's values without a key, so the path names no replica type."""
+    replicas = control_plane.kubectl("explain", "mxjob.spec.mxReplicaSpecs").stdout
+    assert "FIELD: mxReplicaSpecs <map[string]Object>" in replicas
+    for field in ("replicas", "restartPolicy", "template"):
+        assert re.search(rf"^\s+{field}\s+<", replicas, re.M), field
     out = control_plane.kubectl(
-        "explain", "mxjob.spec.mxReplicaSpecs.Worker.template.spec.containers"
+        "explain", "mxjob.spec.mxReplicaSpecs.template.spec.containers"
     ).stdout
     assert "FIELD: containers <[]Object>" in out
     for field in ("image", "env", "command", "resources", "ports"):

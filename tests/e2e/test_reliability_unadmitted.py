@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
+
 from localkube.api import Api, ApiError
 from localkube.kubelet import TestKubelet
 from localkube.operator import RunningOperator
@@ -158,3 +160,34 @@ def test_unadmitted_jobs_are_failed_when_invalid_and_defaulted_when_valid(
         assert response.status == 200
     log = (local_operator.local.logs / controller.log_name).read_text()
     assert "Traceback" not in log
+
+
+def _merge_patch(api: Api, namespace: str, name: str, spec: dict[str, Any]) -> None:
+    api.request(
+        "PATCH",
+        f"{GROUP_PATH}/namespaces/{namespace}/mxjobs/{name}",
+        body={"spec": spec},
+        content_type="application/merge-patch+json",
+    )
+
+
+def test_the_crds_own_rules_keep_job_mode_and_replica_types_without_admission(
+    api: Api, namespace: str, local_operator: RunningOperator
+) -> None:
+    """The CRD's CEL rules (`hack/gen_crd.py` `_spec_rules`) hold with no webhook registered."""
+    foreign = _undefaulted_job("foreign-type")
+    foreign["spec"]["mxReplicaSpecs"]["tuner"] = foreign["spec"]["mxReplicaSpecs"].pop("Worker")
+    with admission_off(api, local_operator, namespace):
+        create_job(api, namespace, _undefaulted_job("cel"))
+        with pytest.raises(ApiError) as refused_type:
+            create_job(api, namespace, foreign)
+        with pytest.raises(ApiError) as refused_mode:
+            _merge_patch(api, namespace, "cel", {"jobMode": "MXTune"})
+        # "" means MXTrain too: writing it is no change of mode.
+        _merge_patch(api, namespace, "cel", {"jobMode": ""})
+    assert refused_type.value.status == 422
+    assert "spec.mxReplicaSpecs: Invalid value" in str(refused_type.value)
+    assert "keys must be replica types of the job's mode" in str(refused_type.value)
+    assert refused_mode.value.status == 422
+    assert "spec.jobMode: Forbidden: jobMode is immutable" in str(refused_mode.value)
+    assert get_job(api, namespace, "foreign-type") is None
