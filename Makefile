@@ -37,7 +37,7 @@ $(SDK_STAMP): $(SDK_REQUIREMENTS)
 
 sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
 
-binaries: ## build kube-apiserver, kube-controller-manager, kubectl, etcd and training-operator once per machine
+binaries: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and training-operator once per machine
 	@hack/build-binaries.sh >/dev/null
 	@hack/build-training-operator.sh >/dev/null
 
