@@ -327,7 +327,10 @@ class ControlPlane:
     def _workload_apiserver_args(self) -> list[str]:
         if not self.settings.workload_scheduling:
             return []
-        return [f"--runtime-config={WORKLOAD_API}=true", f"--feature-gates={WORKLOAD_FEATURE_GATES}"]
+        return [
+            f"--runtime-config={WORKLOAD_API}=true",
+            f"--feature-gates={WORKLOAD_FEATURE_GATES}",
+        ]
 
     def _scheduler_argv(self, state: ControlPlaneState) -> list[str]:
         return [
