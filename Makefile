@@ -16,7 +16,7 @@ LOCAL := .local
 PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
 
-.PHONY: help venv sdk-venv binaries cluster-up cluster-down dev-up dev-down demo crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries cluster-up cluster-down dev-up dev-down demo demo-gang crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ dev-down: venv ## stop the controller, the webhook and the control plane
 
 demo: venv binaries ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train)
 	@$(PY) -m localkube.demo --state-dir $(LOCAL) --job $(JOB)
+
+demo-gang: venv binaries ## two GPU jobs on 6 GPUs under kube-scheduler, without and with native gang scheduling
+	@$(PY) -m localkube.gang_demo --state-dir $(LOCAL)/gang-demo
 
 crd: venv binaries ## regenerate manifests/crd/ from the pinned kube-apiserver's OpenAPI
 	$(PY) hack/gen_crd.py
