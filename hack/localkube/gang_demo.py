@@ -207,7 +207,8 @@ def run_round(setup: Scene, *, gang_scheduler: str, out: TextIO) -> dict[str, fl
     namespace = f"gang-{gang_scheduler}"
     ensure_namespace(setup.api, namespace)
     pid = setup.start_controller(gang_scheduler=gang_scheduler, namespace=namespace)
-    api, jobs, timings = setup.api, ("job-a", "job-b"), {}
+    api, jobs = setup.api, ("job-a", "job-b")
+    timings: dict[str, float] = {}
     out.write(
         f"\n== --gang-scheduler={gang_scheduler}: 2 jobs x (1 Scheduler + 4 one-GPU Workers), "
         f"{NODES * NODE_GPUS} GPUs\n"
