@@ -14,7 +14,8 @@ GangScheduling plugin behind the ``GenericWorkload`` and ``GangScheduling`` feat
 every pod joined to it through ``spec.schedulingGroup.podGroupName``. Both objects are named
 after the job and owned by it, so garbage collection removes them with it. A PodGroup is
 immutable, so one whose ``minCount`` no longer matches the job (replicas changed while
-suspended) is replaced before pods are created (:mod:`controller.gang_client`).
+suspended) is replaced before pods are created (:mod:`controller.gang_client`), and so is the
+Workload.
 
 The I/O (discovery, creating and replacing the objects) is :mod:`controller.gang_client`.
 """
@@ -120,15 +121,27 @@ def build_pod_group(job: Mapping[str, Any], *, labels: Mapping[str, str]) -> dic
     }
 
 
-def pod_group_matches(existing: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
-    """Whether an existing PodGroup still says what :func:`build_pod_group` would (it is
-    immutable: a different ``minCount`` means delete and create again), and is this job's."""
+def _owned_by(existing: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
     owners = as_mapping(existing.get("metadata")).get("ownerReferences") or []
     uid = as_mapping(job.get("metadata")).get("uid")
-    if not any(as_mapping(o).get("uid") == uid for o in owners):
-        return False  # left by an earlier job of the same name, on its way out
-    policy = as_mapping(as_mapping(existing.get("spec")).get("schedulingPolicy"))
-    return as_mapping(policy.get("gang")).get("minCount") == min_available(job)
+    return any(as_mapping(o).get("uid") == uid for o in owners)
+
+
+def pod_group_matches(existing: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+    """Whether an existing PodGroup is this job's and says what :func:`build_pod_group` would.
+
+    Its spec is immutable: a different ``minCount`` (the replicas changed while the job was
+    suspended) means delete and create again; so does one left by an earlier job of that name.
+    """
+    policy = as_mapping(existing.get("spec")).get("schedulingPolicy")
+    return _owned_by(existing, job) and policy == _gang_policy(job)
+
+
+def workload_matches(existing: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+    """As :func:`pod_group_matches`, for the Workload's one pod-group template."""
+    templates = as_mapping(existing.get("spec")).get("podGroupTemplates") or []
+    policies = [as_mapping(t).get("schedulingPolicy") for t in templates]
+    return _owned_by(existing, job) and policies == [_gang_policy(job)]
 
 
 def join_pod(pod: dict[str, Any], job: Mapping[str, Any], scheduler: GangScheduler) -> None:

@@ -9,8 +9,9 @@ costs less than a third and fourth watch.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from controller.gang import (
@@ -20,6 +21,7 @@ from controller.gang import (
     build_pod_group,
     build_workload,
     pod_group_matches,
+    workload_matches,
 )
 from controller.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound, resource_path
 from shared.spec import as_mapping
@@ -58,44 +60,46 @@ def detect(client: KubeClient) -> GangScheduler:
     return "native" if {WORKLOADS, POD_GROUPS} <= served else "none"
 
 
-def _create(client: KubeClient, plural: str, body: Mapping[str, Any]) -> bool:
-    namespace = str(body["metadata"]["namespace"])
-    try:
-        client.request("POST", gang_path(plural, namespace), body=body)
-        return True
-    except AlreadyExists:
-        return False
-
-
 def ensure_gang(
     client: KubeClient, job: Mapping[str, Any], *, labels: Mapping[str, str]
 ) -> list[str]:
-    """Make the job's Workload and PodGroup exist as :mod:`controller.gang` builds them.
+    """Make the job's Workload, then its PodGroup, exist as :mod:`controller.gang` builds them.
 
-    Returns the kinds written (for API-write metrics). Raises :class:`GangNotReadyError` while
-    an outdated PodGroup is still terminating.
+    Returns the writes made (``<plural>`` or ``<plural>:delete``, for API-write metrics). One
+    that no longer matches the job (or is an earlier job's) is deleted, and
+    :class:`GangNotReadyError` holds pod creation back until the next reconcile makes it anew;
+    so does one still terminating.
     """
     written: list[str] = []
-    if _create(client, WORKLOADS, build_workload(job, labels=labels)):
-        written.append(WORKLOADS)
-    wanted = build_pod_group(job, labels=labels)
-    meta = wanted["metadata"]
-    path = gang_path(POD_GROUPS, str(meta["namespace"]), str(meta["name"]))
-    try:
-        existing = client.request("GET", path)
-    except NotFound:
-        existing = None
-    if existing is not None:
+    steps: tuple[
+        tuple[str, dict[str, Any], Callable[[Mapping[str, Any], Mapping[str, Any]], bool]], ...
+    ] = (
+        (WORKLOADS, build_workload(job, labels=labels), workload_matches),
+        (POD_GROUPS, build_pod_group(job, labels=labels), pod_group_matches),
+    )
+    for plural, wanted, matches in steps:
+        namespace, name = str(wanted["metadata"]["namespace"]), str(wanted["metadata"]["name"])
+        path = gang_path(plural, namespace, name)
+        try:
+            existing = client.request("GET", path)
+        except NotFound:
+            existing = None
+        if existing is None:
+            with contextlib.suppress(AlreadyExists):
+                client.request("POST", gang_path(plural, namespace), body=wanted)
+                written.append(plural)
+                log.info("%s/%s: %s created", namespace, name, plural)
+            continue
         existing_meta = as_mapping(existing.get("metadata"))
         if existing_meta.get("deletionTimestamp"):
-            raise GangNotReadyError(f"PodGroup {meta['name']} is still being deleted")
-        if pod_group_matches(existing, job):
-            return written
-        # Immutable: the job's replicas changed while it had no pods; make a new one.
-        client.request("DELETE", path, body={"preconditions": {"uid": existing_meta.get("uid")}})
-        written.append(f"{POD_GROUPS}:delete")
-        raise GangNotReadyError(f"PodGroup {meta['name']} replaced: its minCount changed")
-    if _create(client, POD_GROUPS, wanted):
-        written.append(POD_GROUPS)
-    log.info("%s/%s: gang created (native)", meta["namespace"], meta["name"])
+            raise GangNotReadyError(f"{plural} {namespace}/{name} is still being deleted")
+        if matches(existing, job):
+            continue
+        with contextlib.suppress(NotFound, Conflict):
+            client.request(
+                "DELETE", path, body={"preconditions": {"uid": existing_meta.get("uid")}}
+            )
+            written.append(f"{plural}:delete")
+        log.info("%s/%s: %s replaced, it no longer matches the job", namespace, name, plural)
+        raise GangNotReadyError(f"{plural} {namespace}/{name} replaced: it no longer matched")
     return written

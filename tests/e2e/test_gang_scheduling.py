@@ -155,10 +155,67 @@ def test_native_gang_objects_go_with_the_job(stage: Scene, gang_namespace: str) 
         )
         base = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}"
         wait_until(
-            lambda: not api.request("GET", f"{base}/podgroups")["items"]
-            and not api.request("GET", f"{base}/workloads")["items"],
+            lambda: (
+                not api.request("GET", f"{base}/podgroups")["items"]
+                and not api.request("GET", f"{base}/workloads")["items"]
+            ),
             timeout=60,
             what="the Workload and PodGroup garbage-collected",
         )
+    finally:
+        stop_process(pid)
+
+
+def _patch_job(stage: Scene, namespace: str, name: str, patch: dict[str, object]) -> None:
+    stage.api.request(
+        "PATCH",
+        f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/{name}",
+        body=patch,
+        content_type="application/merge-patch+json",
+    )
+
+
+def test_native_gang_follows_suspend_resize_resume_and_pod_recreation(
+    stage: Scene, gang_namespace: str
+) -> None:
+    api, ns = stage.api, gang_namespace
+    base = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}"
+    pid = stage.start_controller(gang_scheduler="native", namespace=ns)
+    try:
+        api.request(
+            "POST",
+            f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs",
+            body=gpu_job("job-a", workers=2, gated=False),
+        )
+        wait_until(lambda: bound(api, ns, "job-a") == 3, timeout=30, what="3 pods bound")
+        assert api.request("GET", f"{base}/podgroups/job-a")["spec"]["schedulingPolicy"] == {
+            "gang": {"minCount": 3}
+        }
+
+        # A worker killed (137, retryable) is recreated, joins the same group and is bound.
+        worker = job_pods(api, ns, "job-a")["job-a-worker-1"]
+        kubelet = next(k for k in stage.kubelets if k.node_name == worker["spec"]["nodeName"])
+        kubelet.terminate(ns, "job-a-worker-1", exit_code=137)
+        old_uid = worker["metadata"]["uid"]
+
+        def recreated_and_bound() -> bool:
+            pod = job_pods(api, ns, "job-a").get("job-a-worker-1")
+            return bool(pod and pod["metadata"]["uid"] != old_uid and pod["spec"].get("nodeName"))
+
+        seconds = wait_until(recreated_and_bound, timeout=30, what="worker recreated and bound")
+        print(f"\nretryable failure -> recreated pod bound: {seconds:.2f} s")
+
+        # Suspended, resized to 4 workers, resumed: a new PodGroup with minCount 5.
+        _patch_job(stage, ns, "job-a", {"spec": {"runPolicy": {"suspend": True}}})
+        wait_until(lambda: not job_pods(api, ns, "job-a"), timeout=30, what="pods gone")
+        _patch_job(stage, ns, "job-a", {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 4}}}})
+        _patch_job(stage, ns, "job-a", {"spec": {"runPolicy": {"suspend": False}}})
+        seconds = wait_until(lambda: bound(api, ns, "job-a") == 5, timeout=30, what="5 bound")
+        print(f"resume (resized) -> gang of 5 bound: {seconds:.2f} s")
+        assert api.request("GET", f"{base}/podgroups/job-a")["spec"]["schedulingPolicy"] == {
+            "gang": {"minCount": 5}
+        }
+        templates = api.request("GET", f"{base}/workloads/job-a")["spec"]["podGroupTemplates"]
+        assert templates[0]["schedulingPolicy"] == {"gang": {"minCount": 5}}
     finally:
         stop_process(pid)
