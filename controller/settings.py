@@ -164,4 +164,6 @@ def from_args(
     settings = ControllerSettings(**values)  # type: ignore[arg-type]
     if settings.workers < 1:
         raise SystemExit("mxjob-controller: --workers must be at least 1")
+    if settings.gang_scheduler not in ("auto", "native", "none"):
+        raise SystemExit(f"mxjob-controller: unknown gang scheduler {settings.gang_scheduler!r}")
     return settings

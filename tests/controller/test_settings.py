@@ -74,3 +74,14 @@ def test_environment_fills_what_flags_leave_out() -> None:
 def test_zero_workers_is_refused() -> None:
     with pytest.raises(SystemExit):
         from_args(["--workers", "0"], environ={})
+
+
+def test_gang_scheduler_is_auto_unless_told() -> None:
+    assert from_args([], environ={}).gang_scheduler == "auto"
+    assert from_args(["--gang-scheduler", "none"], environ={}).gang_scheduler == "none"
+    env = {"MXJOB_CONTROLLER_GANG_SCHEDULER": "native"}
+    assert from_args([], environ=env).gang_scheduler == "native"
+    with pytest.raises(SystemExit):
+        from_args(["--gang-scheduler", "kueue"], environ={})
+    with pytest.raises(SystemExit):
+        from_args([], environ={"MXJOB_CONTROLLER_GANG_SCHEDULER": "kueue"})
