@@ -15,6 +15,7 @@ SDK_STAMP := $(SDK_VENV)/.installed-stamp
 LOCAL := .local
 PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
+DEMO_ARGS ?=
 
 .PHONY: help venv sdk-venv binaries cluster-up cluster-down dev-up dev-down demo demo-gang crd lint typecheck unit e2e test bench fuzz chaos clean
 
@@ -53,8 +54,8 @@ dev-up: venv binaries ## control plane + CRD + webhook (TLS, registered) + contr
 dev-down: venv ## stop the controller, the webhook and the control plane
 	@$(PY) -m localkube dev-down --state-dir $(LOCAL)
 
-demo: venv binaries ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train)
-	@$(PY) -m localkube.demo --state-dir $(LOCAL) --job $(JOB)
+demo: venv binaries ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train; DEMO_ARGS=--real-scheduling for kube-scheduler)
+	@$(PY) -m localkube.demo --state-dir $(LOCAL) --job $(JOB) $(DEMO_ARGS)
 
 demo-gang: venv binaries ## two GPU jobs on 6 GPUs under kube-scheduler, without and with native gang scheduling
 	@$(PY) -m localkube.gang_demo --state-dir $(LOCAL)/gang-demo

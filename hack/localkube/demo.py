@@ -101,14 +101,19 @@ def example_exec_settings(log_dir: Path) -> ExecSettings:
 
 @contextlib.contextmanager
 def examples_kubelet(
-    api: Api, *, node_name: str, namespace: str, log_dir: Path
+    api: Api, *, node_name: str, namespace: str, log_dir: Path, bind: bool = True
 ) -> Iterator[TestKubelet]:
-    """An exec-mode test kubelet running the pods of ``namespace`` as the example image would."""
+    """An exec-mode test kubelet running the pods of ``namespace`` as the example image would.
+
+    ``bind=False`` where kube-scheduler runs (``ControlPlaneSettings.workload_scheduling``): the
+    kubelet then runs only what the scheduler placed on its node.
+    """
     with TestKubelet(
         api,
         node_name=node_name,
         namespaces=(namespace,),
         exec_settings=example_exec_settings(log_dir),
+        bind=bind,
     ) as kubelet:
         yield kubelet
 
@@ -359,10 +364,20 @@ def print_summary(
     )
 
 
-def run(job_file: Path, *, state_dir: Path, namespace: str, timeout: float, out: TextIO) -> int:
+def run(
+    job_file: Path,
+    *,
+    state_dir: Path,
+    namespace: str,
+    timeout: float,
+    out: TextIO,
+    real_scheduling: bool = False,
+) -> int:
     progress = Progress(out)
     progress.event("starting the control plane, the webhook and the controller (make dev-up)")
-    plane = ControlPlane(ControlPlaneSettings(state_dir=state_dir))
+    plane = ControlPlane(
+        ControlPlaneSettings(state_dir=state_dir, workload_scheduling=real_scheduling)
+    )
     try:
         operator = LocalOperator(plane).up()
     except (ControlPlaneError, OperatorError) as error:
@@ -378,8 +393,15 @@ def run(job_file: Path, *, state_dir: Path, namespace: str, timeout: float, out:
     ensure_namespace(api, namespace)
     log_dir = plane.dir / "demo" / "logs"
     shutil.rmtree(log_dir, ignore_errors=True)
-    with examples_kubelet(api, node_name="demo-node", namespace=namespace, log_dir=log_dir):
-        progress.event(f"test kubelet (exec mode) runs the pods of namespace {namespace}")
+    with examples_kubelet(
+        api,
+        node_name="demo-node",
+        namespace=namespace,
+        log_dir=log_dir,
+        bind=not real_scheduling,
+    ):
+        binder = "kube-scheduler binds" if real_scheduling else "it binds"
+        progress.event(f"test kubelet (exec mode) runs the pods of {namespace}; {binder} them")
         if delete_previous(api, namespace, name):
             progress.event(f"deleted the MXJob {name} of a previous run")
         shown = (
@@ -415,13 +437,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, default=PROJECT_ROOT / ".local")
     parser.add_argument("--namespace", default=DEMO_NAMESPACE)
     parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for the job")
+    parser.add_argument(
+        "--real-scheduling",
+        action="store_true",
+        help="run kube-scheduler (with native gang scheduling) on a control plane of its own",
+    )
     args = parser.parse_args(argv)
+    state_dir = args.state_dir / "real-scheduling" if args.real_scheduling else args.state_dir
     return run(
         args.job.resolve(),
-        state_dir=args.state_dir,
+        state_dir=state_dir,
         namespace=args.namespace,
         timeout=args.timeout,
         out=sys.stdout,
+        real_scheduling=args.real_scheduling,
     )
 
 
