@@ -15,8 +15,9 @@ SDK_STAMP := $(SDK_VENV)/.installed-stamp
 LOCAL := .local
 PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
+DEMO_ARGS ?=
 
-.PHONY: help venv sdk-venv binaries cluster-up cluster-down dev-up dev-down demo crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries cluster-up cluster-down dev-up dev-down demo demo-gang crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -39,7 +40,7 @@ $(SDK_STAMP): $(SDK_REQUIREMENTS)
 
 sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
 
-binaries: ## build kube-apiserver, kube-controller-manager, kubectl, etcd and training-operator once per machine
+binaries: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and training-operator once per machine
 	@hack/build-binaries.sh >/dev/null
 	@hack/build-training-operator.sh >/dev/null
 
@@ -55,8 +56,11 @@ dev-up: venv binaries ## control plane + CRD + webhook (TLS, registered) + contr
 dev-down: venv ## stop make demo's test kubelet, the controller, the webhook and the control plane
 	@$(PY) -m localkube dev-down --state-dir $(LOCAL)
 
-demo: venv binaries ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train)
-	@$(PY) -m localkube.demo --state-dir $(LOCAL) --job $(JOB)
+demo: venv binaries ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train; DEMO_ARGS=--real-scheduling for kube-scheduler)
+	@$(PY) -m localkube.demo --state-dir $(LOCAL) --job $(JOB) $(DEMO_ARGS)
+
+demo-gang: venv binaries ## two GPU jobs on 6 GPUs under kube-scheduler, without and with native gang scheduling
+	@$(PY) -m localkube.gang_demo --state-dir $(LOCAL)/gang-demo
 
 crd: venv binaries ## regenerate manifests/crd/ from the pinned kube-apiserver's OpenAPI
 	$(PY) hack/gen_crd.py

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controller.gang import GangScheduler, join_pod
 from controller.observed import RESTARTS_BEFORE_ANNOTATION
 from shared.constants import (
     API_VERSION_V1,
@@ -107,11 +108,18 @@ def pod_restart_policy(policy: RestartPolicy) -> str:
     return RestartPolicy.NEVER.value if policy is RestartPolicy.EXIT_CODE else policy.value
 
 
-def build_pod(job: Mapping[str, Any], slot: Slot, *, restarts_before: int = 0) -> dict[str, Any]:
+def build_pod(
+    job: Mapping[str, Any],
+    slot: Slot,
+    *,
+    restarts_before: int = 0,
+    gang: GangScheduler = "none",
+) -> dict[str, Any]:
     """The pod of one replica: the replica's template with our name, labels and owner.
 
     The template's own labels and annotations are kept (ours win on a clash); its spec is
-    copied as is (the webhook already injected the env) with the restart policy translated.
+    copied as is (the webhook already injected the env) with the restart policy translated,
+    and joined to the job's gang when a gang scheduler is in use (:mod:`controller.gang`).
     The pod carries the tracking finalizer (controller/tracking.py): deleted by anyone, it stays
     until the controller has counted how it ended.
     """
@@ -136,7 +144,9 @@ def build_pod(job: Mapping[str, Any], slot: Slot, *, restarts_before: int = 0) -
     }
     if annotations:
         metadata["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    join_pod(pod, job, gang)
+    return pod
 
 
 def build_service(job: Mapping[str, Any], slot: Slot) -> dict[str, Any]:

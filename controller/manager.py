@@ -21,6 +21,7 @@ from typing import Any
 from controller.election import ElectionSettings, LeaderElector
 from controller.events import EventRecorder
 from controller.expectations import Expectations, Kind
+from controller.gang_client import detect
 from controller.health import HttpEndpoints, Route, check_route, metrics_route
 from controller.informers import DELETED, Informer, InformerSettings, object_key, slim_pod
 from controller.kube import Conflict, KubeClient, mxjobs_path, pods_path, services_path
@@ -232,8 +233,14 @@ class Controller:
         self.stop_event.set()
 
     # -- lifecycle ------------------------------------------------------------------------------
+    def _resolve_gang_scheduler(self) -> None:
+        choice = self.settings.gang_scheduler
+        self.reconciler.gang = detect(self.client) if choice == "auto" else choice
+        log.info("gang scheduler: %s (asked: %s)", self.reconciler.gang, choice)
+
     def start(self) -> None:
         """Start informers, the event writer and the HTTP endpoints (not the workers)."""
+        self._resolve_gang_scheduler()
         self._start_servers()
         self.recorder.start()
         for informer in (self.jobs, self.pods, self.services):

@@ -38,10 +38,13 @@ from controller.desired import (
     build_pod,
     build_service,
     desired_slots,
+    job_labels,
     service_adoption_patch,
 )
 from controller.events import EventRecorder
 from controller.expectations import Expectations, Kind
+from controller.gang import GANG_WAITING, GangScheduler, gang_waiting
+from controller.gang_client import ensure_gang
 from controller.informers import Store
 from controller.kube import (
     MERGE_PATCH,
@@ -203,8 +206,11 @@ class Reconciler:
         recorder: EventRecorder,
         metrics: Metrics,
         now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+        gang: GangScheduler = "none",
     ) -> None:
         self.client = client
+        self.gang = gang
+        """The gang scheduler the pods are written for (resolved at start-up, see manager)."""
         self.jobs = jobs
         self.pods = pods
         self.services = services
@@ -313,6 +319,9 @@ class Reconciler:
         self._write_status(job, outcome, now)
         for event in outcome.events:
             self.recorder.record(job, event.type, event.reason, event.message)
+        waiting = gang_waiting(entry.job, pods, self.gang)
+        if waiting and not outcome.finished and not outcome.suspended:
+            self.recorder.record(job, "Normal", GANG_WAITING, waiting)
         self._count(namespace, outcome)
         plan = plan_actions(entry.job, outcome, pods, services)
         if foreign:
@@ -456,7 +465,8 @@ class Reconciler:
             self._remember_removed(key, uid, plan, outcome, deleted_pods)
         deleted_services = self._delete(key, "services", plan.delete_services, errors)
         self._patch_services(plan.patch_services, errors)
-        created_pods = self._create_pods(key, job, plan.create_pods, errors)
+        creatable = plan.create_pods if self._gang_ready(job, plan, errors) else []
+        created_pods = self._create_pods(key, job, creatable, errors)
         created_services = self._create_services(key, job, plan.create_services, errors)
         for names, reason, verb, kind in (
             (created_pods, ev.SUCCESSFUL_CREATE_POD, "Created", "pod"),
@@ -468,6 +478,19 @@ class Reconciler:
                 self.recorder.record(job, "Normal", reason, ev.summarize(verb, kind, names))
         if errors:
             raise errors[0]
+
+    def _gang_ready(self, job: Obj, plan: Plan, errors: list[Exception]) -> bool:
+        """Before pods are created, the gang they join exists (:mod:`controller.gang_client`)."""
+        if not plan.create_pods or self.gang == "none":
+            return True
+        try:
+            for write in ensure_gang(self.client, job, labels=job_labels(job)):
+                resource, _, verb = write.partition(":")
+                self.metrics.api_writes.labels(verb=verb or "create", resource=resource).inc()
+        except Exception as error:
+            errors.append(error)
+            return False
+        return True
 
     def _remember_removed(
         self, key: str, uid: str, plan: Plan, outcome: Outcome, deleted: Sequence[str]
@@ -575,7 +598,7 @@ class Reconciler:
         self.expectations.expect_creations(key, "pods", [slot.name for slot, _ in wanted])
         created = []
         for slot, restarts_before in wanted:
-            body = build_pod(job, slot, restarts_before=restarts_before)
+            body = build_pod(job, slot, restarts_before=restarts_before, gang=self.gang)
             if self._create(key, job, "pods", body, errors):
                 created.append(slot.name)
                 self._set_carry(key, uid, slot.key, None)

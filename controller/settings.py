@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 LogFormat = Literal["json", "text"]
+GangSchedulerChoice = Literal["auto", "native", "none"]
 ENV_PREFIX: Final = "MXJOB_CONTROLLER_"
 
 
@@ -71,6 +72,11 @@ class ControllerSettings:
     """Server-side timeout of one watch request before it is re-opened."""
     shutdown_timeout: float = 30.0
     """Seconds a SIGTERM waits for in-flight reconciles before leaving anyway."""
+    gang_scheduler: GangSchedulerChoice = "auto"
+    """How a job's pods are placed together (docs/gang-scheduling.md): ``native`` writes one
+    Workload and PodGroup per job for kube-scheduler's gang scheduling
+    (``scheduling.k8s.io/v1alpha2``); ``none`` lets pods be scheduled one by one; ``auto`` is
+    ``native`` when the API server serves that API at start-up, ``none`` otherwise."""
 
     @property
     def pool_size(self) -> int:
@@ -147,6 +153,11 @@ def _parser() -> argparse.ArgumentParser:
     add("--resync-period", type=float, help="seconds between re-queues of every cached job")
     add("--watch-timeout", type=int, help="server-side timeout of a watch, seconds")
     add("--shutdown-timeout", type=float, help="seconds to finish in-flight work on SIGTERM")
+    add(
+        "--gang-scheduler",
+        choices=["auto", "native", "none"],
+        help="gang scheduling of a job's pods (default auto: native where served)",
+    )
     return parser
 
 
@@ -190,4 +201,6 @@ def from_args(
     settings = ControllerSettings(**values)  # type: ignore[arg-type]
     if settings.workers < 1:
         raise SystemExit("mxjob-controller: --workers must be at least 1")
+    if settings.gang_scheduler not in ("auto", "native", "none"):
+        raise SystemExit(f"mxjob-controller: unknown gang scheduler {settings.gang_scheduler!r}")
     return settings

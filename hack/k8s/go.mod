@@ -1,4 +1,4 @@
-// Pins the Kubernetes release whose kube-apiserver, kube-controller-manager and kubectl
+// Pins the Kubernetes release whose kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
 // the local control plane runs. Every k8s.io staging module is replaced by its matching
 // v0.X.Y release so k8s.io/kubernetes builds as an ordinary module dependency.
 module github.com/mxjob-operator/hack/k8s

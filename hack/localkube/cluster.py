@@ -1,5 +1,10 @@
 """The local Kubernetes control plane: etcd, kube-apiserver and kube-controller-manager on loopback.
 
+With ``workload_scheduling`` it also runs kube-scheduler and serves ``scheduling.k8s.io/v1alpha2``
+(the Workload and PodGroup of kube-scheduler's gang scheduling): pods then wait for a node with
+room, and for their whole gang, as on a real cluster. Without it (the default, and what most tests
+use) the test kubelet binds pods itself, which is faster and needs no capacity bookkeeping.
+
 Why: every acceptance test and ``make demo`` need a real API server (admission webhooks over TLS,
 structural schemas, conversion, watches, owner-reference garbage collection), and this machine has
 no container engine. The binaries are built from the pinned Go modules in ``hack/`` by
@@ -32,6 +37,15 @@ from certs import CertificateAuthority, new_signing_key_pem
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
+SCHEDULER = "kube-scheduler"
+# Kubernetes v1.36's gang scheduling (pkg/features/kube_features.go of the pinned module):
+# GenericWorkload serves the Workload and PodGroup kinds and the pods' spec.schedulingGroup,
+# GangScheduling enables kube-scheduler's plugin that binds a group's pods all or none.
+WORKLOAD_FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"
+WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
+# The API server stamps a finalizer on every PodGroup; this controller lifts it once no running
+# pod uses the group, so a deleted job's PodGroups do not stay forever.
+WORKLOAD_CONTROLLERS = "podgroup-protection-controller"
 # csrsigning signs the test kubelets' serving certificates (see localkube.kubelet_tls).
 CONTROLLERS = "garbagecollector,namespace,serviceaccount,root-ca-cert-publisher,csrsigning"
 SERVICE_CIDR = "10.96.0.0/16"
@@ -53,6 +67,10 @@ class ControlPlaneSettings:
     """Seconds to wait for ``/readyz``: a cold start on 2 busy cores takes ~5-10 s."""
     extra_apiserver_args: tuple[str, ...] = ()
     """Flags for tests that need a different API server configuration."""
+    workload_scheduling: bool = False
+    """Run kube-scheduler and serve ``scheduling.k8s.io/v1alpha2`` with the gang-scheduling
+    feature gates. Pods are then bound by the scheduler, so test kubelets on this plane must be
+    started with ``bind=False`` and nodes need capacity for what the pods request."""
 
 
 @dataclass
@@ -65,6 +83,8 @@ class ControlPlaneState:
     apiserver_port: int
     controller_manager_port: int
     pids: dict[str, int] = field(default_factory=dict)
+    scheduler_port: int = 0
+    """kube-scheduler's secure port; 0 when this plane runs no scheduler."""
 
     @property
     def server(self) -> str:
@@ -149,7 +169,7 @@ class ControlPlane:
         state = self.state()
         if state is None:
             return False
-        alive = all(_pid_alive(state.pids.get(c, -1), c) for c in COMPONENTS)
+        alive = all(_pid_alive(state.pids.get(c, -1), c) for c in self._components())
         return alive and self._ready(state)
 
     # -- certificates --------------------------------------------------------------------------
@@ -234,6 +254,10 @@ class ControlPlane:
         tmp.chmod(0o600)
         tmp.replace(self.kubeconfig)
 
+    def _components(self) -> tuple[str, ...]:
+        """The processes this plane runs, in start order."""
+        return (*COMPONENTS, SCHEDULER) if self.settings.workload_scheduling else COMPONENTS
+
     # -- processes -----------------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> int:
         log = (self.logs / f"{name}.log").open("ab")
@@ -296,7 +320,30 @@ class ControlPlane:
             "--profiling=false",
             f"--cert-dir={self.dir / 'apiserver-certs'}",
             "--v=1",
+            *self._workload_apiserver_args(),
             *self.settings.extra_apiserver_args,
+        ]
+
+    def _workload_apiserver_args(self) -> list[str]:
+        if not self.settings.workload_scheduling:
+            return []
+        return [
+            f"--runtime-config={WORKLOAD_API}=true",
+            f"--feature-gates={WORKLOAD_FEATURE_GATES}",
+        ]
+
+    def _scheduler_argv(self, state: ControlPlaneState) -> list[str]:
+        return [
+            str(Path(state.bin_dir) / SCHEDULER),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={state.scheduler_port}",
+            f"--cert-dir={self.dir / 'scheduler-certs'}",
+            f"--feature-gates={WORKLOAD_FEATURE_GATES}",
+            "--leader-elect=false",
+            "--v=1",
         ]
 
     def _controller_manager_argv(self, state: ControlPlaneState) -> list[str]:
@@ -305,7 +352,7 @@ class ControlPlane:
             f"--kubeconfig={self.kubeconfig}",
             f"--authentication-kubeconfig={self.kubeconfig}",
             f"--authorization-kubeconfig={self.kubeconfig}",
-            f"--controllers={CONTROLLERS}",
+            f"--controllers={self._controllers()}",
             "--bind-address=127.0.0.1",
             f"--secure-port={state.controller_manager_port}",
             f"--cert-dir={self.dir / 'kcm-certs'}",
@@ -316,7 +363,17 @@ class ControlPlane:
             "--leader-elect=false",
             "--use-service-account-credentials=false",
             "--v=1",
+            *(
+                [f"--feature-gates={WORKLOAD_FEATURE_GATES}"]
+                if self.settings.workload_scheduling
+                else []
+            ),
         ]
+
+    def _controllers(self) -> str:
+        if self.settings.workload_scheduling:
+            return f"{CONTROLLERS},{WORKLOAD_CONTROLLERS}"
+        return CONTROLLERS
 
     # -- health --------------------------------------------------------------------------------
     def ssl_context(self) -> ssl.SSLContext:
@@ -375,7 +432,7 @@ class ControlPlane:
         bin_dir = self.settings.bin_dir or find_binaries()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
-        for stale in ("etcd", "apiserver-certs", "kcm-certs", "pki"):
+        for stale in ("etcd", "apiserver-certs", "kcm-certs", "scheduler-certs", "pki"):
             shutil.rmtree(self.dir / stale, ignore_errors=True)
         self._write_pki()
         state = ControlPlaneState(
@@ -384,6 +441,7 @@ class ControlPlane:
             etcd_peer_port=free_port(),
             apiserver_port=free_port(),
             controller_manager_port=free_port(),
+            scheduler_port=free_port() if self.settings.workload_scheduling else 0,
         )
         self._write_kubeconfig(state)
         self.kubectl_path.parent.mkdir(parents=True, exist_ok=True)
@@ -402,6 +460,9 @@ class ControlPlane:
                 "kube-controller-manager", self._controller_manager_argv(state)
             )
             self._save(state)
+            if self.settings.workload_scheduling:
+                state.pids[SCHEDULER] = self._spawn(SCHEDULER, self._scheduler_argv(state))
+                self._save(state)
         except BaseException:
             self.down()
             raise
@@ -417,6 +478,7 @@ class ControlPlane:
             "etcd": self._etcd_argv,
             "kube-apiserver": self._apiserver_argv,
             "kube-controller-manager": self._controller_manager_argv,
+            SCHEDULER: self._scheduler_argv,
         }[component](state)
         state.pids[component] = self._spawn(component, argv)
         self._save(state)
@@ -428,7 +490,7 @@ class ControlPlane:
         """Stop every process this control plane started; safe to call when nothing runs."""
         state = self.state()
         if state is not None:
-            for component in reversed(COMPONENTS):
+            for component in (SCHEDULER, *reversed(COMPONENTS)):
                 pid = state.pids.get(component)
                 if pid is not None:
                     _stop_pid(pid, component)

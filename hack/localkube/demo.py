@@ -111,19 +111,26 @@ def example_exec_settings(log_dir: Path) -> ExecSettings:
 
 @contextlib.contextmanager
 def examples_kubelet(
-    api: Api, *, node_name: str, namespace: str, log_dir: Path
+    api: Api, *, node_name: str, namespace: str, log_dir: Path, bind: bool = True
 ) -> Iterator[TestKubelet]:
-    """An exec-mode test kubelet running the pods of ``namespace`` as the example image would."""
+    """An exec-mode test kubelet running the pods of ``namespace`` as the example image would.
+
+    ``bind=False`` where kube-scheduler runs (``ControlPlaneSettings.workload_scheduling``): the
+    kubelet then runs only what the scheduler placed on its node.
+    """
     with TestKubelet(
         api,
         node_name=node_name,
         namespaces=(namespace,),
         exec_settings=example_exec_settings(log_dir),
+        bind=bind,
     ) as kubelet:
         yield kubelet
 
 
-def demo_kubelet_settings(plane: ControlPlane, *, namespace: str, log_dir: Path) -> DaemonSettings:
+def demo_kubelet_settings(
+    plane: ControlPlane, *, namespace: str, log_dir: Path, bind: bool = True
+) -> DaemonSettings:
     """The background kubelet of ``make demo``: :func:`example_exec_settings` on its own node."""
     exec_settings = example_exec_settings(log_dir)
     return DaemonSettings(
@@ -133,6 +140,7 @@ def demo_kubelet_settings(plane: ControlPlane, *, namespace: str, log_dir: Path)
         log_dir=log_dir,
         path_prefix=exec_settings.path_prefix,
         extra_env=exec_settings.extra_env,
+        bind=bind,
     )
 
 
@@ -385,7 +393,7 @@ def print_summary(
 
 
 def start_kubelet(
-    local: LocalOperator, *, namespace: str, log_dir: Path, progress: Progress
+    local: LocalOperator, *, namespace: str, log_dir: Path, progress: Progress, bind: bool = True
 ) -> Spawned | None:
     """Replace a previous demo's background kubelet with a fresh one for ``namespace``.
 
@@ -399,24 +407,35 @@ def start_kubelet(
     log_file = local.logs / KUBELET_LOG
     try:
         spawned = kubelet_daemon.spawn(
-            demo_kubelet_settings(local.plane, namespace=namespace, log_dir=log_dir),
+            demo_kubelet_settings(local.plane, namespace=namespace, log_dir=log_dir, bind=bind),
             log_file=log_file,
         )
     except kubelet_daemon.KubeletDaemonError as error:
         progress.line(f"the test kubelet did not start: {error}")
         return None
     local.record_kubelet(spawned.pid)
+    binder = "it binds" if bind else "kube-scheduler binds"
     progress.event(
         f"test kubelet (exec mode, pid {spawned.pid}) runs the pods of namespace {namespace}"
-        f" and serves their logs on https://127.0.0.1:{spawned.log_port}"
+        f" ({binder} them) and serves their logs on https://127.0.0.1:{spawned.log_port}"
     )
     return spawned
 
 
-def run(job_file: Path, *, state_dir: Path, namespace: str, timeout: float, out: TextIO) -> int:
+def run(
+    job_file: Path,
+    *,
+    state_dir: Path,
+    namespace: str,
+    timeout: float,
+    out: TextIO,
+    real_scheduling: bool = False,
+) -> int:
     progress = Progress(out)
     progress.event("starting the control plane, the webhook and the controller (make dev-up)")
-    plane = ControlPlane(ControlPlaneSettings(state_dir=state_dir))
+    plane = ControlPlane(
+        ControlPlaneSettings(state_dir=state_dir, workload_scheduling=real_scheduling)
+    )
     local = LocalOperator(plane)
     try:
         operator = local.up()
@@ -432,7 +451,9 @@ def run(job_file: Path, *, state_dir: Path, namespace: str, timeout: float, out:
     api = Api.from_kubeconfig(plane.kubeconfig)
     ensure_namespace(api, namespace)
     log_dir = plane.dir / "demo" / "logs"
-    kubelet = start_kubelet(local, namespace=namespace, log_dir=log_dir, progress=progress)
+    kubelet = start_kubelet(
+        local, namespace=namespace, log_dir=log_dir, progress=progress, bind=not real_scheduling
+    )
     if kubelet is None:
         return 1
     if delete_previous(api, namespace, name):
@@ -468,13 +489,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, default=PROJECT_ROOT / ".local")
     parser.add_argument("--namespace", default=DEMO_NAMESPACE)
     parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for the job")
+    parser.add_argument(
+        "--real-scheduling",
+        action="store_true",
+        help="run kube-scheduler (with native gang scheduling) on a control plane of its own",
+    )
     args = parser.parse_args(argv)
+    state_dir = args.state_dir / "real-scheduling" if args.real_scheduling else args.state_dir
     return run(
         args.job.resolve(),
-        state_dir=args.state_dir,
+        state_dir=state_dir,
         namespace=args.namespace,
         timeout=args.timeout,
         out=sys.stdout,
+        real_scheduling=args.real_scheduling,
     )
 
 

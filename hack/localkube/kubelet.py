@@ -1,7 +1,8 @@
 """A test kubelet: plays the node agent of the local control plane.
 
 There is no kubelet and no container runtime here, so tests and ``make demo`` use this instead. It
-registers a Node, binds unscheduled pods to it (there is no scheduler either), and writes pod
+registers a Node with a given capacity, binds unscheduled pods to it (unless kube-scheduler runs
+on the plane, see ``ControlPlaneSettings.workload_scheduling``), and writes pod
 status through the ``pods/status`` subresource exactly as a kubelet would: Pending → Running →
 Succeeded/Failed with the ``mxnet`` container's ``exitCode`` and ``reason``, ``restartCount`` for
 in-place restarts, and the Evicted shape (phase Failed, no exit code).
@@ -46,6 +47,8 @@ from localkube.podenv import PodEnvError, resolve_command, resolve_env
 log = logging.getLogger(__name__)
 
 MAIN_CONTAINER = "mxnet"
+DEFAULT_CAPACITY = {"cpu": "64", "memory": "256Gi", "pods": "10000", "nvidia.com/gpu": "8"}
+"""Room for every test's pods when the kubelet binds them itself (no scheduler checks it)."""
 
 
 def _now() -> str:
@@ -126,12 +129,18 @@ class TestKubelet:
         namespaces: tuple[str, ...] | None = None,
         exec_settings: ExecSettings | None = None,
         auto_start: bool = True,
+        bind: bool = True,
+        capacity: Mapping[str, str] | None = None,
     ) -> None:
         self.api = api
         self.node_name = node_name
         self.namespaces = namespaces
         self.exec_settings = exec_settings
         self.auto_start = auto_start
+        self.binds = bind
+        """Bind unscheduled pods to this node; False where kube-scheduler runs and binds them."""
+        self.capacity = dict(capacity or DEFAULT_CAPACITY)
+        """The node's capacity and allocatable resources, which kube-scheduler fits pods into."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -183,10 +192,17 @@ class TestKubelet:
         }
         with contextlib.suppress(ApiError):
             self._request("POST", "/api/v1/nodes", body=node)
-        capacity = {"cpu": "64", "memory": "256Gi", "pods": "10000", "nvidia.com/gpu": "8"}
+        # The API server taints a new Node not-ready; the node lifecycle controller (not run here)
+        # lifts the taint once the node reports Ready, which is what kube-scheduler waits for.
+        self._request(
+            "PATCH",
+            f"/api/v1/nodes/{self.node_name}",
+            body={"spec": {"taints": None}},
+            content_type="application/merge-patch+json",
+        )
         status: dict[str, Any] = {
-            "capacity": capacity,
-            "allocatable": capacity,
+            "capacity": self.capacity,
+            "allocatable": self.capacity,
             "addresses": [
                 {"type": "InternalIP", "address": "127.0.0.1"},
                 {"type": "Hostname", "address": self.node_name},
@@ -706,8 +722,9 @@ class TestKubelet:
                         )
             return
         if not pod.get("spec", {}).get("nodeName"):
-            with contextlib.suppress(ApiError):
-                self.bind(namespace, name)
+            if self.binds:
+                with contextlib.suppress(ApiError):
+                    self.bind(namespace, name)
             return
         if pod["spec"]["nodeName"] != self.node_name:
             return

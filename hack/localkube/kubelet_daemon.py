@@ -54,6 +54,8 @@ class DaemonSettings:
     """Directories before the host's PATH in the pods' env (the python that has mxnet)."""
     extra_env: Mapping[str, str] = field(default_factory=dict)
     """Env the container image would carry."""
+    bind: bool = True
+    """Bind the namespaces' unscheduled pods to this node; False where kube-scheduler runs."""
 
     def exec_settings(self) -> ExecSettings:
         return ExecSettings(
@@ -72,6 +74,8 @@ def to_argv(settings: DaemonSettings) -> list[str]:
     ]
     args += [f"--namespace={namespace}" for namespace in settings.namespaces]
     args += [f"--path-prefix={directory}" for directory in settings.path_prefix]
+    if not settings.bind:
+        args.append("--no-bind")
     args += [f"--env={key}={value}" for key, value in settings.extra_env.items()]
     return args
 
@@ -84,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--namespace", action="append", required=True, help="repeatable")
     parser.add_argument("--path-prefix", action="append", default=[], help="repeatable")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE, repeatable")
+    parser.add_argument("--no-bind", action="store_true", help="leave binding to kube-scheduler")
     parser.add_argument(
         "--ready-fd", type=int, default=None, help="write the log port here once serving"
     )
@@ -106,6 +111,7 @@ def parse_args(argv: list[str]) -> tuple[DaemonSettings, int | None]:
         log_dir=args.log_dir,
         path_prefix=tuple(args.path_prefix),
         extra_env=env,
+        bind=not args.no_bind,
     )
     return settings, args.ready_fd
 
@@ -124,6 +130,7 @@ def serve(settings: DaemonSettings, *, ready_fd: int | None = None) -> int:
         node_name=settings.node_name,
         namespaces=settings.namespaces,
         exec_settings=settings.exec_settings(),
+        bind=settings.bind,
     ).start()
     try:
         print(

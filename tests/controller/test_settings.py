@@ -99,3 +99,14 @@ def test_old_address_environment_variables_still_work() -> None:
     }
     settings = from_args([], environ=env)
     assert (settings.metrics_bind_address, settings.health_probe_bind_address) == (":1", ":3")
+
+
+def test_gang_scheduler_is_auto_unless_told() -> None:
+    assert from_args([], environ={}).gang_scheduler == "auto"
+    assert from_args(["--gang-scheduler", "none"], environ={}).gang_scheduler == "none"
+    env = {"MXJOB_CONTROLLER_GANG_SCHEDULER": "native"}
+    assert from_args([], environ=env).gang_scheduler == "native"
+    with pytest.raises(SystemExit):
+        from_args(["--gang-scheduler", "kueue"], environ={})
+    with pytest.raises(SystemExit):
+        from_args([], environ={"MXJOB_CONTROLLER_GANG_SCHEDULER": "kueue"})

@@ -5,6 +5,7 @@ Starting one that serves needs a control plane: ``tests/e2e/test_demo.py`` cover
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -37,6 +38,8 @@ def test_settings_survive_the_command_line(tmp_path: Path) -> None:
     assert parsed == settings
     assert ready_fd == 7
     assert parse_args(to_argv(settings))[1] is None
+    unbound = dataclasses.replace(settings, bind=False)
+    assert parse_args(to_argv(unbound))[0] == unbound
 
 
 def test_env_without_a_key_is_refused(tmp_path: Path) -> None:

@@ -1,0 +1,221 @@
+"""Gang scheduling on the real kube-scheduler (v1.36, ``scheduling.k8s.io/v1alpha2``).
+
+Two MXJobs each need one Scheduler and four one-GPU Workers; the nodes have six GPUs in all.
+The pods reach kube-scheduler interleaved (A, B, A, B...: :func:`release_interleaved`), the same
+order in every test. Without gang scheduling each job gets three of its four GPUs and neither
+runs; with the native Workload API one job's pods are bound together while the other's wait as
+a whole, and run once the first job is done. The stage is the one ``make demo-gang`` shows
+(:mod:`localkube.gang_demo`), on a control plane of its own: this one runs kube-scheduler.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from localkube.api import ensure_namespace
+from localkube.gang_demo import (
+    Scene,
+    bound,
+    clear,
+    gpu_job,
+    job_pods,
+    job_state,
+    phases,
+    release_interleaved,
+    scene,
+    wait_until,
+)
+from localkube.operator import stop_process
+
+JOBS = ("job-a", "job-b")
+PODS_EACH = 5
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
+    with scene(Path(tmp_path_factory.mktemp("gang-plane"))) as setup:
+        yield setup
+
+
+@pytest.fixture
+def gang_namespace(stage: Scene) -> Iterator[str]:
+    name = f"g-{secrets.token_hex(4)}"
+    ensure_namespace(stage.api, name)
+    yield name
+    clear(stage.api, name, JOBS)
+
+
+def _submit(stage: Scene, namespace: str, *, gang_scheduler: str) -> int:
+    pid = stage.start_controller(gang_scheduler=gang_scheduler, namespace=namespace)
+    for job in JOBS:
+        stage.api.request(
+            "POST", f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs", body=gpu_job(job)
+        )
+    release_interleaved(stage.api, namespace, JOBS, pods_each=PODS_EACH)
+    return pid
+
+
+def _events(stage: Scene, namespace: str, job: str, reason: str) -> list[str]:
+    items = stage.api.request(
+        "GET",
+        f"/api/v1/namespaces/{namespace}/events",
+        query=[("fieldSelector", f"involvedObject.name={job},reason={reason}")],
+    )["items"]
+    return [str(e.get("message")) for e in items]
+
+
+def test_without_gangs_both_jobs_hold_part_of_the_gpus_and_neither_runs(
+    stage: Scene, gang_namespace: str
+) -> None:
+    api, ns = stage.api, gang_namespace
+    pid = _submit(stage, ns, gang_scheduler="none")
+    try:
+        wait_until(
+            lambda: bound(api, ns, "job-a") + bound(api, ns, "job-b") == 8,
+            timeout=30,
+            what="the six GPUs and both Schedulers taken",
+        )
+        time.sleep(2)  # the scheduler had every chance; nothing more fits
+        for job in JOBS:
+            assert sorted(phases(api, ns, job).values()) == ["Pending", *["Running"] * 4], job
+            assert job_state(api, ns, job) != "Running"
+        assert not stage.api.request(
+            "GET", f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups"
+        )["items"]
+    finally:
+        stop_process(pid)
+
+
+def test_native_gangs_bind_one_job_whole_and_the_other_after_it(
+    stage: Scene, gang_namespace: str
+) -> None:
+    api, ns = stage.api, gang_namespace
+    pid = _submit(stage, ns, gang_scheduler="native")
+    try:
+        seconds = wait_until(lambda: bound(api, ns, "job-a") == 5, timeout=30, what="job-a bound")
+        print(f"\nlast gate lifted -> job-a's gang bound: {seconds:.2f} s")
+        wait_until(lambda: job_state(api, ns, "job-a") == "Running", timeout=30, what="A Running")
+        time.sleep(2)
+        assert set(phases(api, ns, "job-a").values()) == {"Running"}
+        assert set(phases(api, ns, "job-b").values()) == {"Pending"}
+        assert bound(api, ns, "job-b") == 0
+        assert job_state(api, ns, "job-b") == "Created"
+        waiting = _events(stage, ns, "job-b", "GangWaiting")
+        assert waiting and "0 of 5 pods placed" in waiting[0], waiting
+
+        # The gang objects: owned by the job, minCount every replica, every pod joined.
+        group = api.request(
+            "GET", f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups/job-b"
+        )
+        assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 5}}
+        assert group["metadata"]["ownerReferences"][0]["kind"] == "MXJob"
+        workload = api.request(
+            "GET", f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/workloads/job-b"
+        )
+        assert workload["spec"]["podGroupTemplates"][0]["schedulingPolicy"]["gang"] == {
+            "minCount": 5
+        }
+        for pod in job_pods(api, ns, "job-b").values():
+            assert pod["spec"]["schedulingGroup"] == {"podGroupName": "job-b"}
+
+        finished = time.monotonic()
+        stage.finish_pods(ns, "job-a")
+        wait_until(lambda: bound(api, ns, "job-b") == 5, timeout=30, what="job-b bound")
+        print(f"job-a finished -> job-b's gang bound: {time.monotonic() - finished:.2f} s")
+        wait_until(lambda: job_state(api, ns, "job-b") == "Running", timeout=30, what="B Running")
+        stage.finish_pods(ns, "job-b")
+        wait_until(
+            lambda: job_state(api, ns, "job-b") == "Succeeded", timeout=30, what="B Succeeded"
+        )
+        print(f"job-a finished -> job-b Succeeded: {time.monotonic() - finished:.2f} s")
+        assert job_state(api, ns, "job-a") == "Succeeded"
+    finally:
+        stop_process(pid)
+
+
+def test_native_gang_objects_go_with_the_job(stage: Scene, gang_namespace: str) -> None:
+    api, ns = stage.api, gang_namespace
+    pid = stage.start_controller(gang_scheduler="native", namespace=ns)
+    try:
+        api.request(
+            "POST",
+            f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs",
+            body=gpu_job("job-a", gated=False),
+        )
+        wait_until(lambda: bound(api, ns, "job-a") == 5, timeout=30, what="job-a bound")
+        api.request(
+            "DELETE",
+            f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs/job-a",
+            body={"propagationPolicy": "Background"},
+        )
+        base = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}"
+        wait_until(
+            lambda: (
+                not api.request("GET", f"{base}/podgroups")["items"]
+                and not api.request("GET", f"{base}/workloads")["items"]
+            ),
+            timeout=60,
+            what="the Workload and PodGroup garbage-collected",
+        )
+    finally:
+        stop_process(pid)
+
+
+def _patch_job(stage: Scene, namespace: str, name: str, patch: dict[str, object]) -> None:
+    stage.api.request(
+        "PATCH",
+        f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/{name}",
+        body=patch,
+        content_type="application/merge-patch+json",
+    )
+
+
+def test_native_gang_follows_suspend_resize_resume_and_pod_recreation(
+    stage: Scene, gang_namespace: str
+) -> None:
+    api, ns = stage.api, gang_namespace
+    base = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}"
+    pid = stage.start_controller(gang_scheduler="native", namespace=ns)
+    try:
+        api.request(
+            "POST",
+            f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs",
+            body=gpu_job("job-a", workers=2, gated=False),
+        )
+        wait_until(lambda: bound(api, ns, "job-a") == 3, timeout=30, what="3 pods bound")
+        assert api.request("GET", f"{base}/podgroups/job-a")["spec"]["schedulingPolicy"] == {
+            "gang": {"minCount": 3}
+        }
+
+        # A worker killed (137, retryable) is recreated, joins the same group and is bound.
+        worker = job_pods(api, ns, "job-a")["job-a-worker-1"]
+        kubelet = next(k for k in stage.kubelets if k.node_name == worker["spec"]["nodeName"])
+        kubelet.terminate(ns, "job-a-worker-1", exit_code=137)
+        old_uid = worker["metadata"]["uid"]
+
+        def recreated_and_bound() -> bool:
+            pod = job_pods(api, ns, "job-a").get("job-a-worker-1")
+            return bool(pod and pod["metadata"]["uid"] != old_uid and pod["spec"].get("nodeName"))
+
+        seconds = wait_until(recreated_and_bound, timeout=30, what="worker recreated and bound")
+        print(f"\nretryable failure -> recreated pod bound: {seconds:.2f} s")
+
+        # Suspended, resized to 4 workers, resumed: a new PodGroup with minCount 5.
+        _patch_job(stage, ns, "job-a", {"spec": {"runPolicy": {"suspend": True}}})
+        wait_until(lambda: not job_pods(api, ns, "job-a"), timeout=30, what="pods gone")
+        _patch_job(stage, ns, "job-a", {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 4}}}})
+        _patch_job(stage, ns, "job-a", {"spec": {"runPolicy": {"suspend": False}}})
+        seconds = wait_until(lambda: bound(api, ns, "job-a") == 5, timeout=30, what="5 bound")
+        print(f"resume (resized) -> gang of 5 bound: {seconds:.2f} s")
+        assert api.request("GET", f"{base}/podgroups/job-a")["spec"]["schedulingPolicy"] == {
+            "gang": {"minCount": 5}
+        }
+        templates = api.request("GET", f"{base}/workloads/job-a")["spec"]["podGroupTemplates"]
+        assert templates[0]["schedulingPolicy"] == {"gang": {"minCount": 5}}
+    finally:
+        stop_process(pid)
