@@ -173,7 +173,12 @@ def _run_policy() -> dict[str, Any]:
             },
             "schedulingPolicy": {
                 "type": "object",
-                "description": "Gang-scheduling hints passed to a batch scheduler.",
+                "description": (
+                    "Gang scheduling, with training-operator v1.8's field meanings: the "
+                    "controller's --gang-scheduler (native Workload API, or none) places "
+                    "minAvailable pods (default: every replica) together; "
+                    "docs/gang-scheduling.md."
+                ),
                 "x-kubernetes-preserve-unknown-fields": True,
             },
         },

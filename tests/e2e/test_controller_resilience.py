@@ -54,11 +54,18 @@ def test_sigkilled_controller_restarts_without_duplicates_or_lost_restarts(
     kubelet.terminate(namespace, "crash-scheduler-0", exit_code=0)
     final = wait_state(api, namespace, "crash", "Succeeded")
     assert final["restartCount"] == 2
-    assert (
-        second.metric(
-            "training_operator_jobs_successful_total", job_namespace=namespace, framework="mxnet"
-        )
-        == 1
+    # The counter is bumped right after the status write that wait_state saw.
+    wait_for(
+        lambda: (
+            second.metric(
+                "training_operator_jobs_successful_total",
+                job_namespace=namespace,
+                framework="mxnet",
+            )
+            == 1
+        ),
+        timeout=5,
+        what="one successful job counted",
     )
 
 
