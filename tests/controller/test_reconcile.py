@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from controller.observed import RESTARTS_BEFORE_ANNOTATION
 from controller.reconcile import NameConflictError, Reconciler
 from controller.status import compute_status
 from shared.constants import LABEL_JOB_NAME, TRACKING_FINALIZER
+from shared.logformat import fields_of
 from tests.controller.fakes import FakeApi
 from tests.controller.samples import (
     NOW,
@@ -180,6 +182,21 @@ def test_ttl_expiry_deletes_the_job_with_a_uid_precondition() -> None:
     delete = next(r for r in world.api.writes() if r.method == "DELETE")
     assert delete.path == mxjobs_path("ns", "mnist")
     assert delete.body["preconditions"]["uid"] == "job-uid"
+
+
+def test_the_ttl_deletion_is_logged_with_namespace_and_name_as_fields(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    finished = job(run_policy={"ttlSecondsAfterFinished": 0})
+    finished["status"] = compute_status(
+        finished, [pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)], now=NOW
+    ).status
+    world = World(finished)
+    with caplog.at_level(logging.INFO, logger="controller.reconcile"):
+        world.reconciler.reconcile(KEY)
+    record = next(r for r in caplog.records if "ttlSecondsAfterFinished" in r.getMessage())
+    assert record.getMessage() == "deleted after ttlSecondsAfterFinished"
+    assert fields_of(record) == {"namespace": "ns", "name": "mnist"}
 
 
 def test_a_job_managed_by_another_controller_is_left_alone() -> None:
