@@ -405,12 +405,14 @@ class _Sync:
     pending: list[PodView] = field(default_factory=list)
     """Failed pods to recreate."""
     restarts_before: dict[str, int] = field(default_factory=dict)
+    """Per missing slot: the restart history its new pod carries (``Outcome.restarts_before``)."""
     needed: int = 0
     """The new ``restartCount``."""
     limit: int = 0
     """``backoffLimit``."""
 
     def condition(self, ctype: ConditionType, *, status: bool, reason: str, message: str) -> None:
+        """Set a condition now (only when something changes, see :func:`_set`)."""
         self.conditions = _set(
             self.conditions, ctype, status=status, reason=reason, message=message, now=self.stamp
         )
