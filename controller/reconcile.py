@@ -261,7 +261,7 @@ class Reconciler:
         )
         self.metrics.api_writes.labels(verb="update", resource="mxjobs/status").inc()
         if isinstance(written, dict):
-            self.jobs.put_if_newer(written)
+            self.jobs.write_through(written)
 
     def _delete_job(self, namespace: str, name: str, uid: str) -> None:
         try:
