@@ -54,7 +54,7 @@ def _newer_or_equal(candidate: Mapping[str, Any], current: Mapping[str, Any]) ->
     """False only when both are the same object (uid) and ``candidate`` is provably older.
 
     resourceVersions are opaque by contract but etcd's are increasing integers; comparing them
-    only stops a write-through (see :meth:`Store.put_if_newer`) from being undone by a late
+    only stops a write-through (see :meth:`Store.write_through`) from being undone by a late
     event, and when they are not integers nothing is assumed.
     """
     a, b = _meta(candidate), _meta(current)
@@ -176,11 +176,31 @@ class Store:
             return True, old
 
     def put_if_newer(self, obj: Obj) -> bool:
-        """Write-through after our own successful write, so the next reconcile sees it."""
+        """Put ``obj`` unless the cached object of the same uid is provably newer (a cache
+        filled by hand, as in tests; the controller's own writes go through
+        :meth:`write_through`)."""
         key = object_key(obj)
         with self._lock:
             old = self._objects.get(key)
             if old is not None and not _newer_or_equal(obj, old):
+                return False
+            self._put_locked(key, obj)
+            return True
+
+    def write_through(self, obj: Obj) -> bool:
+        """After our own successful write, put the object the API server returned in place of
+        the cached one, so the next reconcile sees it.
+
+        Only an object still cached (same uid) is replaced: when its DELETED event arrived
+        while the write was on its way, putting it back would keep a deleted object in the
+        cache for good (no later event removes it), and every reconcile would write to it.
+        """
+        key = object_key(obj)
+        with self._lock:
+            old = self._objects.get(key)
+            if old is None or _meta(old).get("uid") != _meta(obj).get("uid"):
+                return False
+            if not _newer_or_equal(obj, old):
                 return False
             self._put_locked(key, obj)
             return True

@@ -47,6 +47,23 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._add_job_counters()
+        self._add_queue_metrics()
+        self._add_reconcile_metrics()
+        self.api_writes = Counter(
+            "mxjob_controller_api_writes_total",
+            "Writes the controller sent to the API server.",
+            ["verb", "resource"],
+            registry=self.registry,
+        )
+        self.is_leader = Gauge(
+            "mxjob_controller_is_leader",
+            "1 while this process holds the leader Lease (or runs without election).",
+            registry=self.registry,
+        )
+
+    def _add_job_counters(self) -> None:
+        """training-operator's job counters, by ``job_namespace`` and ``framework``."""
 
         def counter(name: str, text: str) -> Counter:
             return Counter(name, text, LABELS, registry=self.registry)
@@ -65,6 +82,9 @@ class Metrics:
             "training_operator_jobs_restarted_total",
             "Replica restarts (recreations and in-place restarts) of MXJobs.",
         )
+
+    def _add_queue_metrics(self) -> None:
+        """client-go's work queue metrics, plus the keys waiting for a timer."""
         self.queue_depth = Gauge(
             "workqueue_depth", "Current depth of workqueue", ["name"], registry=self.registry
         )
@@ -102,6 +122,9 @@ class Metrics:
             "MXJob keys waiting for a timer (deadline, TTL, retry backoff).",
             registry=self.registry,
         )
+
+    def _add_reconcile_metrics(self) -> None:
+        """controller-runtime's reconcile metrics, every series present from the start."""
         self.reconcile_total = Counter(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",
@@ -120,17 +143,6 @@ class Metrics:
         for result in RESULTS:
             self.reconcile_total.labels(controller=NAME, result=result)
         self.reconcile_errors.labels(controller=NAME)
-        self.api_writes = Counter(
-            "mxjob_controller_api_writes_total",
-            "Writes the controller sent to the API server.",
-            ["verb", "resource"],
-            registry=self.registry,
-        )
-        self.is_leader = Gauge(
-            "mxjob_controller_is_leader",
-            "1 while this process holds the leader Lease (or runs without election).",
-            registry=self.registry,
-        )
 
     def job_counter_inc(self, counter: Counter, namespace: str, amount: float = 1) -> None:
         counter.labels(job_namespace=namespace, framework=FRAMEWORK).inc(amount)

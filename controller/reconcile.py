@@ -3,7 +3,8 @@
 Level-triggered and idempotent: nothing here remembers what the last event was. Each run reads
 the MXJob, its pods and its Services from the informers' stores (never a LIST), asks
 :func:`controller.status.compute_status` what the status should be and which failed pods to
-recreate, asks :func:`plan_actions` (pure) which objects to create and delete, and then:
+recreate, asks :func:`controller.plan.plan_actions` (pure) which objects to create and delete,
+and then:
 
 1. writes status through the status subresource, only when it changed, with the cached
    ``resourceVersion`` as precondition (a conflict means a newer job exists: retry from it).
@@ -29,7 +30,7 @@ import datetime
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from controller import events as ev
@@ -37,9 +38,7 @@ from controller.desired import (
     Slot,
     build_pod,
     build_service,
-    desired_slots,
     job_labels,
-    service_adoption_patch,
 )
 from controller.events import EventRecorder
 from controller.expectations import Expectations, Kind
@@ -59,16 +58,15 @@ from controller.kube import (
 )
 from controller.metrics import Metrics
 from controller.observed import controller_uid, observe
+from controller.plan import Obj, Plan, object_name, plan_actions
 from controller.status import REMOVED_HISTORY, Outcome, compute_status, format_time
-from controller.tracking import JSON_PATCH, release_patch, to_release
-from shared.constants import OPERATOR_NAME, CleanPodPolicy
+from controller.tracking import JSON_PATCH, release_patch
+from shared.constants import OPERATOR_NAME
 from shared.defaults import apply_defaults
-from shared.spec import as_mapping, clean_pod_policy
+from shared.spec import as_mapping
 from shared.validation import replica_total_violations, validate
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 MANAGED_BY_US: Final = frozenset({"", OPERATOR_NAME, f"kubeflow.org/{OPERATOR_NAME}"})
 """``runPolicy.managedBy`` values that mean this operator; any other hands the job to another
@@ -79,109 +77,16 @@ class NameConflictError(Exception):
     """A pod or Service name the job needs is taken by an object this job does not own."""
 
 
-@dataclass
-class Plan:
-    """What to create and delete for one job (pure output of :func:`plan_actions`)."""
-
-    create_pods: list[tuple[Slot, int]] = field(default_factory=list)
-    """Slots whose pod is missing, with the restart history the new pod carries."""
-    create_services: list[Slot] = field(default_factory=list)
-    delete_pods: list[Obj] = field(default_factory=list)
-    delete_services: list[Obj] = field(default_factory=list)
-    release_pods: list[Obj] = field(default_factory=list)
-    """Pods whose end the new status counts: their tracking finalizer goes once it is written
-    (pods deleted here lose it with the DELETE instead)."""
-    patch_services: list[tuple[Obj, Obj]] = field(default_factory=list)
-    """Services of a running job to bring to our shape (adopted ones), with the merge patch."""
-
-
 def job_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(as_mapping(obj.get("metadata")).get("name", ""))
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
     return str(as_mapping(obj.get("metadata")).get("uid", ""))
 
 
-def _terminating(obj: Mapping[str, Any]) -> bool:
-    return bool(as_mapping(obj.get("metadata")).get("deletionTimestamp"))
-
-
 def _resource_version(obj: Mapping[str, Any]) -> str:
     return str(as_mapping(obj.get("metadata")).get("resourceVersion", ""))
-
-
-def plan_actions(
-    job: Mapping[str, Any], outcome: Outcome, pods: Sequence[Obj], services: Sequence[Obj]
-) -> Plan:
-    """:func:`plan_objects`, plus the pods whose tracking finalizer goes (status counts them)."""
-    plan = plan_objects(job, outcome, pods, services)
-    deleting = frozenset(_name(p) for p in plan.delete_pods)
-    plan.release_pods = to_release(pods, ends_counted=outcome.ends_counted, deleting=deleting)
-    return plan
-
-
-def plan_objects(
-    job: Mapping[str, Any], outcome: Outcome, pods: Sequence[Obj], services: Sequence[Obj]
-) -> Plan:
-    """The pods and Services to create and delete, from the job, the outcome and the cache.
-
-    - suspended: every pod and Service goes;
-    - finished: cleanPodPolicy (All: every pod and Service; Running: the active pods; None:
-      nothing), active pods only once their grace period is over (``Outcome.overdue``), and
-      every active pod when the deadline passed. Services outlive their pods
-      otherwise: a headless Service costs nothing, garbage collection removes it with the job,
-      and not deleting it saves two API writes per replica (docs/benchmarks.md counts writes
-      per job);
-    - otherwise: recreate what failed retryably, delete what the spec no longer has (scaling
-      down removes the highest indices, since those are the ones beyond ``replicas``), create
-      what is missing. A pod still terminating keeps its slot until it is gone.
-    """
-    plan = Plan()
-    live_pods = [p for p in pods if not _terminating(p)]
-    live_services = [s for s in services if not _terminating(s)]
-    if outcome.suspended:
-        plan.delete_pods = live_pods
-        plan.delete_services = live_services
-        return plan
-    if outcome.finished:
-        # Active pods go only when overdue (their grace period after finishing is over, or the
-        # deadline passed); under All, finished pods go at once and Services once settled.
-        policy = clean_pod_policy(job)
-        plan.delete_pods = [
-            p
-            for p in live_pods
-            if (_name(p) in outcome.overdue if observe(p).active else policy is CleanPodPolicy.ALL)
-        ]
-        settled = policy is CleanPodPolicy.ALL and outcome.settled
-        plan.delete_services = live_services if settled else []
-        return plan
-    slots = desired_slots(job)
-    wanted = {slot.name: slot for slot in slots}
-    pods_by_name = {_name(p): p for p in pods}
-    services_by_name = {_name(s): s for s in services}
-    recreate = {view.name for view in outcome.recreate}
-    for pod in live_pods:
-        if _name(pod) not in wanted or _name(pod) in recreate:
-            plan.delete_pods.append(pod)
-    for service in live_services:
-        slot = wanted.get(_name(service))
-        if slot is None:
-            plan.delete_services.append(service)
-            continue
-        patch = service_adoption_patch(service, build_service(job, slot))
-        if patch is not None:
-            plan.patch_services.append((service, patch))
-    for slot in slots:
-        if slot.name not in pods_by_name:
-            plan.create_pods.append((slot, outcome.restarts_before.get(slot.key, 0)))
-        if slot.name not in services_by_name:
-            plan.create_services.append(slot)
-    return plan
 
 
 @dataclass
@@ -295,7 +200,9 @@ class Reconciler:
             return None
         if not self.expectations.satisfied(key):
             log.debug(
-                "%s: waiting for %s expected changes", key, self.expectations.outstanding(key)
+                "waiting for %s expected changes",
+                self.expectations.outstanding(key),
+                extra={"fields": {"namespace": namespace, "name": name}},
             )
             return None
         namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), _uid(job)
@@ -354,7 +261,7 @@ class Reconciler:
         )
         self.metrics.api_writes.labels(verb="update", resource="mxjobs/status").inc()
         if isinstance(written, dict):
-            self.jobs.put_if_newer(written)
+            self.jobs.write_through(written)
 
     def _delete_job(self, namespace: str, name: str, uid: str) -> None:
         try:
@@ -364,7 +271,10 @@ class Reconciler:
                 body={"propagationPolicy": "Background", "preconditions": {"uid": uid}},
             )
             self.metrics.api_writes.labels(verb="delete", resource="mxjobs").inc()
-            log.info("%s/%s: deleted after ttlSecondsAfterFinished", namespace, name)
+            log.info(
+                "deleted after ttlSecondsAfterFinished",
+                extra={"fields": {"namespace": namespace, "name": name}},
+            )
         except (NotFound, Conflict):
             pass
 
@@ -422,7 +332,7 @@ class Reconciler:
                 continue
             if self._remove_finalizer(pod, errors):
                 memory[_uid(pod)] = _resource_version(pod)
-                released.append(_name(pod))
+                released.append(object_name(pod))
         with self._lock:
             if memory:
                 self._released[slot] = memory
@@ -500,7 +410,7 @@ class Reconciler:
         removed = sum(
             observe(pod).slot_restarts
             for pod in plan.delete_pods
-            if _name(pod) in deleted and _name(pod) not in recreated
+            if object_name(pod) in deleted and object_name(pod) not in recreated
         )
         if removed:
             before = self._carries_for(key, uid).get(REMOVED_HISTORY, 0)
@@ -549,7 +459,10 @@ class Reconciler:
                     "PATCH", services_path(namespace, name), body=body, content_type=MERGE_PATCH
                 )
                 self.metrics.api_writes.labels(verb="patch", resource="services").inc()
-                log.info("%s/%s: adopted Service brought to this operator's shape", namespace, name)
+                log.info(
+                    "adopted Service brought to this operator's shape",
+                    extra={"fields": {"namespace": namespace, "name": name, "kind": "Service"}},
+                )
             except (NotFound, Conflict):
                 pass
             except Exception as error:

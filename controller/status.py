@@ -3,7 +3,10 @@
 :func:`compute_status` is the whole policy of the operator: when a job is Running, Restarting,
 Succeeded or Failed, which failed pods are recreated, how restarts count against
 ``backoffLimit``, when the deadline and the TTL fire. It does no I/O and reads no clock, so each
-rule is a unit test, and reconcile only carries the decisions out.
+rule is a unit test, and reconcile only carries the decisions out. Inside, one small state
+object (``_Sync``) goes through named phases in a fixed order (``_PHASES``: finished, invalid,
+suspended, deadline, permanent failure, success, backoff limit, restarts, running); the first
+phase that decides the outcome ends the computation, so the order of the phases is the policy.
 
 Rules (README.md, "Exit codes" and "Status"):
 
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -368,6 +371,60 @@ def compute_status(
     )
 
 
+# -- the phases -----------------------------------------------------------------------------------
+@dataclass
+class _Sync:
+    """One computation's state, carried through the phases of :func:`_decide` in their order.
+
+    Each phase reads what the earlier ones found and either ends the computation with an
+    :class:`Outcome` or adds to this state and lets the next one run, so every rule reads at a
+    glance and the order of the phases is the policy (as kube's Job controller carries one
+    sync through its steps).
+    """
+
+    job: Mapping[str, Any]
+    views: Sequence[PodView]
+    now: datetime.datetime
+    carries: Mapping[str, int] | None
+    violations: Sequence[str]
+    name: str
+    stamp: str
+    old_status: Mapping[str, Any]
+    status: dict[str, Any]
+    """The new status being built (the old one without ``lastReconcileTime``)."""
+    conditions: list[dict[str, Any]]
+    restarts_so_far: int
+    """``restartCount`` as persisted."""
+    created: bool
+    events: list[EventSpec] = field(default_factory=list)
+    requeue_after: float | None = None
+    """Seconds until the deadline is due."""
+    slots: list[Slot] = field(default_factory=list)
+    by_slot: dict[str, PodView | None] = field(default_factory=dict)
+    """Each desired slot's pod, if it has one."""
+    pending: list[PodView] = field(default_factory=list)
+    """Failed pods to recreate."""
+    restarts_before: dict[str, int] = field(default_factory=dict)
+    """Per missing slot: the restart history its new pod carries (``Outcome.restarts_before``)."""
+    needed: int = 0
+    """The new ``restartCount``."""
+    limit: int = 0
+    """``backoffLimit``."""
+
+    def condition(self, ctype: ConditionType, *, status: bool, reason: str, message: str) -> None:
+        """Set a condition now (only when something changes, see :func:`_set`)."""
+        self.conditions = _set(
+            self.conditions, ctype, status=status, reason=reason, message=message, now=self.stamp
+        )
+
+    def restarts_performed(self) -> int:
+        """Restarts the pods explain, never fewer than the persisted count."""
+        return max(self.restarts_so_far, _restart_sum(self.slots, self.by_slot, self.carries)[0])
+
+
+_Phase = Callable[[_Sync], Outcome | None]
+
+
 def _decide(
     job: Mapping[str, Any],
     views: Sequence[PodView],
@@ -376,10 +433,25 @@ def _decide(
     carries: Mapping[str, int] | None,
     violations: Sequence[str],
 ) -> Outcome:
-    name = job_name(job)
-    stamp = format_time(now)
+    """Run the phases in order; the first that decides the outcome ends the computation."""
+    sync = _start(job, views, now=now, carries=carries, violations=violations)
+    for phase in _PHASES:
+        outcome = phase(sync)
+        if outcome is not None:
+            return outcome
+    return _progress(sync)
+
+
+def _start(
+    job: Mapping[str, Any],
+    views: Sequence[PodView],
+    *,
+    now: datetime.datetime,
+    carries: Mapping[str, int] | None,
+    violations: Sequence[str],
+) -> _Sync:
+    """The persisted status read back, and the Created condition set on a job seen first."""
     old_status = as_mapping(job.get("status"))
-    status: dict[str, Any] = {k: v for k, v in old_status.items() if k != "lastReconcileTime"}
     raw_conditions = old_status.get("conditions")
     conditions: list[dict[str, Any]] = (
         [dict(c) for c in raw_conditions if isinstance(c, Mapping)]
@@ -387,294 +459,366 @@ def _decide(
         else []
     )
     persisted_restarts = old_status.get("restartCount")
-    restarts_so_far = persisted_restarts if is_int(persisted_restarts) else 0
-    created = not conditions
-    if created or get_condition(conditions, ConditionType.CREATED) is None:
-        conditions = _set(
-            conditions,
+    sync = _Sync(
+        job=job,
+        views=views,
+        now=now,
+        carries=carries,
+        violations=violations,
+        name=job_name(job),
+        stamp=format_time(now),
+        old_status=old_status,
+        status={k: v for k, v in old_status.items() if k != "lastReconcileTime"},
+        conditions=conditions,
+        restarts_so_far=persisted_restarts if is_int(persisted_restarts) else 0,
+        created=not conditions,
+    )
+    if sync.created or get_condition(conditions, ConditionType.CREATED) is None:
+        sync.condition(
             ConditionType.CREATED,
             status=True,
             reason=Reason.CREATED,
-            message=f"MXJob {name} is created.",
-            now=stamp,
+            message=f"MXJob {sync.name} is created.",
         )
-    events: list[EventSpec] = []
+    return sync
 
-    def finish(
-        ctype: ConditionType,
-        reason: str,
-        message: str,
-        *,
-        stop_active: bool = False,
-        restart_count: int | None = None,
-    ) -> Outcome:
-        new_conditions = _set(
-            conditions, ctype, status=True, reason=reason, message=message, now=stamp
-        )
-        status["conditions"] = new_conditions
-        status["state"] = current_state(new_conditions)
-        status["completionTime"] = stamp
-        status.setdefault("startTime", stamp)
-        status["restartCount"] = restart_count if restart_count is not None else restarts_so_far
-        after = _aftermath(job, views, completion=now, now=now, stop_active=stop_active)
-        status["replicaStatuses"] = _replica_statuses(job, after.counts)
-        event_type: EventType = "Normal" if ctype is ConditionType.SUCCEEDED else "Warning"
-        events.append(EventSpec(event_type, reason, message))
-        ttl = ttl_seconds_after_finished(job)
-        return Outcome(
-            status=status,
-            finished=True,
-            stop_active=stop_active,
-            became=ctype.value,
-            created=created,
-            new_restarts=max(0, status["restartCount"] - restarts_so_far),
-            events=tuple(events),
-            requeue_after=_sooner(
-                float(ttl) if ttl is not None and ttl > 0 else None, after.next_due
-            ),
-            delete_job=ttl == 0,
-            overdue=after.overdue,
-            settled=after.settled,
-        )
 
-    # A finished job's outcome is frozen; its pods are followed until they ended, its TTL runs.
-    if _is_true(conditions, ConditionType.SUCCEEDED) or _is_true(conditions, ConditionType.FAILED):
-        status["conditions"] = conditions
-        status["state"] = current_state(conditions)
-        status.setdefault("completionTime", stamp)
-        failed = get_condition(conditions, ConditionType.FAILED)
-        stop_active = (
-            failed is not None
-            and failed.get("status") == "True"
-            and failed.get("reason") == Reason.DEADLINE_EXCEEDED
-        )
-        completion = parse_time(status.get("completionTime")) or now
-        previous = as_mapping(old_status.get("replicaStatuses"))
-        after = _aftermath(
-            job, views, completion=completion, now=now, stop_active=stop_active, previous=previous
-        )
-        status["replicaStatuses"] = _replica_statuses(job, after.counts)
-        ttl = ttl_seconds_after_finished(job)
-        requeue_after: float | None = None
-        delete_job = False
-        if ttl is not None:
-            remaining = (completion + datetime.timedelta(seconds=ttl) - now).total_seconds()
-            delete_job = remaining <= 0
-            requeue_after = None if delete_job else remaining
-        return Outcome(
-            status=status,
-            finished=True,
-            stop_active=stop_active,
-            created=created,
-            events=tuple(_ended_after_finish_events(name, previous, after.counts)),
-            requeue_after=_sooner(requeue_after, after.next_due),
-            delete_job=delete_job,
-            overdue=after.overdue,
-            settled=after.settled,
-        )
+def _finish(
+    sync: _Sync,
+    ctype: ConditionType,
+    reason: str,
+    message: str,
+    *,
+    stop_active: bool = False,
+    restart_count: int | None = None,
+) -> Outcome:
+    """The job finishes now: its outcome, its pods' aftermath, its TTL."""
+    sync.condition(ctype, status=True, reason=reason, message=message)
+    status = sync.status
+    status["conditions"] = sync.conditions
+    status["state"] = current_state(sync.conditions)
+    status["completionTime"] = sync.stamp
+    status.setdefault("startTime", sync.stamp)
+    status["restartCount"] = restart_count if restart_count is not None else sync.restarts_so_far
+    after = _aftermath(
+        sync.job, sync.views, completion=sync.now, now=sync.now, stop_active=stop_active
+    )
+    status["replicaStatuses"] = _replica_statuses(sync.job, after.counts)
+    event_type: EventType = "Normal" if ctype is ConditionType.SUCCEEDED else "Warning"
+    sync.events.append(EventSpec(event_type, reason, message))
+    ttl = ttl_seconds_after_finished(sync.job)
+    return Outcome(
+        status=status,
+        finished=True,
+        stop_active=stop_active,
+        became=ctype.value,
+        created=sync.created,
+        new_restarts=max(0, status["restartCount"] - sync.restarts_so_far),
+        events=tuple(sync.events),
+        requeue_after=_sooner(float(ttl) if ttl is not None and ttl > 0 else None, after.next_due),
+        delete_job=ttl == 0,
+        overdue=after.overdue,
+        settled=after.settled,
+    )
 
-    if violations:
-        message = f"MXJob {name} is invalid: " + "; ".join(violations)
-        return finish(ConditionType.FAILED, FAILED_VALIDATION_REASON, message)
 
-    # Suspended: no pods, no deadline; resuming resets startTime.
-    if is_suspended(job):
-        message = f"MXJob {name} is suspended."
-        if not _is_true(conditions, ConditionType.SUSPENDED):
-            events.append(EventSpec("Normal", Reason.SUSPENDED, message))
-        conditions = _set(
-            conditions,
-            ConditionType.SUSPENDED,
-            status=True,
-            reason=Reason.SUSPENDED,
-            message=message,
-            now=stamp,
+def _follow_finished(sync: _Sync) -> Outcome | None:
+    """A finished job's outcome is frozen; its pods are followed until they ended, its TTL runs."""
+    conditions = sync.conditions
+    if not (
+        _is_true(conditions, ConditionType.SUCCEEDED) or _is_true(conditions, ConditionType.FAILED)
+    ):
+        return None
+    status = sync.status
+    status["conditions"] = conditions
+    status["state"] = current_state(conditions)
+    status.setdefault("completionTime", sync.stamp)
+    failed = get_condition(conditions, ConditionType.FAILED)
+    stop_active = (
+        failed is not None
+        and failed.get("status") == "True"
+        and failed.get("reason") == Reason.DEADLINE_EXCEEDED
+    )
+    completion = parse_time(status.get("completionTime")) or sync.now
+    previous = as_mapping(sync.old_status.get("replicaStatuses"))
+    after = _aftermath(
+        sync.job,
+        sync.views,
+        completion=completion,
+        now=sync.now,
+        stop_active=stop_active,
+        previous=previous,
+    )
+    status["replicaStatuses"] = _replica_statuses(sync.job, after.counts)
+    ttl = ttl_seconds_after_finished(sync.job)
+    requeue_after: float | None = None
+    delete_job = False
+    if ttl is not None:
+        remaining = (completion + datetime.timedelta(seconds=ttl) - sync.now).total_seconds()
+        delete_job = remaining <= 0
+        requeue_after = None if delete_job else remaining
+    return Outcome(
+        status=status,
+        finished=True,
+        stop_active=stop_active,
+        created=sync.created,
+        events=tuple(_ended_after_finish_events(sync.name, previous, after.counts)),
+        requeue_after=_sooner(requeue_after, after.next_due),
+        delete_job=delete_job,
+        overdue=after.overdue,
+        settled=after.settled,
+    )
+
+
+def _fail_invalid(sync: _Sync) -> Outcome | None:
+    """A job stored without passing the validating webhook, and invalid, fails at once."""
+    if not sync.violations:
+        return None
+    message = f"MXJob {sync.name} is invalid: " + "; ".join(sync.violations)
+    return _finish(sync, ConditionType.FAILED, FAILED_VALIDATION_REASON, message)
+
+
+def _suspend(sync: _Sync) -> Outcome | None:
+    """Suspended: no pods, no deadline; Running and Restarting become False."""
+    if not is_suspended(sync.job):
+        return None
+    message = f"MXJob {sync.name} is suspended."
+    if not _is_true(sync.conditions, ConditionType.SUSPENDED):
+        sync.events.append(EventSpec("Normal", Reason.SUSPENDED, message))
+    sync.condition(ConditionType.SUSPENDED, status=True, reason=Reason.SUSPENDED, message=message)
+    for ctype in (ConditionType.RUNNING, ConditionType.RESTARTING):
+        if _is_true(sync.conditions, ctype):
+            sync.condition(ctype, status=False, reason=Reason.SUSPENDED, message=message)
+    status = sync.status
+    status["conditions"] = sync.conditions
+    status["state"] = current_state(sync.conditions)
+    status["restartCount"] = sync.restarts_so_far
+    status["replicaStatuses"] = _replica_statuses(sync.job, _empty_counts(sync.job))
+    return Outcome(status=status, suspended=True, created=sync.created, events=tuple(sync.events))
+
+
+def _resume(sync: _Sync) -> None:
+    """Resuming resets ``startTime``, so the deadline counts from the resume."""
+    if _is_true(sync.conditions, ConditionType.SUSPENDED):
+        message = f"MXJob {sync.name} is resumed."
+        sync.condition(
+            ConditionType.SUSPENDED, status=False, reason=Reason.RESUMED, message=message
         )
-        for ctype in (ConditionType.RUNNING, ConditionType.RESTARTING):
-            if _is_true(conditions, ctype):
-                conditions = _set(
-                    conditions,
-                    ctype,
-                    status=False,
-                    reason=Reason.SUSPENDED,
-                    message=message,
-                    now=stamp,
-                )
-        status["conditions"] = conditions
-        status["state"] = current_state(conditions)
-        status["restartCount"] = restarts_so_far
-        status["replicaStatuses"] = _replica_statuses(job, _empty_counts(job))
-        return Outcome(status=status, suspended=True, created=created, events=tuple(events))
-    if _is_true(conditions, ConditionType.SUSPENDED):
-        message = f"MXJob {name} is resumed."
-        conditions = _set(
-            conditions,
-            ConditionType.SUSPENDED,
-            status=False,
-            reason=Reason.RESUMED,
-            message=message,
-            now=stamp,
-        )
-        events.append(EventSpec("Normal", Reason.RESUMED, message))
-        status["startTime"] = stamp
-    status.setdefault("startTime", stamp)
+        sync.events.append(EventSpec("Normal", Reason.RESUMED, message))
+        sync.status["startTime"] = sync.stamp
+    sync.status.setdefault("startTime", sync.stamp)
 
-    # The deadline, from startTime.
-    requeue_after = None
-    deadline_seconds = active_deadline_seconds(job)
-    start = parse_time(status.get("startTime")) or now
-    if deadline_seconds is not None:
-        remaining = (start + datetime.timedelta(seconds=deadline_seconds) - now).total_seconds()
-        if remaining <= 0:
-            message = (
-                f"MXJob {name} has failed because it was active longer than its "
-                f"activeDeadlineSeconds ({deadline_seconds} s)."
-            )
-            return finish(ConditionType.FAILED, Reason.DEADLINE_EXCEEDED, message, stop_active=True)
-        requeue_after = remaining
 
-    # The pods, slot by slot.
-    slots = desired_slots(job)
-    views_by_name = {v.name: v for v in views}
-    by_slot: dict[str, PodView | None] = {}
-    for slot in slots:
+def _check_deadline(sync: _Sync) -> Outcome | None:
+    """``activeDeadlineSeconds`` from ``startTime``: fail when passed, else time the timer."""
+    deadline_seconds = active_deadline_seconds(sync.job)
+    if deadline_seconds is None:
+        return None
+    start = parse_time(sync.status.get("startTime")) or sync.now
+    remaining = (start + datetime.timedelta(seconds=deadline_seconds) - sync.now).total_seconds()
+    if remaining > 0:
+        sync.requeue_after = remaining
+        return None
+    message = (
+        f"MXJob {sync.name} has failed because it was active longer than its "
+        f"activeDeadlineSeconds ({deadline_seconds} s)."
+    )
+    return _finish(sync, ConditionType.FAILED, Reason.DEADLINE_EXCEEDED, message, stop_active=True)
+
+
+def _match_slots(sync: _Sync) -> None:
+    """Each desired slot's pod: the pod of its name, if it runs that slot's replica type."""
+    sync.slots = desired_slots(sync.job)
+    views_by_name = {v.name: v for v in sync.views}
+    for slot in sync.slots:
         view = views_by_name.get(slot.name)
-        by_slot[slot.key] = (
+        sync.by_slot[slot.key] = (
             view if view is not None and view.replica_type is slot.replica_type else None
         )
 
+
+def _fail_permanent(sync: _Sync) -> Outcome | None:
+    """A permanent failure of any replica fails the job (checked before success)."""
     permanent = [
-        v for v in by_slot.values() if v and not v.gone and _failure_kind(job, v) == "permanent"
+        v
+        for v in sync.by_slot.values()
+        if v and not v.gone and _failure_kind(sync.job, v) == "permanent"
     ]
-    if permanent:
-        first = permanent[0]
-        for view in permanent:
-            events.append(
-                EventSpec(
-                    "Warning",
-                    EXITED_WITH_CODE,
-                    f"{_describe(view)} {_exit_text(view)}: {_why_final(job, view)}.",
-                )
+    if not permanent:
+        return None
+    for view in permanent:
+        sync.events.append(
+            EventSpec(
+                "Warning",
+                EXITED_WITH_CODE,
+                f"{_describe(view)} {_exit_text(view)}: {_why_final(sync.job, view)}.",
             )
-        message = f"MXJob {name} has failed because {_describe(first)} {_exit_text(first)}."
-        return finish(
-            ConditionType.FAILED,
-            Reason.FAILED,
-            message,
-            restart_count=max(restarts_so_far, _restart_sum(slots, by_slot, carries)[0]),
         )
+    first = permanent[0]
+    message = f"MXJob {sync.name} has failed because {_describe(first)} {_exit_text(first)}."
+    return _finish(
+        sync, ConditionType.FAILED, Reason.FAILED, message, restart_count=sync.restarts_performed()
+    )
 
-    if _succeeded(job, by_slot):
-        return finish(
-            ConditionType.SUCCEEDED,
-            Reason.SUCCEEDED,
-            f"MXJob {name} is successfully completed.",
-            restart_count=max(restarts_so_far, _restart_sum(slots, by_slot, carries)[0]),
-        )
 
-    # Restarts: recreations of failed pods plus the kubelet's in-place restarts.
-    performed, restarts_before = _restart_sum(slots, by_slot, carries, total=restarts_so_far)
-    pending = [v for v in by_slot.values() if v and not v.gone and _failure_kind(job, v) == "retry"]
-    needed = max(restarts_so_far, performed + len(pending))
-    limit = backoff_limit(job)
-    if needed > limit:
-        for view in pending:
-            events.append(
-                EventSpec("Warning", EXITED_WITH_CODE, f"{_describe(view)} {_exit_text(view)}.")
-            )
-        message = (
-            f"MXJob {name} has failed because it has reached the specified backoff limit "
-            f"({limit} restart{'s' if limit != 1 else ''})."
+def _succeed(sync: _Sync) -> Outcome | None:
+    """The replicas that decide success have succeeded."""
+    if not _succeeded(sync.job, sync.by_slot):
+        return None
+    return _finish(
+        sync,
+        ConditionType.SUCCEEDED,
+        Reason.SUCCEEDED,
+        f"MXJob {sync.name} is successfully completed.",
+        restart_count=sync.restarts_performed(),
+    )
+
+
+def _fail_backoff(sync: _Sync) -> Outcome | None:
+    """Restarts (recreations of failed pods plus in-place ones) beyond ``backoffLimit`` fail it."""
+    performed, sync.restarts_before = _restart_sum(
+        sync.slots, sync.by_slot, sync.carries, total=sync.restarts_so_far
+    )
+    sync.pending = [
+        v
+        for v in sync.by_slot.values()
+        if v and not v.gone and _failure_kind(sync.job, v) == "retry"
+    ]
+    sync.needed = max(sync.restarts_so_far, performed + len(sync.pending))
+    sync.limit = limit = backoff_limit(sync.job)
+    if sync.needed <= limit:
+        return None
+    for view in sync.pending:
+        sync.events.append(
+            EventSpec("Warning", EXITED_WITH_CODE, f"{_describe(view)} {_exit_text(view)}.")
         )
-        return finish(
-            ConditionType.FAILED,
-            Reason.BACKOFF_LIMIT_EXCEEDED,
-            message,
-            restart_count=max(restarts_so_far, performed),
-        )
-    new_restarts = needed - restarts_so_far
-    for view in pending:
-        restarts_before[view.slot] = view.slot_restarts + 1
-        events.append(
+    message = (
+        f"MXJob {sync.name} has failed because it has reached the specified backoff limit "
+        f"({limit} restart{'s' if limit != 1 else ''})."
+    )
+    return _finish(
+        sync,
+        ConditionType.FAILED,
+        Reason.BACKOFF_LIMIT_EXCEEDED,
+        message,
+        restart_count=max(sync.restarts_so_far, performed),
+    )
+
+
+def _restart(sync: _Sync) -> None:
+    """Retryable failures are recreated (Restarting); in-place restarts are reported."""
+    for view in sync.pending:
+        sync.restarts_before[view.slot] = view.slot_restarts + 1
+        sync.events.append(
             EventSpec(
                 "Warning",
                 EXITED_WITH_CODE,
                 f"{_describe(view)} {_exit_text(view)}: retryable, recreating it.",
             )
         )
-    if pending:
-        what = ", ".join(f"{_describe(v)} {_exit_text(v)}" for v in pending)
-        message = f"MXJob {name} is restarting because {what}."
-        conditions = _set(
-            conditions,
+    limit_text = f"restart {sync.needed} of at most {sync.limit}."
+    if sync.pending:
+        what = ", ".join(f"{_describe(v)} {_exit_text(v)}" for v in sync.pending)
+        sync.condition(
             ConditionType.RESTARTING,
             status=True,
             reason=Reason.RESTARTING,
-            message=message,
-            now=stamp,
+            message=f"MXJob {sync.name} is restarting because {what}.",
         )
-        events.append(
+        sync.events.append(
             EventSpec(
                 "Warning",
                 Reason.RESTARTING,
-                f"Restarting {len(pending)} replica(s); restart {needed} of at most {limit}.",
+                f"Restarting {len(sync.pending)} replica(s); {limit_text}",
             )
         )
-    elif new_restarts > 0:
-        events.append(
+    elif (new_restarts := sync.needed - sync.restarts_so_far) > 0:
+        sync.events.append(
             EventSpec(
                 "Warning",
                 Reason.RESTARTING,
-                f"{new_restarts} container restart(s) in place; restart "
-                f"{needed} of at most {limit}.",
+                f"{new_restarts} container restart(s) in place; {limit_text}",
             )
         )
 
-    # Running once every replica is up (or done) and the deciding one runs.
+
+def _mark_running(sync: _Sync) -> None:
+    """Running once every replica is up (or done) and the deciding one runs."""
     everyone_up = all(
-        v is not None and not v.gone and (v.running or v.succeeded) for v in by_slot.values()
+        v is not None and not v.gone and (v.running or v.succeeded) for v in sync.by_slot.values()
     )
-    master = _master_slot(job)
-    master_view = by_slot.get(f"{master.value.lower()}-0") if master else None
+    master = _master_slot(sync.job)
+    master_view = sync.by_slot.get(f"{master.value.lower()}-0") if master else None
     if (
-        not pending
+        not sync.pending
         and everyone_up
         and master_view is not None
         and master_view.running
-        and not _is_true(conditions, ConditionType.RUNNING)
+        and not _is_true(sync.conditions, ConditionType.RUNNING)
     ):
-        conditions = _set(
-            conditions,
+        sync.condition(
             ConditionType.RUNNING,
             status=True,
             reason=Reason.RUNNING,
-            message=f"MXJob {name} is running.",
-            now=stamp,
+            message=f"MXJob {sync.name} is running.",
         )
 
-    counts = _empty_counts(job)
-    for slot in slots:
-        view = by_slot[slot.key]
+
+def _progress(sync: _Sync) -> Outcome:
+    """Not finished: ``replicaStatuses`` as the pods will be once reconcile has acted."""
+    counts = _empty_counts(sync.job)
+    for slot in sync.slots:
+        view = sync.by_slot[slot.key]
         bucket = counts[slot.replica_type]
-        if view is None or view.gone or view.active or view in pending:
+        if view is None or view.gone or view.active or view in sync.pending:
             bucket["active"] += 1
         elif view.succeeded:
             bucket["succeeded"] += 1
         else:
             bucket["failed"] += 1
-    status["conditions"] = conditions
-    status["state"] = current_state(conditions)
-    status["restartCount"] = needed
-    status["replicaStatuses"] = _replica_statuses(job, counts)
+    status = sync.status
+    status["conditions"] = sync.conditions
+    status["state"] = current_state(sync.conditions)
+    status["restartCount"] = sync.needed
+    status["replicaStatuses"] = _replica_statuses(sync.job, counts)
     return Outcome(
         status=status,
-        recreate=tuple(pending),
-        restarts_before=restarts_before,
-        created=created,
-        new_restarts=new_restarts,
-        events=tuple(events),
-        requeue_after=requeue_after,
+        recreate=tuple(sync.pending),
+        restarts_before=sync.restarts_before,
+        created=sync.created,
+        new_restarts=sync.needed - sync.restarts_so_far,
+        events=tuple(sync.events),
+        requeue_after=sync.requeue_after,
     )
+
+
+def _only(step: Callable[[_Sync], None]) -> _Phase:
+    """A phase that only adds to the state and never decides the outcome."""
+
+    def phase(sync: _Sync) -> Outcome | None:
+        step(sync)
+        return None
+
+    phase.__name__ = step.__name__
+    return phase
+
+
+_PHASES: Final[tuple[_Phase, ...]] = (
+    _follow_finished,
+    _fail_invalid,
+    _suspend,
+    _only(_resume),
+    _check_deadline,
+    _only(_match_slots),
+    _fail_permanent,
+    _succeed,
+    _fail_backoff,
+    _only(_restart),
+    _only(_mark_running),
+)
+"""The order is the policy: a finished job stays finished; invalid fails before anything runs;
+a suspended job has no deadline; a permanent failure beats success; success beats the backoff
+limit."""
 
 
 def _restart_sum(

@@ -103,9 +103,17 @@ def create_app(*, settings: WebhookSettings | None = None) -> Flask:
         )
     state = WebhookState(settings=settings, metrics=WebhookMetrics(), certificates=certificates)
     app.extensions[EXTENSION_KEY] = state
+    _add_review_routes(app, state)
+    _add_probe_routes(app, state)
+    _add_error_handlers(app, state)
+    return app
+
+
+def _add_review_routes(app: Flask, state: WebhookState) -> None:
+    """The review endpoints: each reads its body within the size limit and answers."""
 
     def too_large(endpoint: Endpoint, started: float) -> Response:
-        limit = settings.max_body_bytes
+        limit = state.settings.max_body_bytes
         answer = Answer(
             status=413,
             body=error_body(f"request body is larger than {limit} bytes"),
@@ -118,10 +126,10 @@ def create_app(*, settings: WebhookSettings | None = None) -> Flask:
     def review(endpoint: Endpoint) -> Response:
         started = time.perf_counter()
         declared = request.content_length
-        if declared is not None and declared > settings.max_body_bytes:
+        if declared is not None and declared > state.settings.max_body_bytes:
             return too_large(endpoint, started)  # not a byte of it read
         try:
-            body = _read_body(settings.max_body_bytes)
+            body = _read_body(state.settings.max_body_bytes)
         except RequestEntityTooLarge:
             body = None
         if body is None:
@@ -144,6 +152,10 @@ def create_app(*, settings: WebhookSettings | None = None) -> Flask:
     def convert() -> Response:
         return review("convert")
 
+
+def _add_probe_routes(app: Flask, state: WebhookState) -> None:
+    """``/healthz``, ``/readyz`` and ``/metrics``."""
+
     @app.get("/healthz")
     def healthz() -> Response:
         # Alive means able to answer HTTP; nothing else can be fixed by a restart.
@@ -160,6 +172,11 @@ def create_app(*, settings: WebhookSettings | None = None) -> Flask:
     def metrics() -> Response:
         return Response(state.metrics.exposition(), status=200, content_type=CONTENT_TYPE)
 
+
+def _add_error_handlers(app: Flask, state: WebhookState) -> None:
+    """HTTP errors answer in the JSON shape of a 400; anything unexpected goes to
+    :func:`_unexpected_error`."""
+
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> WerkzeugResponse:
         # 404, 405 (keeping its Allow header): the same JSON shape as a 400.
@@ -171,8 +188,6 @@ def create_app(*, settings: WebhookSettings | None = None) -> Flask:
     @app.errorhandler(Exception)
     def unexpected(error: Exception) -> Response:
         return _unexpected_error(state, error)
-
-    return app
 
 
 def _read_body(limit: int) -> bytes | None:

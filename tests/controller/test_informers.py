@@ -172,6 +172,23 @@ def test_a_write_through_is_not_undone_by_an_older_event() -> None:
     assert store.get("ns/a")["metadata"]["resourceVersion"] == "20"  # type: ignore[index]
 
 
+def test_a_write_through_does_not_bring_back_an_object_deleted_meanwhile() -> None:
+    store = Store()
+    store.apply("ADDED", obj("a", "10"))
+    store.apply(DELETED, obj("a", "21"))
+    assert not store.write_through(obj("a", "20"))
+    assert store.get("ns/a") is None
+
+
+def test_a_write_through_replaces_the_cached_object_with_the_newer_one() -> None:
+    store = Store()
+    store.apply("ADDED", obj("a", "10"))
+    assert store.write_through(obj("a", "20"))
+    assert not store.write_through(obj("a", "15"))
+    assert store.get("ns/a")["metadata"]["resourceVersion"] == "20"  # type: ignore[index]
+    assert not store.write_through(obj("a", "30", uid="other"))
+
+
 def test_slim_pods_keep_only_what_status_needs() -> None:
     pod = obj(
         "a",

@@ -1,8 +1,9 @@
-"""reconcile: the plan (pure) and what the Reconciler sends to the API server (in-memory fake)."""
+"""reconcile: what the Reconciler sends to the API server (in-memory fake)."""
 
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 import pytest
@@ -13,9 +14,10 @@ from controller.informers import Store
 from controller.kube import Conflict, mxjobs_path, pods_path, services_path
 from controller.metrics import Metrics
 from controller.observed import RESTARTS_BEFORE_ANNOTATION
-from controller.reconcile import NameConflictError, Reconciler, plan_actions
+from controller.reconcile import NameConflictError, Reconciler
 from controller.status import compute_status
 from shared.constants import LABEL_JOB_NAME, TRACKING_FINALIZER
+from shared.logformat import fields_of
 from tests.controller.fakes import FakeApi
 from tests.controller.samples import (
     NOW,
@@ -23,7 +25,6 @@ from tests.controller.samples import (
     job,
     later,
     pod,
-    pods_all,
     training_operator_pod,
     training_operator_service,
 )
@@ -34,80 +35,6 @@ KEY = "ns/mnist"
 
 def names(objects: list[Obj]) -> list[str]:
     return sorted(o["metadata"]["name"] for o in objects)
-
-
-# -- plan_actions -----------------------------------------------------------------------------
-def test_plan_creates_every_missing_pod_and_service() -> None:
-    j = job()
-    plan = plan_actions(j, compute_status(j, [], now=NOW), [], [])
-    assert [s.name for s, _ in plan.create_pods] == [
-        "mnist-scheduler-0",
-        "mnist-server-0",
-        "mnist-worker-0",
-        "mnist-worker-1",
-    ]
-    assert [s.name for s in plan.create_services] == [s.name for s, _ in plan.create_pods]
-    assert not plan.delete_pods and not plan.delete_services
-
-
-def test_plan_scales_down_by_deleting_the_highest_indices() -> None:
-    big = job(replicas={"Scheduler": 1, "Worker": 3})
-    existing = pods_all(big)
-    small = job(replicas={"Scheduler": 1, "Worker": 1})
-    plan = plan_actions(small, compute_status(small, existing, now=NOW), existing, [])
-    assert names(plan.delete_pods) == ["mnist-worker-1", "mnist-worker-2"]
-    assert not plan.create_pods
-
-
-def test_plan_waits_for_a_terminating_pod_to_go_before_recreating_it() -> None:
-    j = job()
-    existing = [*pods_all(j)[:3], pod(j, "worker-1", terminating=True)]
-    plan = plan_actions(j, compute_status(j, existing, now=NOW), existing, [])
-    assert not plan.create_pods and not plan.delete_pods
-
-
-def test_plan_deletes_everything_while_suspended() -> None:
-    j = job(run_policy={"suspend": True})
-    existing = pods_all(j)
-    plan = plan_actions(j, compute_status(j, existing, now=NOW), existing, existing)
-    assert len(plan.delete_pods) == 4 and len(plan.delete_services) == 4
-    assert not plan.create_pods
-
-
-ACTIVE = ["mnist-server-0", "mnist-worker-0", "mnist-worker-1"]
-
-
-@pytest.mark.parametrize(
-    ("policy", "seconds", "deleted", "services_deleted"),
-    [
-        ("All", 0, ["mnist-scheduler-0"], 0),
-        ("All", 30, ["mnist-scheduler-0", *ACTIVE], 4),
-        ("Running", 0, [], 0),
-        ("Running", 29, [], 0),
-        ("Running", 30, ACTIVE, 0),
-        ("None", 30, [], 0),
-    ],
-)
-def test_plan_applies_the_clean_pod_policy_to_running_pods_once_their_grace_period_is_over(
-    policy: str, seconds: int, deleted: list[str], services_deleted: int
-) -> None:
-    j = job(run_policy={"cleanPodPolicy": policy})
-    existing = [pod(j, "scheduler-0", phase="Succeeded", exit_code=0), *pods_all(j)[1:]]
-    finished = compute_status(j, existing, now=NOW)
-    assert finished.finished
-    outcome = compute_status({**j, "status": finished.status}, existing, now=later(seconds))
-    plan = plan_actions(j, outcome, existing, existing)
-    assert names(plan.delete_pods) == deleted
-    assert len(plan.delete_services) == services_deleted
-
-
-def test_plan_stops_active_pods_after_the_deadline_even_with_clean_policy_none() -> None:
-    j = job(run_policy={"cleanPodPolicy": "None", "activeDeadlineSeconds": 1})
-    existing = pods_all(j)
-    started = compute_status(j, [], now=NOW).status
-    outcome = compute_status({**j, "status": started}, existing, now=later(2))
-    assert outcome.stop_active
-    assert len(plan_actions(j, outcome, existing, []).delete_pods) == 4
 
 
 # -- the Reconciler against an in-memory API --------------------------------------------------
@@ -257,6 +184,21 @@ def test_ttl_expiry_deletes_the_job_with_a_uid_precondition() -> None:
     assert delete.body["preconditions"]["uid"] == "job-uid"
 
 
+def test_the_ttl_deletion_is_logged_with_namespace_and_name_as_fields(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    finished = job(run_policy={"ttlSecondsAfterFinished": 0})
+    finished["status"] = compute_status(
+        finished, [pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)], now=NOW
+    ).status
+    world = World(finished)
+    with caplog.at_level(logging.INFO, logger="controller.reconcile"):
+        world.reconciler.reconcile(KEY)
+    record = next(r for r in caplog.records if "ttlSecondsAfterFinished" in r.getMessage())
+    assert record.getMessage() == "deleted after ttlSecondsAfterFinished"
+    assert fields_of(record) == {"namespace": "ns", "name": "mnist"}
+
+
 def test_a_job_managed_by_another_controller_is_left_alone() -> None:
     world = World(job(run_policy={"managedBy": "example.com/other"}))
     assert world.reconciler.reconcile(KEY) is None
@@ -327,19 +269,6 @@ def test_scaling_down_remembers_the_restarts_of_the_removed_replicas() -> None:
 
 
 # -- the tracking finalizer ---------------------------------------------------------------------
-def test_plan_releases_counted_pods_except_those_it_deletes() -> None:
-    j = job(run_policy={"cleanPodPolicy": "All"})
-    existing = [pod(j, "scheduler-0", phase="Succeeded", exit_code=0), *pods_all(j)[1:]]
-    outcome = compute_status(j, existing, now=NOW)
-    plan = plan_actions(j, outcome, existing, existing)
-    # cleanPodPolicy All deletes the finished scheduler now: the DELETE releases it.
-    assert names(plan.delete_pods) == ["mnist-scheduler-0"] and not plan.release_pods
-    kept = job(run_policy={"cleanPodPolicy": "Running"})
-    outcome = compute_status(kept, existing, now=NOW)
-    plan = plan_actions(kept, outcome, existing, existing)
-    assert names(plan.release_pods) == ["mnist-scheduler-0"] and not plan.delete_pods
-
-
 def finalizers(world: World, name: str) -> list[str]:
     return list(world.api.objects[pods_path("ns", name)]["metadata"].get("finalizers", []))
 
