@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -101,9 +102,9 @@ def test_a_job_waits_for_its_gang_while_fewer_than_min_available_are_placed() ->
 # (what pods carry).
 
 
-def gpu_job(**kwargs: object) -> dict[str, object]:
+def gpu_job(**kwargs: Any) -> dict[str, Any]:
     """Scheduler (250m CPU, 64Mi), Server (requests absent: its limits count), 2 GPU Workers."""
-    sample = job(**kwargs)  # type: ignore[arg-type]
+    sample = job(**kwargs)
     specs = sample["spec"]["mxReplicaSpecs"]
     specs["Scheduler"]["template"]["spec"]["containers"][0]["resources"] = {
         "requests": {"cpu": "250m", "memory": "64Mi"}
