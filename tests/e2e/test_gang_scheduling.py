@@ -303,7 +303,10 @@ def test_volcano_pod_group_is_accepted_and_pods_wait_for_volcano(
             body={"status": {"phase": "Inqueue"}},
             content_type="application/merge-patch+json",
         )
-        wait_until(lambda: len(job_pods(api, ns, "job-a")) == PODS_EACH, timeout=90, what="pods")
+        seconds = wait_until(
+            lambda: len(job_pods(api, ns, "job-a")) == PODS_EACH, timeout=90, what="pods"
+        )
+        print(f"\nVolcano PodGroup admitted -> the job's pods created: {seconds:.2f} s")
         for name, pod in job_pods(api, ns, "job-a").items():
             rtype = "scheduler" if "-scheduler-" in name else "worker"
             assert pod["spec"]["schedulerName"] == "volcano"
