@@ -18,6 +18,7 @@ Volcano the controller waits for: admitting the PodGroup (``status.phase: Inqueu
 
 from __future__ import annotations
 
+import functools
 import secrets
 import subprocess
 import time
@@ -42,6 +43,7 @@ from localkube.gang_demo import (
     wait_until,
 )
 from localkube.operator import stop_process, wait_established
+from localkube.training_operator import LocalTrainingOperator
 
 JOBS = ("job-a", "job-b")
 PODS_EACH = 5
@@ -349,6 +351,104 @@ def test_scheduler_plugins_pod_group_is_accepted_and_pods_name_its_scheduler(
         wait_until(lambda: _pod_group(stage, path) is None, timeout=60, what="PodGroup gone")
     finally:
         stop_process(pid)
+
+
+# What training-operator v1.8.1 (the real one, built from its Go module) writes for the same job,
+# beside this controller: in the test's namespace it runs, in a second one ours does.
+TRAINING_OPERATOR_FLAG = {
+    "volcano": "--gang-scheduler-name=volcano",
+    "scheduler-plugins": "--gang-scheduler-name=scheduler-plugins-scheduler",
+}
+POD_GROUP_PATH = {
+    "volcano": "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups/job-a",
+    "scheduler-plugins": "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups/job-a",
+}
+GANG_KEYS = (
+    "scheduling.k8s.io/group-name",
+    "volcano.sh/task-spec",
+    "scheduling.x-k8s.io/pod-group",
+)
+
+
+def _has_pods(stage: Scene, ns: str, count: int) -> bool:
+    return len(job_pods(stage.api, ns, "job-a")) == count
+
+
+def _gang_marks(pod: dict[str, Any]) -> dict[str, Any]:
+    meta = pod["metadata"]
+    marks = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
+    return {
+        "schedulerName": pod["spec"].get("schedulerName"),
+        **{key: marks.get(key) for key in GANG_KEYS},
+    }
+
+
+@pytest.mark.parametrize("scheduler", ["volcano", "scheduler-plugins"])
+def test_pod_groups_and_pods_are_the_same_as_training_operators(
+    stage: Scene, gang_namespace: str, podgroup_crds: None, scheduler: str
+) -> None:
+    api, theirs_ns = stage.api, gang_namespace
+    ours_ns = f"{theirs_ns}-ours"
+    ensure_namespace(api, ours_ns)
+    theirs = LocalTrainingOperator(stage.plane)
+    started = time.monotonic()
+    process = theirs.start(TRAINING_OPERATOR_FLAG[scheduler], f"--namespace={theirs_ns}")
+    print(f"\ntraining-operator ({scheduler}) up: {time.monotonic() - started:.1f} s")
+    pid = stage.start_controller(gang_scheduler=scheduler, namespace=ours_ns)
+    namespaces = (theirs_ns, ours_ns)
+    try:
+        for ns in namespaces:
+            job = gpu_job("job-a", gated=False)
+            job["metadata"]["annotations"] = {"team": "vision"}
+            job["spec"]["runPolicy"] = {
+                "schedulingPolicy": {"minAvailable": 4, "scheduleTimeoutSeconds": 90}
+            }
+            api.request("POST", f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs", body=job)
+        groups = {
+            ns: wait_until_found(
+                functools.partial(_pod_group, stage, POD_GROUP_PATH[scheduler].format(ns=ns)),
+                what=f"PodGroup in {ns}",
+            )
+            for ns in namespaces
+        }
+        if scheduler == "volcano":
+            for ns in namespaces:
+                api.request(
+                    "PATCH",
+                    POD_GROUP_PATH[scheduler].format(ns=ns),
+                    body={"status": {"phase": "Inqueue"}},
+                    content_type="application/merge-patch+json",
+                )
+        for ns in namespaces:
+            wait_until(
+                functools.partial(_has_pods, stage, ns, PODS_EACH), timeout=90, what=f"pods in {ns}"
+            )
+        their_group, our_group = groups[theirs_ns], groups[ours_ns]
+        assert our_group["spec"] == their_group["spec"]
+        assert our_group["metadata"].get("annotations") == their_group["metadata"].get(
+            "annotations"
+        )
+        assert our_group["metadata"].get("labels") == their_group["metadata"].get("labels")
+        (our_owner,), (their_owner,) = (
+            g["metadata"]["ownerReferences"] for g in (our_group, their_group)
+        )
+        assert {**our_owner, "uid": "-"} == {**their_owner, "uid": "-"}
+        their_pods, our_pods = (job_pods(api, ns, "job-a") for ns in namespaces)
+        assert sorted(our_pods) == sorted(their_pods)
+        for name, pod in our_pods.items():
+            assert _gang_marks(pod) == _gang_marks(their_pods[name]), name
+        print(f"same PodGroup spec: {our_group['spec']}")
+        _assert_pods_stay_unbound(stage, theirs_ns, seconds=1)
+        _assert_pods_stay_unbound(stage, ours_ns, seconds=1)
+    finally:
+        theirs.stop(process)
+        theirs.uninstall_webhook()
+        # Ours go while our controller runs: it lifts its pods' tracking finalizer.
+        try:
+            for ns in namespaces:
+                clear(api, ns, JOBS)
+        finally:
+            stop_process(pid)
 
 
 def wait_until_found(probe: Any, *, what: str, timeout: float = 30) -> dict[str, Any]:
