@@ -30,6 +30,8 @@ import pytest
 
 from localkube.api import NotFound, ensure_namespace
 from localkube.cluster import PROJECT_ROOT
+from localkube.gang_competition import describe
+from localkube.gang_competition import run as run_competition
 from localkube.gang_demo import (
     Scene,
     bound,
@@ -449,6 +451,17 @@ def test_pod_groups_and_pods_are_the_same_as_training_operators(
                 clear(api, ns, JOBS)
         finally:
             stop_process(pid)
+
+
+def test_many_gangs_competing_for_the_same_gpus_all_succeed_none_holds_part(stage: Scene) -> None:
+    """A small version of ``make demo-gang-50`` (:mod:`localkube.gang_competition`)."""
+    result = run_competition(stage, jobs=9, timeout=120)
+    print(f"\n{describe(result)}")
+    assert result.succeeded == 9
+    # Six GPUs, jobs of two to four: two jobs ran side by side at some point.
+    assert 4 < result.most_gpus_in_use <= 6
+    # Seen half-bound at most between two of kube-scheduler's bind calls, never while waiting.
+    assert result.longest_partial < 1.0, result.partial_seconds
 
 
 def wait_until_found(probe: Any, *, what: str, timeout: float = 30) -> dict[str, Any]:
