@@ -21,6 +21,7 @@ thread of its own (tens of times a second):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import threading
 import time
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localkube.api import ensure_namespace
+from localkube.api import NotFound, ensure_namespace
 from localkube.cluster import PROJECT_ROOT
 from localkube.gang_demo import JOB_LABEL, Scene, clear, gpu_job, scene
 from localkube.operator import stop_process
@@ -98,6 +99,15 @@ def _states(scene_: Scene, namespace: str) -> dict[str, str]:
     }
 
 
+def _finish(scene_: Scene, namespace: str, pods: list[dict[str, Any]]) -> None:
+    """The job's containers exit 0, Workers first: the Scheduler's exit makes the job succeed,
+    after which the controller may delete what still runs (a pod already gone is skipped)."""
+    for pod in sorted(pods, key=lambda p: "-scheduler-" in p["metadata"]["name"]):
+        kubelet = next(k for k in scene_.kubelets if k.node_name == pod["spec"]["nodeName"])
+        with contextlib.suppress(NotFound):
+            kubelet.terminate(namespace, pod["metadata"]["name"], exit_code=0)
+
+
 class _Sampler(threading.Thread):
     """Lists the namespace's pods back to back and records who holds part of the GPUs."""
 
@@ -160,7 +170,7 @@ def compete(
                 mine = pods.get(name, [])
                 whole = len(mine) == sizes[name] and all(_phase(p) == "Running" for p in mine)
                 if whole and name not in ended:
-                    scene_.finish_pods(namespace, name)
+                    _finish(scene_, namespace, mine)
                     ended.add(name)
             states = _states(scene_, namespace)
             result.succeeded = sum(1 for name in names if states.get(name) == "Succeeded")
