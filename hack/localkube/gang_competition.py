@@ -219,8 +219,8 @@ def describe(result: Competition) -> str:
         f"{result.succeeded} of {result.jobs} jobs (1 Scheduler + 2-4 one-GPU Workers) "
         f"succeeded on 6 GPUs in {result.seconds:.1f} s; {result.samples} samples; "
         f"most GPUs in use at once: {result.most_gpus_in_use}; jobs seen "
-        f"bound in part (between bind calls): {len(result.partial_seconds)}, longest "
-        f"{result.longest_partial:.2f} s; holding GPUs while waiting for more: "
+        f"bound in part: {len(result.partial_seconds)}, longest "
+        f"{result.longest_partial:.2f} s; of them holding GPUs while waiting for more: "
         f"{len(result.held_while_waiting)}"
     )
 
