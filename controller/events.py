@@ -138,7 +138,10 @@ class EventRecorder:
                     "name": item.involved.get("name"),
                     "reason": item.reason,
                 }
-                log.warning("event not recorded: %s", error, extra={"fields": fields})
+                # A namespace being deleted refuses new content; its job goes with it, so the
+                # lost event is expected, not a permission problem worth a warning.
+                level = logging.DEBUG if _namespace_terminating(error) else logging.WARNING
+                log.log(level, "event not recorded: %s", error, extra={"fields": fields})
 
     def _write(self, item: _Item) -> None:
         key = (str(item.involved.get("uid")), item.type, item.reason, item.message)
@@ -183,3 +186,14 @@ class EventRecorder:
         self._cache[key] = (name, 1, item.namespace)
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
+
+
+def _namespace_terminating(error: Exception) -> bool:
+    """The API server refused a write because the namespace is being deleted."""
+    if not isinstance(error, ApiError) or error.status != 403:
+        return False
+    details = error.body.get("details") if isinstance(error.body, dict) else None
+    causes = details.get("causes") if isinstance(details, dict) else None
+    return isinstance(causes, list) and any(
+        isinstance(c, dict) and c.get("type") == "NamespaceTerminating" for c in causes
+    )

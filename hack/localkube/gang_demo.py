@@ -262,8 +262,11 @@ def run_round(setup: Scene, *, gang_scheduler: str, out: TextIO) -> dict[str, fl
         _show(out, api, namespace, jobs, "both succeeded")
         return timings
     finally:
-        stop_process(pid)
-        clear(api, namespace, jobs)
+        # The pods carry the controller's tracking finalizer: delete while it still runs.
+        try:
+            clear(api, namespace, jobs)
+        finally:
+            stop_process(pid)
 
 
 def clear(api: Api, namespace: str, jobs: Sequence[str]) -> None:

@@ -75,6 +75,15 @@ def _submit(stage: Scene, namespace: str, *, gang_scheduler: str) -> int:
     return pid
 
 
+def _stop(stage: Scene, namespace: str, pid: int) -> None:
+    """Delete the jobs while the controller still runs: their pods carry its tracking finalizer,
+    which only a running controller lets go of (controller/tracking.py)."""
+    try:
+        clear(stage.api, namespace, JOBS)
+    finally:
+        stop_process(pid)
+
+
 def _events(stage: Scene, namespace: str, job: str, reason: str) -> list[str]:
     items = stage.api.request(
         "GET",
@@ -103,7 +112,7 @@ def test_without_gangs_both_jobs_hold_part_of_the_gpus_and_neither_runs(
             "GET", f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups"
         )["items"]
     finally:
-        stop_process(pid)
+        _stop(stage, ns, pid)
 
 
 def test_native_gangs_bind_one_job_whole_and_the_other_after_it(
@@ -150,7 +159,7 @@ def test_native_gangs_bind_one_job_whole_and_the_other_after_it(
         print(f"job-a finished -> job-b Succeeded: {time.monotonic() - finished:.2f} s")
         assert job_state(api, ns, "job-a") == "Succeeded"
     finally:
-        stop_process(pid)
+        _stop(stage, ns, pid)
 
 
 def test_native_gang_objects_go_with_the_job(stage: Scene, gang_namespace: str) -> None:
@@ -178,7 +187,7 @@ def test_native_gang_objects_go_with_the_job(stage: Scene, gang_namespace: str) 
             what="the Workload and PodGroup garbage-collected",
         )
     finally:
-        stop_process(pid)
+        _stop(stage, ns, pid)
 
 
 def _patch_job(stage: Scene, namespace: str, name: str, patch: dict[str, object]) -> None:
@@ -233,7 +242,7 @@ def test_native_gang_follows_suspend_resize_resume_and_pod_recreation(
         templates = api.request("GET", f"{base}/workloads/job-a")["spec"]["podGroupTemplates"]
         assert templates[0]["schedulingPolicy"] == {"gang": {"minCount": 5}}
     finally:
-        stop_process(pid)
+        _stop(stage, ns, pid)
 
 
 # -- volcano and scheduler-plugins: their PodGroup CRDs, no scheduler of theirs ------------------
@@ -321,7 +330,7 @@ def test_volcano_pod_group_is_accepted_and_pods_wait_for_volcano(
         clear(api, ns, JOBS)
         wait_until(lambda: _pod_group(stage, path) is None, timeout=60, what="PodGroup gone")
     finally:
-        stop_process(pid)
+        _stop(stage, ns, pid)
 
 
 def test_scheduler_plugins_pod_group_is_accepted_and_pods_name_its_scheduler(
@@ -352,7 +361,7 @@ def test_scheduler_plugins_pod_group_is_accepted_and_pods_name_its_scheduler(
         clear(api, ns, JOBS)
         wait_until(lambda: _pod_group(stage, path) is None, timeout=60, what="PodGroup gone")
     finally:
-        stop_process(pid)
+        _stop(stage, ns, pid)
 
 
 # What training-operator v1.8.1 (the real one, built from its Go module) writes for the same job,
