@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
 DEMO_ARGS ?=
 
-.PHONY: help venv sdk-venv binaries cluster-up cluster-down dev-up dev-down demo demo-gang crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries cluster-up cluster-down dev-up dev-down demo demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -61,6 +61,9 @@ demo: venv binaries ## run an MXJob end to end on this machine (JOB=<file>, defa
 
 demo-gang: venv binaries ## two GPU jobs on 6 GPUs under kube-scheduler, without and with native gang scheduling
 	@$(PY) -m localkube.gang_demo --state-dir $(LOCAL)/gang-demo
+
+demo-gang-50: venv binaries ## 50 GPU jobs compete for 6 GPUs under native gang scheduling (not in make test; a 9-job version is)
+	@$(PY) -m localkube.gang_competition --jobs 50 --state-dir $(LOCAL)/gang-competition
 
 crd: venv binaries ## regenerate manifests/crd/ from the pinned kube-apiserver's OpenAPI
 	$(PY) hack/gen_crd.py

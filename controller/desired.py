@@ -145,7 +145,7 @@ def build_pod(
     if annotations:
         metadata["annotations"] = annotations
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
-    join_pod(pod, job, gang)
+    join_pod(pod, job, gang, replica_type=slot.replica_type.value.lower())
     return pod
 
 

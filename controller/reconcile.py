@@ -394,7 +394,7 @@ class Reconciler:
         if not plan.create_pods or self.gang == "none":
             return True
         try:
-            for write in ensure_gang(self.client, job, labels=job_labels(job)):
+            for write in ensure_gang(self.client, job, labels=job_labels(job), scheduler=self.gang):
                 resource, _, verb = write.partition(":")
                 self.metrics.api_writes.labels(verb=verb or "create", resource=resource).inc()
         except Exception as error:

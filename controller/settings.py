@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 LogFormat = Literal["json", "text"]
-GangSchedulerChoice = Literal["auto", "native", "none"]
+GangSchedulerChoice = Literal["auto", "native", "volcano", "scheduler-plugins", "none"]
+GANG_SCHEDULER_CHOICES: Final = ("auto", "native", "volcano", "scheduler-plugins", "none")
 ENV_PREFIX: Final = "MXJOB_CONTROLLER_"
 
 
@@ -75,8 +76,10 @@ class ControllerSettings:
     gang_scheduler: GangSchedulerChoice = "auto"
     """How a job's pods are placed together (docs/gang-scheduling.md): ``native`` writes one
     Workload and PodGroup per job for kube-scheduler's gang scheduling
-    (``scheduling.k8s.io/v1alpha2``); ``none`` lets pods be scheduled one by one; ``auto`` is
-    ``native`` when the API server serves that API at start-up, ``none`` otherwise."""
+    (``scheduling.k8s.io/v1alpha2``); ``volcano`` and ``scheduler-plugins`` write those
+    projects' PodGroups as training-operator v1.8.1 does; ``none`` lets pods be scheduled one
+    by one; ``auto`` is ``native`` when the API server serves that API at start-up, ``none``
+    otherwise (it never picks Volcano or scheduler-plugins: they are asked for by name)."""
 
     @property
     def pool_size(self) -> int:
@@ -155,8 +158,8 @@ def _parser() -> argparse.ArgumentParser:
     add("--shutdown-timeout", type=float, help="seconds to finish in-flight work on SIGTERM")
     add(
         "--gang-scheduler",
-        choices=["auto", "native", "none"],
-        help="gang scheduling of a job's pods (default auto: native where served)",
+        choices=list(GANG_SCHEDULER_CHOICES),
+        help="gang scheduling of a job's pods (default auto: native where served, else none)",
     )
     return parser
 
@@ -201,6 +204,6 @@ def from_args(
     settings = ControllerSettings(**values)  # type: ignore[arg-type]
     if settings.workers < 1:
         raise SystemExit("mxjob-controller: --workers must be at least 1")
-    if settings.gang_scheduler not in ("auto", "native", "none"):
+    if settings.gang_scheduler not in GANG_SCHEDULER_CHOICES:
         raise SystemExit(f"mxjob-controller: unknown gang scheduler {settings.gang_scheduler!r}")
     return settings

@@ -175,7 +175,8 @@ def _run_policy() -> dict[str, Any]:
                 "type": "object",
                 "description": (
                     "Gang scheduling, with training-operator v1.8's field meanings: the "
-                    "controller's --gang-scheduler (native Workload API, or none) places "
+                    "controller's --gang-scheduler (native Workload API, volcano, "
+                    "scheduler-plugins or none) places "
                     "minAvailable pods (default: every replica) together; "
                     "docs/gang-scheduling.md."
                 ),

@@ -193,9 +193,10 @@ class LocalTrainingOperator:
             staged.write_bytes(cert_pem)
             staged.replace(FIXED_CERT_DIR / "tls.crt")
 
-    def argv(self, binary: Path, endpoints: Endpoints) -> list[str]:
+    def argv(self, binary: Path, endpoints: Endpoints, *extra: str) -> list[str]:
         return [
             str(binary),
+            *extra,
             "--enable-scheme=mxjob",
             f"--metrics-bind-address=127.0.0.1:{endpoints.metrics}",
             f"--health-probe-bind-address=127.0.0.1:{endpoints.health}",
@@ -211,8 +212,9 @@ class LocalTrainingOperator:
         except (urllib.error.URLError, OSError):
             return False
 
-    def start(self, *, timeout: float = 120) -> subprocess.Popen[bytes]:
-        """Start it; return once ``/readyz`` says its certificates and webhook server are up.
+    def start(self, *extra: str, timeout: float = 120) -> subprocess.Popen[bytes]:
+        """Start it (``extra``: more flags, e.g. ``--gang-scheduler-name=volcano``); return once
+        ``/readyz`` says its certificates and webhook server are up.
 
         Its MXJob controller registers right after (``setupControllers`` waits for the same
         certificates), within a second.
@@ -223,7 +225,7 @@ class LocalTrainingOperator:
         log_path = self.plane.logs / "training-operator.log"
         with log_path.open("ab") as log:
             process = subprocess.Popen(
-                self.argv(binary, endpoints),
+                self.argv(binary, endpoints, *extra),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -6,18 +6,32 @@ order in every test. Without gang scheduling each job gets three of its four GPU
 runs; with the native Workload API one job's pods are bound together while the other's wait as
 a whole, and run once the first job is done. The stage is the one ``make demo-gang`` shows
 (:mod:`localkube.gang_demo`), on a control plane of its own: this one runs kube-scheduler.
+
+``--gang-scheduler=volcano`` and ``scheduler-plugins`` are checked against those projects' real
+PodGroup CRDs (``hack/gang-crds.sh``), installed on the same plane: the API server accepts the
+PodGroups and keeps every field (a structural schema prunes unknown ones), and the pods carry
+the scheduler's name, label and annotations. Neither scheduler runs here (no images, no
+network): the pods stay Pending, unbound, because kube-scheduler leaves pods that name another
+scheduler alone; the test asserts exactly that. For Volcano the test plays the one part of
+Volcano the controller waits for: admitting the PodGroup (``status.phase: Inqueue``).
 """
 
 from __future__ import annotations
 
+import functools
 import secrets
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from localkube.api import ensure_namespace
+from localkube.api import NotFound, ensure_namespace
+from localkube.cluster import PROJECT_ROOT
+from localkube.gang_competition import describe
+from localkube.gang_competition import run as run_competition
 from localkube.gang_demo import (
     Scene,
     bound,
@@ -30,7 +44,8 @@ from localkube.gang_demo import (
     scene,
     wait_until,
 )
-from localkube.operator import stop_process
+from localkube.operator import stop_process, wait_established
+from localkube.training_operator import LocalTrainingOperator
 
 JOBS = ("job-a", "job-b")
 PODS_EACH = 5
@@ -228,3 +243,246 @@ def test_native_gang_follows_suspend_resize_resume_and_pod_recreation(
         assert templates[0]["schedulingPolicy"] == {"gang": {"minCount": 5}}
     finally:
         _stop(stage, ns, pid)
+
+
+# -- volcano and scheduler-plugins: their PodGroup CRDs, no scheduler of theirs ------------------
+CRD_SCRIPT = PROJECT_ROOT / "hack" / "gang-crds.sh"
+
+
+@pytest.fixture(scope="module")
+def podgroup_crds(stage: Scene) -> None:
+    """scheduler-plugins' and Volcano's own PodGroup CRDs, from their Go modules."""
+    files = subprocess.run(
+        [str(CRD_SCRIPT)], check=True, capture_output=True, text=True
+    ).stdout.split()
+    assert len(files) == 2, files
+    for file in files:
+        stage.plane.kubectl("apply", "--server-side", "-f", file)
+    for name in ("podgroups.scheduling.x-k8s.io", "podgroups.scheduling.volcano.sh"):
+        wait_established(stage.plane, name)
+
+
+def _pod_group(stage: Scene, path: str) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] = stage.api.request("GET", path)
+    except NotFound:
+        return None
+    return found
+
+
+def _assert_pods_stay_unbound(stage: Scene, ns: str, *, seconds: float) -> None:
+    """Nothing binds the pods: kube-scheduler runs, but they name another scheduler."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert bound(stage.api, ns, "job-a") == 0
+        time.sleep(0.2)
+    assert set(phases(stage.api, ns, "job-a").values()) == {"Pending"}
+
+
+# The job of gpu_job(): requests of 100m CPU and 128Mi per pod, GPUs only as limits, which
+# training-operator's CalcPGMinResources does not count (a container's requests, when it has
+# any, are all it counts).
+MIN_RESOURCES = {"cpu": "500m", "memory": "640Mi"}
+
+
+def test_volcano_pod_group_is_accepted_and_pods_wait_for_volcano(
+    stage: Scene, gang_namespace: str, podgroup_crds: None
+) -> None:
+    api, ns = stage.api, gang_namespace
+    path = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups/job-a"
+    pid = stage.start_controller(gang_scheduler="volcano", namespace=ns)
+    try:
+        job = gpu_job("job-a", gated=False)
+        job["metadata"]["annotations"] = {"team": "vision"}
+        job["spec"]["runPolicy"] = {"schedulingPolicy": {"queue": "research"}}
+        api.request("POST", f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs", body=job)
+        group = wait_until_found(lambda: _pod_group(stage, path), what="Volcano PodGroup")
+        mxjob = api.request("GET", f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs/job-a")
+        assert group["spec"] == {
+            "minMember": PODS_EACH,
+            "queue": "research",
+            "minResources": MIN_RESOURCES,
+        }
+        assert group["metadata"]["annotations"] == {"team": "vision"}
+        (owner,) = group["metadata"]["ownerReferences"]
+        assert owner["uid"] == mxjob["metadata"]["uid"] and owner["controller"]
+
+        # As training-operator: no pod until Volcano admitted the group.
+        time.sleep(2)
+        assert not job_pods(api, ns, "job-a")
+        api.request(
+            "PATCH",
+            path,
+            body={"status": {"phase": "Inqueue"}},
+            content_type="application/merge-patch+json",
+        )
+        seconds = wait_until(
+            lambda: len(job_pods(api, ns, "job-a")) == PODS_EACH, timeout=90, what="pods"
+        )
+        print(f"\nVolcano PodGroup admitted -> the job's pods created: {seconds:.2f} s")
+        for name, pod in job_pods(api, ns, "job-a").items():
+            rtype = "scheduler" if "-scheduler-" in name else "worker"
+            assert pod["spec"]["schedulerName"] == "volcano"
+            assert pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "job-a"
+            assert pod["metadata"]["annotations"]["volcano.sh/task-spec"] == rtype
+            assert "schedulingGroup" not in pod["spec"]
+        _assert_pods_stay_unbound(stage, ns, seconds=3)
+        clear(api, ns, JOBS)
+        wait_until(lambda: _pod_group(stage, path) is None, timeout=60, what="PodGroup gone")
+    finally:
+        _stop(stage, ns, pid)
+
+
+def test_scheduler_plugins_pod_group_is_accepted_and_pods_name_its_scheduler(
+    stage: Scene, gang_namespace: str, podgroup_crds: None
+) -> None:
+    api, ns = stage.api, gang_namespace
+    path = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups/job-a"
+    pid = stage.start_controller(gang_scheduler="scheduler-plugins", namespace=ns)
+    try:
+        job = gpu_job("job-a", gated=False)
+        job["spec"]["runPolicy"] = {
+            "schedulingPolicy": {"minAvailable": 3, "scheduleTimeoutSeconds": 120}
+        }
+        api.request("POST", f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs", body=job)
+        wait_until(lambda: len(job_pods(api, ns, "job-a")) == PODS_EACH, timeout=30, what="pods")
+        group = _pod_group(stage, path)
+        assert group is not None
+        # minAvailable 3: the Scheduler and two Workers' requests.
+        assert group["spec"] == {
+            "minMember": 3,
+            "minResources": {"cpu": "300m", "memory": "384Mi"},
+            "scheduleTimeoutSeconds": 120,
+        }
+        for pod in job_pods(api, ns, "job-a").values():
+            assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
+            assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "job-a"
+        _assert_pods_stay_unbound(stage, ns, seconds=3)
+        clear(api, ns, JOBS)
+        wait_until(lambda: _pod_group(stage, path) is None, timeout=60, what="PodGroup gone")
+    finally:
+        _stop(stage, ns, pid)
+
+
+# What training-operator v1.8.1 (the real one, built from its Go module) writes for the same job,
+# beside this controller: in the test's namespace it runs, in a second one ours does.
+TRAINING_OPERATOR_FLAG = {
+    "volcano": "--gang-scheduler-name=volcano",
+    "scheduler-plugins": "--gang-scheduler-name=scheduler-plugins-scheduler",
+}
+POD_GROUP_PATH = {
+    "volcano": "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups/job-a",
+    "scheduler-plugins": "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups/job-a",
+}
+GANG_KEYS = (
+    "scheduling.k8s.io/group-name",
+    "volcano.sh/task-spec",
+    "scheduling.x-k8s.io/pod-group",
+)
+
+
+def _has_pods(stage: Scene, ns: str, count: int) -> bool:
+    return len(job_pods(stage.api, ns, "job-a")) == count
+
+
+def _gang_marks(pod: dict[str, Any]) -> dict[str, Any]:
+    meta = pod["metadata"]
+    marks = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
+    return {
+        "schedulerName": pod["spec"].get("schedulerName"),
+        **{key: marks.get(key) for key in GANG_KEYS},
+    }
+
+
+@pytest.mark.parametrize("scheduler", ["volcano", "scheduler-plugins"])
+def test_pod_groups_and_pods_are_the_same_as_training_operators(
+    stage: Scene, gang_namespace: str, podgroup_crds: None, scheduler: str
+) -> None:
+    api, theirs_ns = stage.api, gang_namespace
+    ours_ns = f"{theirs_ns}-ours"
+    ensure_namespace(api, ours_ns)
+    theirs = LocalTrainingOperator(stage.plane)
+    started = time.monotonic()
+    process = theirs.start(TRAINING_OPERATOR_FLAG[scheduler], f"--namespace={theirs_ns}")
+    print(f"\ntraining-operator ({scheduler}) up: {time.monotonic() - started:.1f} s")
+    pid = stage.start_controller(gang_scheduler=scheduler, namespace=ours_ns)
+    namespaces = (theirs_ns, ours_ns)
+    try:
+        for ns in namespaces:
+            job = gpu_job("job-a", gated=False)
+            job["metadata"]["annotations"] = {"team": "vision"}
+            job["spec"]["runPolicy"] = {
+                "schedulingPolicy": {"minAvailable": 4, "scheduleTimeoutSeconds": 90}
+            }
+            api.request("POST", f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs", body=job)
+        groups = {
+            ns: wait_until_found(
+                functools.partial(_pod_group, stage, POD_GROUP_PATH[scheduler].format(ns=ns)),
+                what=f"PodGroup in {ns}",
+            )
+            for ns in namespaces
+        }
+        if scheduler == "volcano":
+            for ns in namespaces:
+                api.request(
+                    "PATCH",
+                    POD_GROUP_PATH[scheduler].format(ns=ns),
+                    body={"status": {"phase": "Inqueue"}},
+                    content_type="application/merge-patch+json",
+                )
+        for ns in namespaces:
+            wait_until(
+                functools.partial(_has_pods, stage, ns, PODS_EACH), timeout=90, what=f"pods in {ns}"
+            )
+        their_group, our_group = groups[theirs_ns], groups[ours_ns]
+        assert our_group["spec"] == their_group["spec"]
+        assert our_group["metadata"].get("annotations") == their_group["metadata"].get(
+            "annotations"
+        )
+        assert our_group["metadata"].get("labels") == their_group["metadata"].get("labels")
+        (our_owner,), (their_owner,) = (
+            g["metadata"]["ownerReferences"] for g in (our_group, their_group)
+        )
+        assert {**our_owner, "uid": "-"} == {**their_owner, "uid": "-"}
+        their_pods, our_pods = (job_pods(api, ns, "job-a") for ns in namespaces)
+        assert sorted(our_pods) == sorted(their_pods)
+        for name, pod in our_pods.items():
+            assert _gang_marks(pod) == _gang_marks(their_pods[name]), name
+        print(f"same PodGroup spec: {our_group['spec']}")
+        _assert_pods_stay_unbound(stage, theirs_ns, seconds=1)
+        _assert_pods_stay_unbound(stage, ours_ns, seconds=1)
+    finally:
+        theirs.stop(process)
+        theirs.uninstall_webhook()
+        # Ours go while our controller runs: it lifts its pods' tracking finalizer.
+        try:
+            for ns in namespaces:
+                clear(api, ns, JOBS)
+        finally:
+            stop_process(pid)
+
+
+def test_many_gangs_competing_for_the_same_gpus_all_succeed_none_holds_part(stage: Scene) -> None:
+    """A small version of ``make demo-gang-50`` (:mod:`localkube.gang_competition`)."""
+    result = run_competition(stage, jobs=9, timeout=120)
+    print(f"\n{describe(result)}")
+    assert result.succeeded == 9
+    # Six GPUs, jobs of two to four: two jobs ran side by side at some point.
+    assert 4 < result.most_gpus_in_use <= 6
+    # Seen bound in part only between two of kube-scheduler's bind calls (the GPUs for the rest
+    # free), never while too few GPUs were free for the rest: no job held GPUs while waiting.
+    assert not result.held_while_waiting, result.partial_seconds
+    assert result.longest_partial < 1.0, result.partial_seconds
+
+
+def wait_until_found(probe: Any, *, what: str, timeout: float = 30) -> dict[str, Any]:
+    found: list[dict[str, Any]] = []
+
+    def check() -> bool:
+        value = probe()
+        if value:
+            found.append(value)
+        return bool(value)
+
+    wait_until(check, timeout=timeout, what=what)
+    return found[-1]

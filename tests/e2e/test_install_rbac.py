@@ -195,6 +195,10 @@ def test_requests_outside_the_controllers_rules_are_forbidden(
         ("patch", "events", ""),
         ("patch", "pods", ""),
         ("get", "mxjobs", "kubeflow.org"),
+        ("create", "podgroups", "scheduling.k8s.io"),
+        ("update", "podgroups", "scheduling.volcano.sh"),
+        ("delete", "podgroups", "scheduling.x-k8s.io"),
+        ("get", "priorityclasses", "scheduling.k8s.io"),
     ]
     forbidden = [
         ("list", "secrets", ""),
@@ -210,6 +214,9 @@ def test_requests_outside_the_controllers_rules_are_forbidden(
         ("create", "customresourcedefinitions", "apiextensions.k8s.io"),
         ("create", "mutatingwebhookconfigurations", "admissionregistration.k8s.io"),
         ("create", "rolebindings", "rbac.authorization.k8s.io"),
+        ("update", "podgroups", "scheduling.k8s.io"),
+        ("list", "podgroups", "scheduling.volcano.sh"),
+        ("create", "priorityclasses", "scheduling.k8s.io"),
     ]
     for verb, resource, group in allowed:
         assert _allowed(controller, verb=verb, resource=resource, group=group, namespace=namespace)
