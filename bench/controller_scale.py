@@ -15,6 +15,13 @@ On the benchmark's own control plane, with the webhook registered as installed:
    scheduler exits 0; the clock stops when every job is Succeeded and its running pods are gone
    (``cleanPodPolicy: Running``, the default: the finished schedulers stay).
 
+4. The peer: kubeflow training-operator v1.8.1 (``localkube.training_operator``), the operator
+   users migrate from, on the same plane and the same jobs (``lifecycle_job``), phases A and B
+   again, with its own CRD and validating webhook: once as released (client limited to 20
+   requests/s, burst 30, hard-coded; one reconcile thread) and once at its best (built with
+   ``hack/training-operator/patches/client-rate-limits.patch``, four threads). Each controller
+   has a namespace of its own, deleted before the next starts.
+
 Economy: ``apiserver_request_total`` by verb and resource before and after each phase. The
 driver and the test kubelet count their own requests (``CountingClient``); what remains is the
 controller's (kube-controller-manager's garbage collector and namespace controller have nothing
