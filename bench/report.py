@@ -201,13 +201,15 @@ def peer_section(report: Mapping[str, Any]) -> list[str]:
     ratio_rows: list[list[Any]] = []
     for run in runs:
         ours = _figures(run)
-        rows.append([run["jobs"], "**mxjob-operator**", *ours.values()])
+        rows.append(
+            [run["jobs"], "**mxjob-operator**", run["phase_a"]["submit_seconds"], *ours.values()]
+        )
         for name, peer in run["peers"].items():
             if "phase_b" not in peer:
                 continue
             theirs = _figures(peer)
             label = PEER_LABELS.get(name, name)
-            rows.append([run["jobs"], label, *theirs.values()])
+            rows.append([run["jobs"], label, peer["phase_a"]["submit_seconds"], *theirs.values()])
             ratio_rows.append([run["jobs"], label, *(_over(ours[k], theirs[k]) for k in ours)])
     columns = [
         "every pod and Service s",
@@ -217,11 +219,14 @@ def peer_section(report: Mapping[str, Any]) -> list[str]:
         "controller CPU s",
         "peak RSS MiB",
     ]
-    lines += _table(["jobs", "controller", *columns], rows)
+    lines += _table(["jobs", "controller", "jobs submitted s", *columns], rows)
     lines += ["", "mxjob-operator / training-operator:", ""]
     lines += _table(["jobs", "against", *columns], ratio_rows)
     lines += [
         "",
+        "Jobs submitted: the 8 threads' POSTs of every job, through each operator's admission "
+        "webhooks (this operator's two in Python, training-operator's validating one in Go); "
+        '"every pod and Service" includes it. '
         "Times run from the first job POST (pods and Services: to the last one seen by the "
         "driver's watches), from the test kubelet's start (Running), from the schedulers' exit "
         "(Succeeded and every pod but the schedulers gone). Writes: `apiserver_request_total` "
