@@ -7,6 +7,9 @@ On the benchmark's own control plane, with the webhook registered as installed:
    collector leaves them alone), from several threads, as fast as the API server accepts them:
    the API server's own limit on this machine. Its clock stops, as phase A's does, when the
    driver's watches have seen every object: both sides carry the same observer.
+   The raw baseline, before the webhooks are registered, does the same with the MXJobs too
+   (defaulted, as the mutating webhook would store them): the API server's limit for every
+   object of the run, without admission webhooks or controllers.
 2. Phase A: ``mxjob-controller`` runs (watching the run's namespace); ``jobs`` MXJobs of
    1 scheduler, 1 server and 2 workers are submitted at once from several threads; the clock
    stops when every pod and Service exists (seen through the driver's own watches, never a
@@ -333,6 +336,42 @@ PEER_BEST_THREADS: Final = 4
 """``--controller-threads`` of the peer at its best: as many as this controller's workers."""
 
 
+def _measure_baseline(
+    *,
+    plane: ControlPlane,
+    client: KubeClient,
+    namespace: str,
+    objects: Sequence[tuple[str, Any]],
+    paths: Sequence[str],
+    threads: int,
+    timeout: float,
+) -> dict[str, Any]:
+    """POST ``objects`` from ``threads`` threads; the clock stops when watches on ``paths`` saw all.
+
+    Observed exactly as phase A is: the clock stops when the driver's watches have seen every
+    object, so both sides pay for the same watch streams on the same two cores.
+    """
+    wanted = collections.Counter(path for path, _ in objects)
+    with watching(CountingClient(client), *paths) as counters:
+        time.sleep(0.5)  # the watches are open before the first object
+        cpu_0 = component_cpu(plane)
+        started = time.monotonic()
+        posted_s = create_all(client, objects, threads=threads)
+        for path, counter in zip(paths, counters, strict=True):
+            count = wanted[path]
+            counter.wait(lambda o, n=count: len(o) >= n, timeout=timeout, what=f"{count} objects")
+        seconds = max(t for counter in counters for t in counter.first_seen.values()) - started
+        cpu = component_cpu(plane)
+    return {
+        "objects": len(objects),
+        "threads": threads,
+        "seconds": round(seconds, 3),
+        "posted_seconds": round(posted_s, 3),
+        "objects_per_s": round(len(objects) / seconds, 1),
+        "control_plane_cpu_s": {k: round(v - cpu_0.get(k, 0.0), 2) for k, v in cpu.items()},
+    }
+
+
 def _peer_starter(
     peer: LocalTrainingOperator, extra: tuple[str, ...], *, patches: tuple[str, ...], log_name: str
 ) -> Callable[[str], int]:
@@ -364,41 +403,41 @@ def run(
     report: dict[str, Any] = {"benchmark": "controller_scale", "jobs": jobs}
     try:
         operator.install_crd(webhook_port=port)
-        operator.register_webhooks(webhook_port=port)
-        ensure_namespace(driver, baseline_namespace)
+        # -- raw baseline: the jobs too, without webhooks -----------------------------------
+        raw_namespace = f"raw-{uuid.uuid4().hex[:6]}"
+        ensure_namespace(driver, raw_namespace)
+        raw_objects = [
+            (mxjobs_path(raw_namespace), apply_defaults(lifecycle_job(f"job-{number}")))
+            for number in range(jobs)
+        ] + baseline_objects(raw_namespace, jobs)
+        report["raw_baseline"] = _measure_baseline(
+            plane=plane,
+            client=client,
+            namespace=raw_namespace,
+            objects=raw_objects,
+            paths=(
+                mxjobs_path(raw_namespace),
+                pods_path(raw_namespace),
+                services_path(raw_namespace),
+            ),
+            threads=baseline_threads,
+            timeout=timeout,
+        )
+        delete_namespace(client, raw_namespace, timeout=timeout)
 
         # -- baseline -----------------------------------------------------------------------
-        objects = baseline_objects(baseline_namespace, jobs)
-        # Observed exactly as phase A is: the clock stops when the driver's watches have seen
-        # every object, so both sides pay for the same watch streams on the same two cores.
-        with watching(driver, pods_path(baseline_namespace), services_path(baseline_namespace)) as (
-            baseline_pods,
-            baseline_services,
-        ):
-            time.sleep(0.5)  # the watches are open before the first object
-            baseline_cpu_0 = component_cpu(plane)
-            baseline_started = time.monotonic()
-            posted_s = create_all(client, objects, threads=baseline_threads)
-            per_kind = jobs * 4  # pods, and as many Services
-            for counter in (baseline_pods, baseline_services):
-                counter.wait(
-                    lambda o: len(o) >= per_kind, timeout=timeout, what=f"{per_kind} objects"
-                )
-            baseline_s = (
-                max(*baseline_pods.first_seen.values(), *baseline_services.first_seen.values())
-                - baseline_started
-            )
-            baseline_cpu = component_cpu(plane)
-        report["baseline"] = {
-            "objects": len(objects),
-            "threads": baseline_threads,
-            "seconds": round(baseline_s, 3),
-            "posted_seconds": round(posted_s, 3),
-            "objects_per_s": round(len(objects) / baseline_s, 1),
-            "control_plane_cpu_s": {
-                k: round(v - baseline_cpu_0.get(k, 0.0), 2) for k, v in baseline_cpu.items()
-            },
-        }
+        operator.register_webhooks(webhook_port=port)
+        ensure_namespace(driver, baseline_namespace)
+        report["baseline"] = _measure_baseline(
+            plane=plane,
+            client=client,
+            namespace=baseline_namespace,
+            objects=baseline_objects(baseline_namespace, jobs),
+            paths=(pods_path(baseline_namespace), services_path(baseline_namespace)),
+            threads=baseline_threads,
+            timeout=timeout,
+        )
+        baseline_s = report["baseline"]["seconds"]
         delete_namespace(client, baseline_namespace, timeout=timeout)
 
         # -- this controller (webhooks registered, as installed) ------------------------------

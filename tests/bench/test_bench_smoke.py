@@ -114,6 +114,9 @@ def test_controller_scale_attributes_creations_to_the_controller_and_finds_no_li
 ) -> None:
     run = scale_report["runs"][0]
     assert run["baseline"]["objects"] == SMOKE_JOBS * 8
+    # The raw baseline: every job as well as its pods and Services, without webhooks.
+    assert run["raw_baseline"]["objects"] == SMOKE_JOBS * 9
+    assert run["raw_baseline"]["seconds"] > 0
     phase_a = run["phase_a"]
     requests = phase_a["controller_requests"]
     assert requests["POST pods"] == SMOKE_JOBS * 4
@@ -179,6 +182,7 @@ def test_page_renders_every_item_with_its_baseline_and_command(
     assert "admission-command" in page
     assert "| ceiling |" in page and "| validate-12 |" in page
     assert "| training-operator v1.8.1, at its best |" in page
+    assert "| raw API server: jobs, pods, Services POSTed, no webhooks |" in page
 
     saved = tmp_path / "results.json"
     saved.write_text(json.dumps(results))
