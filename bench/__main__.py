@@ -30,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS, help="JSON of every report")
     parser.add_argument("--render-only", action="store_true", help="re-render saved results")
     parser.add_argument(
-        "--scale-jobs", type=int, nargs="+", default=[100, 500, 1000], help="growth sizes"
+        "--scale-jobs", type=int, nargs="+", default=[100, 500], help="growth sizes"
     )
     parser.add_argument("--admission-jobs", type=int, default=500)
     parser.add_argument("--webhook-duration", type=float, default=5.0)

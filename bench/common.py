@@ -110,6 +110,7 @@ def machine(plane: ControlPlane | None = None) -> dict[str, Any]:
         "cpu": _cpu_model(),
         "memory_gib": _memory_gib(),
         "kernel": platform.release(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "versions": versions,
     }
 

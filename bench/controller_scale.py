@@ -7,6 +7,9 @@ On the benchmark's own control plane, with the webhook registered as installed:
    collector leaves them alone), from several threads, as fast as the API server accepts them:
    the API server's own limit on this machine. Its clock stops, as phase A's does, when the
    driver's watches have seen every object: both sides carry the same observer.
+   The raw baseline, before the webhooks are registered, does the same with the MXJobs too
+   (defaulted, as the mutating webhook would store them): the API server's limit for every
+   object of the run, without admission webhooks or controllers.
 2. Phase A: ``mxjob-controller`` runs (watching the run's namespace); ``jobs`` MXJobs of
    1 scheduler, 1 server and 2 workers are submitted at once from several threads; the clock
    stops when every pod and Service exists (seen through the driver's own watches, never a
@@ -14,6 +17,13 @@ On the benchmark's own control plane, with the webhook registered as installed:
 3. Phase B: the test kubelet binds and starts every pod; once every job is Running, every
    scheduler exits 0; the clock stops when every job is Succeeded and its running pods are gone
    (``cleanPodPolicy: Running``, the default: the finished schedulers stay).
+
+4. The peer: kubeflow training-operator v1.8.1 (``localkube.training_operator``), the operator
+   users migrate from, on the same plane and the same jobs (``lifecycle_job``), phases A and B
+   again, with its own CRD and validating webhook: once as released (client limited to 20
+   requests/s, burst 30, hard-coded; one reconcile thread) and once at its best (built with
+   ``hack/training-operator/patches/client-rate-limits.patch``, four threads). Each controller
+   has a namespace of its own, deleted before the next starts.
 
 Economy: ``apiserver_request_total`` by verb and resource before and after each phase. The
 driver and the test kubelet count their own requests (``CountingClient``); what remains is the
@@ -29,9 +39,10 @@ import concurrent.futures
 import copy
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from bench.admission_overhead import scale_job
 from bench.common import (
@@ -51,11 +62,12 @@ from bench.common import (
     watching,
 )
 from controller.desired import build_pod, build_service, desired_slots
-from controller.kube import KubeClient, mxjobs_path, pods_path, services_path
+from controller.kube import ApiError, KubeClient, mxjobs_path, pods_path, services_path
 from localkube.api import ensure_namespace
 from localkube.cluster import ControlPlane
 from localkube.kubelet import TestKubelet
 from localkube.operator import LocalOperator, stop_process
+from localkube.training_operator import LocalTrainingOperator
 from shared.defaults import apply_defaults
 
 TARGET_RATIO = 1.5
@@ -66,10 +78,14 @@ RESOURCES = ("pods", "services", "events", "mxjobs")
 
 
 def baseline_objects(namespace: str, jobs: int) -> list[tuple[str, dict[str, Any]]]:
-    """The pods and Services the controller makes for ``jobs`` jobs, minus owner references."""
+    """The pods and Services the controller makes for ``jobs`` jobs, minus owner references.
+
+    And minus the pods' tracking finalizer: no controller runs to remove it, and the namespace
+    is deleted after the baseline.
+    """
     objects: list[tuple[str, dict[str, Any]]] = []
     for number in range(jobs):
-        job = apply_defaults(scale_job(f"job-{number}"))
+        job = apply_defaults(lifecycle_job(f"job-{number}"))
         job["metadata"].update(namespace=namespace, uid=str(uuid.uuid4()))
         for slot in desired_slots(job):
             for path, built in (
@@ -78,6 +94,7 @@ def baseline_objects(namespace: str, jobs: int) -> list[tuple[str, dict[str, Any
             ):
                 body = copy.deepcopy(built)
                 body["metadata"].pop("ownerReferences", None)
+                body["metadata"].pop("finalizers", None)  # nothing would remove them
                 objects.append((path, body))
     return objects
 
@@ -94,8 +111,26 @@ def create_all(client: KubeClient, requests: Sequence[tuple[str, Any]], *, threa
     return time.perf_counter() - started
 
 
-def _state(job: Mapping[str, Any]) -> str:
-    return str((job.get("status") or {}).get("state") or "")
+def lifecycle_job(name: str) -> dict[str, Any]:
+    """``scale_job`` with what both controllers must be told to act alike.
+
+    ``cleanPodPolicy: Running`` is this operator's default but not training-operator's (None);
+    ``terminationGracePeriodSeconds: 0`` because this operator gives a finished job's running
+    pods their grace period to end by themselves before deleting them (training-operator deletes
+    them at once): with 0 both clean up as soon as they can, so "Succeeded and cleaned" measures
+    the controllers, not a grace period.
+    """
+    job = scale_job(name)
+    job["spec"]["runPolicy"] = {"cleanPodPolicy": "Running"}
+    for spec in job["spec"]["mxReplicaSpecs"].values():
+        spec["template"]["spec"]["terminationGracePeriodSeconds"] = 0
+    return job
+
+
+def _condition(job: Mapping[str, Any], kind: str) -> bool:
+    """Whether the job has condition ``kind`` True (both operators write the same conditions)."""
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
 
 
 def _attributed(
@@ -117,76 +152,40 @@ def _lists(counts: Mapping[RequestKey, int]) -> int:
     return sum(n for (verb, res), n in counts.items() if verb == "LIST" and res in RESOURCES)
 
 
-def run(
+@dataclass(frozen=True)
+class Side:
+    """One controller measured on the same jobs: a name, and how to start and stop it."""
+
+    name: str
+    start: Callable[[str], int]
+    """Given the namespace to watch, start the controller (ready) and return its pid."""
+    stop: Callable[[int], None]
+
+
+def measure(
+    side: Side,
     *,
     plane: ControlPlane,
-    jobs: int = 500,
-    baseline_threads: int = 8,
-    submit_threads: int = 8,
-    lifecycle: bool = True,
+    client: KubeClient,
+    jobs: int,
+    submit_threads: int,
+    lifecycle: bool,
+    timeout: float,
 ) -> dict[str, Any]:
-    """Run the baseline, phase A and (with ``lifecycle``) phase B on ``plane``."""
-    timeout = 120 + jobs * 0.5
-    client = KubeClient.from_kubeconfig(plane.kubeconfig, pool_size=max(baseline_threads, 8) + 4)
+    """Phase A and (with ``lifecycle``) phase B of ``side``, in a namespace of its own.
+
+    The namespace is deleted afterwards (and its deletion awaited), so the next side starts on
+    an API server and etcd holding what they held before this one.
+    """
     driver = CountingClient(client)
-    operator = LocalOperator(plane)
-    webhook_pid, port = operator.start_webhook()
-    controller = None
-    kubelet: TestKubelet | None = None
-    kubelet_client: CountingClient | None = None
     suffix = uuid.uuid4().hex[:6]
-    namespace, baseline_namespace = f"scale-{suffix}", f"baseline-{suffix}"
-    report: dict[str, Any] = {"benchmark": "controller_scale", "jobs": jobs}
+    namespace = f"scale-{suffix}"
+    ensure_namespace(driver, namespace)
+    kubelet: TestKubelet | None = None
+    pid = side.start(namespace)
+    report: dict[str, Any] = {"controller": side.name}
     try:
-        operator.install_crd(webhook_port=port)
-        operator.register_webhooks(webhook_port=port)
-        ensure_namespace(driver, baseline_namespace)
-        ensure_namespace(driver, namespace)
-
-        # -- baseline -----------------------------------------------------------------------
-        objects = baseline_objects(baseline_namespace, jobs)
-        # Observed exactly as phase A is: the clock stops when the driver's watches have seen
-        # every object, so both sides pay for the same watch streams on the same two cores.
-        with watching(driver, pods_path(baseline_namespace), services_path(baseline_namespace)) as (
-            baseline_pods,
-            baseline_services,
-        ):
-            time.sleep(0.5)  # the watches are open before the first object
-            baseline_cpu_0 = component_cpu(plane)
-            baseline_started = time.monotonic()
-            posted_s = create_all(client, objects, threads=baseline_threads)
-            per_kind = jobs * 4  # pods, and as many Services
-            for counter in (baseline_pods, baseline_services):
-                counter.wait(
-                    lambda o: len(o) >= per_kind, timeout=timeout, what=f"{per_kind} objects"
-                )
-            baseline_s = (
-                max(*baseline_pods.first_seen.values(), *baseline_services.first_seen.values())
-                - baseline_started
-            )
-            baseline_cpu = component_cpu(plane)
-        report["baseline"] = {
-            "objects": len(objects),
-            "threads": baseline_threads,
-            "seconds": round(baseline_s, 3),
-            "posted_seconds": round(posted_s, 3),
-            "objects_per_s": round(len(objects) / baseline_s, 1),
-            "control_plane_cpu_s": {
-                k: round(v - baseline_cpu_0.get(k, 0.0), 2) for k, v in baseline_cpu.items()
-            },
-        }
-
-        # -- phase A: creation --------------------------------------------------------------
-        # Measured from informers synced (/readyz), not merely from a serving process.
-        process, _, _ = operator.start_controller(
-            f"--namespace={namespace}",
-            "--log-format=json",
-            log_name=f"controller-{jobs}.log",
-            ready_path="/readyz",
-            ready_timeout=60,
-        )
-        controller = process
-        start_sample = sample_process(controller.pid)
+        start_sample = sample_process(pid)
         planes_cpu_0 = component_cpu(plane)
         requests_0 = apiserver_requests(plane)
         driver_0 = driver.snapshot()
@@ -200,7 +199,7 @@ def run(
                 list(
                     pool.map(
                         lambda name: driver.request(
-                            "POST", mxjobs_path(namespace), body=scale_job(name)
+                            "POST", mxjobs_path(namespace), body=lifecycle_job(name)
                         ),
                         names,
                     )
@@ -212,7 +211,7 @@ def run(
             last_seen = max(*pods.first_seen.values(), *services.first_seen.values())
             created_s = last_seen - started
             time.sleep(1.0)  # let status writes and events of the last jobs land
-            a_sample = sample_process(controller.pid)
+            a_sample = sample_process(pid)
             requests_a = apiserver_requests(plane)
             driver_a = driver.snapshot()
             planes_cpu_a = component_cpu(plane)
@@ -221,8 +220,6 @@ def run(
                 "submit_threads": submit_threads,
                 "submit_seconds": round(submitted - started, 3),
                 "seconds": round(created_s, 3),
-                "ratio_to_baseline": round(ratio(created_s, baseline_s), 3),
-                "meets_target": ratio(created_s, baseline_s) <= TARGET_RATIO,
                 "controller_requests": keyed(controller_a, RESOURCES),
                 "controller_writes_per_job": round(_writes(controller_a) / jobs, 2),
                 "objects_created_per_job": OBJECTS_PER_JOB,
@@ -241,78 +238,261 @@ def run(
                     k: round(v - planes_cpu_0.get(k, 0.0), 2) for k, v in planes_cpu_a.items()
                 },
             }
+            if not lifecycle:
+                return report
 
-            # -- phase B: run to Succeeded and clean up -------------------------------------
-            if lifecycle:
-                kubelet_client = CountingClient(client)
-                kubelet = TestKubelet(
-                    kubelet_client, node_name=f"bench-node-{suffix}", namespaces=(namespace,)
-                )
-                b_started = time.monotonic()
-                kubelet.start()
-                mxjobs.wait(
-                    lambda o: len(o) == jobs and all(_state(j) == "Running" for j in o.values()),
-                    timeout=timeout,
-                    what="every job Running",
-                )
-                running_s = time.monotonic() - b_started
-                terminate_started = time.monotonic()
-                node = kubelet
-                with concurrent.futures.ThreadPoolExecutor(submit_threads) as pool:
-                    list(
-                        pool.map(
-                            lambda name: node.terminate(
-                                namespace, f"{name}-scheduler-0", exit_code=0
-                            ),
-                            names,
-                        )
+            # -- phase B: run to Succeeded and clean up -----------------------------------------
+            kubelet_client = CountingClient(client)
+            kubelet = TestKubelet(
+                kubelet_client, node_name=f"bench-node-{suffix}", namespaces=(namespace,)
+            )
+            b_started = time.monotonic()
+            kubelet.start()
+            mxjobs.wait(
+                lambda o: len(o) == jobs and all(_condition(j, "Running") for j in o.values()),
+                timeout=timeout,
+                what="every job Running",
+            )
+            running_s = time.monotonic() - b_started
+            terminate_started = time.monotonic()
+            node = kubelet
+            with concurrent.futures.ThreadPoolExecutor(submit_threads) as pool:
+                list(
+                    pool.map(
+                        lambda name: node.terminate(namespace, f"{name}-scheduler-0", exit_code=0),
+                        names,
                     )
-                mxjobs.wait(
-                    lambda o: all(_state(j) == "Succeeded" for j in o.values()),
-                    timeout=timeout,
-                    what="every job Succeeded",
                 )
-                pods.wait(
-                    lambda o: len(o) == jobs and all(name.endswith("-scheduler-0") for name in o),
-                    timeout=timeout,
-                    what="only the schedulers left",
-                )
-                finished = time.monotonic()
-                time.sleep(1.0)
-                b_sample = sample_process(controller.pid)
-                requests_b = apiserver_requests(plane)
-                driver_b = driver.snapshot()
-                kubelet_counts = kubelet_client.snapshot()
-                controller_b = _attributed(
-                    delta(requests_b, requests_a), delta(driver_b, driver_a), kubelet_counts
-                )
-                controller_all = _attributed(
-                    delta(requests_b, requests_0), delta(driver_b, driver_0), kubelet_counts
-                )
-                report["phase_b"] = {
-                    "all_running_s": round(running_s, 3),
-                    "succeeded_and_cleaned_s": round(finished - terminate_started, 3),
-                    "total_s": round(finished - b_started, 3),
-                    "kubelet_requests": keyed(kubelet_counts, (*RESOURCES, "nodes")),
-                    "controller_requests": keyed(controller_b, RESOURCES),
-                    "controller_writes_per_job": round(_writes(controller_b) / jobs, 2),
-                    "controller_lists": _lists(controller_b),
-                    "controller_cpu_s": round(b_sample.cpu_seconds - a_sample.cpu_seconds, 2),
-                    "controller_peak_rss_mib": round(b_sample.peak_rss_mib, 1),
-                }
-                report["whole_run"] = {
-                    "controller_requests": keyed(controller_all, RESOURCES),
-                    "controller_writes_per_job": round(_writes(controller_all) / jobs, 2),
-                    "controller_lists_after_start": _lists(controller_all),
-                    "controller_cpu_s": round(b_sample.cpu_seconds - start_sample.cpu_seconds, 2),
-                    "controller_peak_rss_mib": round(b_sample.peak_rss_mib, 1),
-                    "meets_rss_target": b_sample.peak_rss_mib <= TARGET_RSS_MIB,
-                }
+            mxjobs.wait(
+                lambda o: all(_condition(j, "Succeeded") for j in o.values()),
+                timeout=timeout,
+                what="every job Succeeded",
+            )
+            pods.wait(
+                lambda o: len(o) == jobs and all(name.endswith("-scheduler-0") for name in o),
+                timeout=timeout,
+                what="only the schedulers left",
+            )
+            finished = time.monotonic()
+            time.sleep(1.0)
+            b_sample = sample_process(pid)
+            requests_b = apiserver_requests(plane)
+            driver_b = driver.snapshot()
+            kubelet_counts = kubelet_client.snapshot()
+            controller_b = _attributed(
+                delta(requests_b, requests_a), delta(driver_b, driver_a), kubelet_counts
+            )
+            controller_all = _attributed(
+                delta(requests_b, requests_0), delta(driver_b, driver_0), kubelet_counts
+            )
+            report["phase_b"] = {
+                "all_running_s": round(running_s, 3),
+                "succeeded_and_cleaned_s": round(finished - terminate_started, 3),
+                "total_s": round(finished - b_started, 3),
+                "kubelet_requests": keyed(kubelet_counts, (*RESOURCES, "nodes")),
+                "controller_requests": keyed(controller_b, RESOURCES),
+                "controller_writes_per_job": round(_writes(controller_b) / jobs, 2),
+                "controller_lists": _lists(controller_b),
+                "controller_cpu_s": round(b_sample.cpu_seconds - a_sample.cpu_seconds, 2),
+                "controller_peak_rss_mib": round(b_sample.peak_rss_mib, 1),
+            }
+            report["whole_run"] = {
+                "controller_requests": keyed(controller_all, RESOURCES),
+                "controller_writes_per_job": round(_writes(controller_all) / jobs, 2),
+                "controller_lists_after_start": _lists(controller_all),
+                "controller_cpu_s": round(b_sample.cpu_seconds - start_sample.cpu_seconds, 2),
+                "controller_peak_rss_mib": round(b_sample.peak_rss_mib, 1),
+                "meets_rss_target": b_sample.peak_rss_mib <= TARGET_RSS_MIB,
+            }
     finally:
         if kubelet is not None:
             kubelet.stop()
-        if controller is not None:
-            stop_process(controller.pid)
+        try:
+            # While the controller runs: this one lets go of its pods' tracking finalizers.
+            delete_namespace(client, namespace, timeout=timeout)
+        finally:
+            side.stop(pid)
+    return report
+
+
+def delete_namespace(client: KubeClient, namespace: str, *, timeout: float) -> None:
+    """Delete ``namespace`` and wait until it is gone (its objects with it)."""
+    client.request("DELETE", f"/api/v1/namespaces/{namespace}")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            client.request("GET", f"/api/v1/namespaces/{namespace}")
+        except ApiError as error:
+            if error.status == 404:
+                return
+            raise
+        time.sleep(0.5)
+    raise TimeoutError(f"namespace {namespace} still there after {timeout:.0f} s")
+
+
+PEERS: Final = ("training-operator", "training-operator-best")
+PEER_PATCH: Final = "client-rate-limits.patch"
+PEER_BEST_THREADS: Final = 4
+"""``--controller-threads`` of the peer at its best: as many as this controller's workers."""
+
+
+def _measure_baseline(
+    *,
+    plane: ControlPlane,
+    client: KubeClient,
+    namespace: str,
+    objects: Sequence[tuple[str, Any]],
+    paths: Sequence[str],
+    threads: int,
+    timeout: float,
+) -> dict[str, Any]:
+    """POST ``objects`` from ``threads`` threads; the clock stops when watches on ``paths`` saw all.
+
+    Observed exactly as phase A is: the clock stops when the driver's watches have seen every
+    object, so both sides pay for the same watch streams on the same two cores.
+    """
+    wanted = collections.Counter(path for path, _ in objects)
+    with watching(CountingClient(client), *paths) as counters:
+        time.sleep(0.5)  # the watches are open before the first object
+        cpu_0 = component_cpu(plane)
+        started = time.monotonic()
+        posted_s = create_all(client, objects, threads=threads)
+        for path, counter in zip(paths, counters, strict=True):
+            count = wanted[path]
+            counter.wait(lambda o, n=count: len(o) >= n, timeout=timeout, what=f"{count} objects")
+        seconds = max(t for counter in counters for t in counter.first_seen.values()) - started
+        cpu = component_cpu(plane)
+    return {
+        "objects": len(objects),
+        "threads": threads,
+        "seconds": round(seconds, 3),
+        "posted_seconds": round(posted_s, 3),
+        "objects_per_s": round(len(objects) / seconds, 1),
+        "control_plane_cpu_s": {k: round(v - cpu_0.get(k, 0.0), 2) for k, v in cpu.items()},
+    }
+
+
+def _peer_starter(
+    peer: LocalTrainingOperator, extra: tuple[str, ...], *, patches: tuple[str, ...], log_name: str
+) -> Callable[[str], int]:
+    def start(namespace: str) -> int:
+        process = peer.start(f"--namespace={namespace}", *extra, patches=patches, log_name=log_name)
+        time.sleep(1.0)  # its MXJob controller registers right after /readyz
+        return process.pid
+
+    return start
+
+
+def run(
+    *,
+    plane: ControlPlane,
+    jobs: int = 500,
+    baseline_threads: int = 8,
+    submit_threads: int = 8,
+    lifecycle: bool = True,
+    peers: Sequence[str] = PEERS,
+) -> dict[str, Any]:
+    """The baseline, this controller, then each of ``peers`` on the same jobs, on ``plane``."""
+    timeout = 120 + jobs * 2.0
+    client = KubeClient.from_kubeconfig(plane.kubeconfig, pool_size=max(baseline_threads, 8) + 4)
+    driver = CountingClient(client)
+    operator = LocalOperator(plane)
+    webhook_pid, port = operator.start_webhook()
+    peer = LocalTrainingOperator(plane)
+    baseline_namespace = f"baseline-{uuid.uuid4().hex[:6]}"
+    report: dict[str, Any] = {"benchmark": "controller_scale", "jobs": jobs}
+    try:
+        operator.install_crd(webhook_port=port)
+        # -- raw baseline: the jobs too, without webhooks -----------------------------------
+        raw_namespace = f"raw-{uuid.uuid4().hex[:6]}"
+        ensure_namespace(driver, raw_namespace)
+        raw_objects = [
+            (mxjobs_path(raw_namespace), apply_defaults(lifecycle_job(f"job-{number}")))
+            for number in range(jobs)
+        ] + baseline_objects(raw_namespace, jobs)
+        report["raw_baseline"] = _measure_baseline(
+            plane=plane,
+            client=client,
+            namespace=raw_namespace,
+            objects=raw_objects,
+            paths=(
+                mxjobs_path(raw_namespace),
+                pods_path(raw_namespace),
+                services_path(raw_namespace),
+            ),
+            threads=baseline_threads,
+            timeout=timeout,
+        )
+        delete_namespace(client, raw_namespace, timeout=timeout)
+
+        # -- baseline -----------------------------------------------------------------------
+        operator.register_webhooks(webhook_port=port)
+        ensure_namespace(driver, baseline_namespace)
+        report["baseline"] = _measure_baseline(
+            plane=plane,
+            client=client,
+            namespace=baseline_namespace,
+            objects=baseline_objects(baseline_namespace, jobs),
+            paths=(pods_path(baseline_namespace), services_path(baseline_namespace)),
+            threads=baseline_threads,
+            timeout=timeout,
+        )
+        baseline_s = report["baseline"]["seconds"]
+        delete_namespace(client, baseline_namespace, timeout=timeout)
+
+        # -- this controller (webhooks registered, as installed) ------------------------------
+        def start_ours(namespace: str) -> int:
+            # Measured from informers synced (/readyz), not merely from a serving process.
+            process, _, _ = operator.start_controller(
+                f"--namespace={namespace}",
+                "--log-format=json",
+                log_name=f"controller-{jobs}.log",
+                ready_path="/readyz",
+                ready_timeout=60,
+            )
+            return process.pid
+
+        ours = measure(
+            Side("mxjob-operator", start_ours, stop_process),
+            plane=plane,
+            client=client,
+            jobs=jobs,
+            submit_threads=submit_threads,
+            lifecycle=lifecycle,
+            timeout=timeout,
+        )
+        phase_a = ours["phase_a"]
+        phase_a["ratio_to_baseline"] = round(ratio(phase_a["seconds"], baseline_s), 3)
+        phase_a["meets_target"] = ratio(phase_a["seconds"], baseline_s) <= TARGET_RATIO
+        report.update({k: v for k, v in ours.items() if k != "controller"})
+
+        # -- training-operator v1.8.1 on its own CRD and webhook ------------------------------
+        if peers:
+            operator.unregister_webhooks()
+            peer.replace_crd()
+        report["peers"] = {}
+        for name in peers:
+            best = name.endswith("-best")
+            extra = (f"--controller-threads={PEER_BEST_THREADS}",) if best else ()
+            patches = (PEER_PATCH,) if best else ()
+            start_peer = _peer_starter(peer, extra, patches=patches, log_name=f"{name}-{jobs}.log")
+            report["peers"][name] = {
+                "patches": list(patches),
+                "flags": list(extra),
+                **measure(
+                    Side(name, start_peer, stop_process),
+                    plane=plane,
+                    client=client,
+                    jobs=jobs,
+                    submit_threads=submit_threads,
+                    lifecycle=lifecycle,
+                    timeout=timeout,
+                ),
+            }
+    finally:
+        if peers:
+            peer.uninstall_webhook()
+            operator.install_crd(webhook_port=port)
         operator.unregister_webhooks()
         stop_process(webhook_pid)
     return report

@@ -28,6 +28,14 @@ def machine_section(info: Mapping[str, Any]) -> list[str]:
         f"- {info.get('cores')} cores ({info.get('cpu')}), {info.get('memory_gib')} GiB memory, "
         f"Linux {info.get('kernel')}",
         f"- {versions}",
+        *(
+            [
+                "- Load average (1, 5, 15 min) after the first size was measured: "
+                + ", ".join(str(x) for x in info["load_average"])
+            ]
+            if info.get("load_average")
+            else []
+        ),
         "- The API server, etcd, kube-controller-manager, the webhook, the controller and the "
         "load generator all share these cores (and, while this was measured, other sessions' "
         "test runs did too): absolute figures are noisy, ratios to a baseline measured in the "
@@ -132,6 +140,122 @@ def admission_section(report: Mapping[str, Any]) -> list[str]:
 
 def _requests(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"
+
+
+PEER_LABELS = {
+    "training-operator": "training-operator v1.8.1, defaults",
+    "training-operator-best": "training-operator v1.8.1, at its best",
+}
+
+
+RAW_LABEL = "raw API server: jobs, pods, Services POSTed, no webhooks"
+
+
+def _figures(side: Mapping[str, Any]) -> dict[str, float]:
+    """What the comparison with the peer puts side by side, from one side's report."""
+    a, b, whole = side["phase_a"], side["phase_b"], side["whole_run"]
+    return {
+        "pods_services_s": a["seconds"],
+        "running_s": b["all_running_s"],
+        "cleaned_s": b["succeeded_and_cleaned_s"],
+        "writes": whole["controller_writes_per_job"],
+        "cpu_s": whole["controller_cpu_s"],
+        "rss_mib": whole["controller_peak_rss_mib"],
+    }
+
+
+def _over(ours: float, theirs: float) -> str:
+    return f"{ours / theirs:.2f}" if theirs else "-"
+
+
+def peer_section(report: Mapping[str, Any]) -> list[str]:
+    """The top of the page: this operator against training-operator, same jobs, same run."""
+    runs = [r for r in report["runs"] if r.get("peers") and "phase_b" in r]
+    if not runs:
+        return []
+    lines = [
+        "## Against training-operator",
+        "",
+        "The operator users migrate from, kubeflow training-operator v1.8.1 (only its MXJob "
+        "controller, `--enable-scheme=mxjob`), built from the pinned module by "
+        "`hack/build-training-operator.sh` and run by `localkube.training_operator` on the same "
+        "control plane, in the same run, on the same jobs, one controller after the other, "
+        "each in a fresh namespace (the previous one deleted first). Jobs: MXTrain of "
+        "1 scheduler, 1 server, 2 workers, submitted at once from 8 threads, with "
+        "`cleanPodPolicy: Running` (this operator's default; training-operator's is None) and "
+        "`terminationGracePeriodSeconds: 0` (this operator lets a finished job's running pods "
+        "use their grace period before deleting them, training-operator does not wait: with 0 "
+        '"Succeeded and cleaned" measures the controllers). This operator runs with its '
+        "webhooks registered as installed; training-operator with its own CRD and validating "
+        "webhook. The test kubelet binds and runs the pods; when every job is Running every "
+        "scheduler exits 0.",
+        "",
+        "- **defaults**: the release as its users ran it: one reconcile thread "
+        "(`--controller-threads` 1) and controller-runtime's client limit of 20 requests/s, "
+        "burst 30, which no flag changes.",
+        "- **at its best**: built with `hack/training-operator/patches/client-rate-limits.patch` "
+        "(QPS 1000, burst 2000; the patched build has its own cache directory) and "
+        "`--controller-threads=4`, as many as this controller's workers.",
+        "",
+        "Ratios are this operator's figure over training-operator's: below 1 is better.",
+        "",
+    ]
+    rows: list[list[Any]] = []
+    ratio_rows: list[list[Any]] = []
+    for run in runs:
+        ours = _figures(run)
+        raw = run.get("raw_baseline")
+        if raw:
+            rows.append(
+                [run["jobs"], RAW_LABEL, raw["posted_seconds"], raw["seconds"]]
+                + ["-"] * (len(ours) - 1)
+            )
+        rows.append(
+            [run["jobs"], "**mxjob-operator**", run["phase_a"]["submit_seconds"], *ours.values()]
+        )
+        for name, peer in run["peers"].items():
+            if "phase_b" not in peer:
+                continue
+            theirs = _figures(peer)
+            label = PEER_LABELS.get(name, name)
+            rows.append([run["jobs"], label, peer["phase_a"]["submit_seconds"], *theirs.values()])
+            ratio_rows.append([run["jobs"], label, *(_over(ours[k], theirs[k]) for k in ours)])
+    columns = [
+        "every pod and Service s",
+        "every job Running s",
+        "Succeeded + cleaned s",
+        "API writes/job",
+        "controller CPU s",
+        "peak RSS MiB",
+    ]
+    lines += _table(["jobs", "controller", "jobs submitted s", *columns], rows)
+    lines += ["", "mxjob-operator / training-operator:", ""]
+    lines += _table(["jobs", "against", *columns], ratio_rows)
+    lines += [
+        "",
+        "The raw row (when measured) is the API server's own limit for the same objects: "
+        "a client POSTs every job (defaulted, the webhooks removed) and the pods and Services "
+        "both controllers make, from 8 threads, its clock stopped by the same watches. "
+        "Jobs submitted: the 8 threads' POSTs of every job, through each operator's admission "
+        "webhooks (this operator's two in Python, training-operator's validating one in Go); "
+        '"every pod and Service" includes it. '
+        "Times run from the first job POST (pods and Services: to the last one seen by the "
+        "driver's watches), from the test kubelet's start (Running), from the schedulers' exit "
+        "(Succeeded and every pod but the schedulers gone). Writes: `apiserver_request_total` "
+        "deltas over pods, Services, events and MXJobs, minus the requests the driver and the "
+        "test kubelet counted themselves, over the job's whole life. CPU and peak RSS: "
+        "`/proc/<pid>` of the controller process, from its start (ready) to the end.",
+        "",
+    ]
+    for run in runs:
+        for name, side in (("mxjob-operator", run), *run["peers"].items()):
+            if "whole_run" in side:
+                lines.append(
+                    f"- {run['jobs']} jobs, {PEER_LABELS.get(name, name)}: "
+                    f"{_requests(side['whole_run']['controller_requests'])}"
+                )
+    lines += ["", f"Reproduce: `{report['command']}`", ""]
+    return lines
 
 
 def scale_section(report: Mapping[str, Any]) -> list[str]:
@@ -311,6 +435,8 @@ def render(results: Mapping[str, Any], *, notes: str = "") -> str:
         *machine_section(info),
         "",
     ]
+    if "controller_scale" in results:
+        lines += peer_section(results["controller_scale"])
     if "webhook_load" in results:
         lines += webhook_section(results["webhook_load"])
     if "admission_overhead" in results:

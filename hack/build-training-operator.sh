@@ -3,9 +3,12 @@
 # hack/training-operator into a per-machine cache outside the work tree, once per pinned version
 # (and set of patches). Prints the binary's path on stdout; progress goes to stderr.
 #
-# Patches: every hack/training-operator/patches/*.patch (none today) is applied, in name order,
-# to a copy of the module's source, which the build then uses through a `replace` in a copy of
-# go.mod; their digest is part of the cache key, so changing a patch rebuilds.
+# Usage: hack/build-training-operator.sh [PATCH...]
+# Without arguments it builds the release as its users ran it. Each PATCH names a file of
+# hack/training-operator/patches/ (e.g. client-rate-limits.patch, which bench/ uses for the
+# operator at its best); they are applied, in the order given, to a copy of the module's source,
+# which the build then uses through a `replace` in a copy of go.mod. Their digest is part of the
+# cache key, so a patched build has a cache directory of its own and changing a patch rebuilds.
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -17,9 +20,11 @@ source "${HACK_DIR}/versions.env"
 grep -q "^require ${MODULE} ${TRAINING_OPERATOR_VERSION}\$" "${MOD_DIR}/go.mod" || {
   echo "hack/training-operator/go.mod does not pin ${MODULE} ${TRAINING_OPERATOR_VERSION}" >&2; exit 1; }
 
-shopt -s nullglob
-patches=("${MOD_DIR}"/patches/*.patch)
-shopt -u nullglob
+patches=()
+for name in "$@"; do
+  [[ -f "${MOD_DIR}/patches/${name}" ]] || { echo "no patch hack/training-operator/patches/${name}" >&2; exit 1; }
+  patches+=("${MOD_DIR}/patches/${name}")
+done
 key="${TRAINING_OPERATOR_VERSION}"
 if ((${#patches[@]})); then
   key+="-$(cat "${patches[@]}" | sha256sum | cut -c1-12)"

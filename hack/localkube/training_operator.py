@@ -69,10 +69,14 @@ def version() -> str:
     raise OperatorError("hack/versions.env names no TRAINING_OPERATOR_VERSION")
 
 
-def build() -> Path:
-    """The training-operator binary, built the first time (minutes), cached per machine."""
+def build(*patches: str) -> Path:
+    """The training-operator binary, built the first time (minutes), cached per machine.
+
+    ``patches`` name files of ``hack/training-operator/patches/`` applied to its source first;
+    without them, the release as its users ran it.
+    """
     result = subprocess.run(
-        [str(BUILD_SCRIPT)], check=False, stdout=subprocess.PIPE, text=True, timeout=1800
+        [str(BUILD_SCRIPT), *patches], check=False, stdout=subprocess.PIPE, text=True, timeout=1800
     )
     if result.returncode != 0:
         raise OperatorError(f"{BUILD_SCRIPT} failed with exit code {result.returncode}")
@@ -156,6 +160,14 @@ class LocalTrainingOperator:
         self.plane.kubectl("apply", "--server-side", "-f", str(crd_file()))
         wait_established(self.plane)
 
+    def replace_crd(self) -> None:
+        """Replace whatever MXJob CRD is installed with its own, whole (``kubectl replace``).
+
+        An apply would merge: the versions and conversion webhook another manager set would stay.
+        """
+        self.plane.kubectl("replace", "-f", str(crd_file()))
+        wait_established(self.plane)
+
     def _certificates(self) -> tuple[CertificateAuthority, bytes, bytes]:
         ca = CertificateAuthority.create(common_name=CA_NAME, rsa_key=True, hosts=(CA_NAME,))
         serving = ca.issue_serving(hosts=(SERVICE_DNS_NAME, "127.0.0.1"), valid_days=365)
@@ -201,6 +213,7 @@ class LocalTrainingOperator:
             f"--metrics-bind-address=127.0.0.1:{endpoints.metrics}",
             f"--health-probe-bind-address=127.0.0.1:{endpoints.health}",
             f"--webhook-server-port={endpoints.webhook}",
+            *extra,
         ]
 
     def _ready(self, endpoints: Endpoints) -> bool:
@@ -212,17 +225,24 @@ class LocalTrainingOperator:
         except (urllib.error.URLError, OSError):
             return False
 
-    def start(self, *extra: str, timeout: float = 120) -> subprocess.Popen[bytes]:
-        """Start it (``extra``: more flags, e.g. ``--gang-scheduler-name=volcano``); return once
-        ``/readyz`` says its certificates and webhook server are up.
+    def start(
+        self,
+        *extra: str,
+        patches: tuple[str, ...] = (),
+        log_name: str = "training-operator.log",
+        timeout: float = 120,
+    ) -> subprocess.Popen[bytes]:
+        """Start it; return once ``/readyz`` says its certificates and webhook server are up.
 
-        Its MXJob controller registers right after (``setupControllers`` waits for the same
-        certificates), within a second.
+        ``extra`` are more of its flags (e.g. ``--namespace``, ``--gang-scheduler-name=volcano``);
+        ``patches`` pick the build
+        (``build``). Its MXJob controller registers right after (``setupControllers`` waits for
+        the same certificates), within a second.
         """
-        binary = build()
+        binary = build(*patches)
         endpoints = Endpoints(metrics=free_port(), health=free_port(), webhook=free_port())
         self._provision(webhook_port=endpoints.webhook)
-        log_path = self.plane.logs / "training-operator.log"
+        log_path = self.plane.logs / log_name
         with log_path.open("ab") as log:
             process = subprocess.Popen(
                 self.argv(binary, endpoints, *extra),

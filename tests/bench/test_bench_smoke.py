@@ -114,6 +114,9 @@ def test_controller_scale_attributes_creations_to_the_controller_and_finds_no_li
 ) -> None:
     run = scale_report["runs"][0]
     assert run["baseline"]["objects"] == SMOKE_JOBS * 8
+    # The raw baseline: every job as well as its pods and Services, without webhooks.
+    assert run["raw_baseline"]["objects"] == SMOKE_JOBS * 9
+    assert run["raw_baseline"]["seconds"] > 0
     phase_a = run["phase_a"]
     requests = phase_a["controller_requests"]
     assert requests["POST pods"] == SMOKE_JOBS * 4
@@ -137,6 +140,29 @@ def test_controller_scale_attributes_creations_to_the_controller_and_finds_no_li
     assert run["whole_run"]["controller_lists_after_start"] == 0
 
 
+def test_controller_scale_runs_training_operator_on_the_same_jobs_at_defaults_and_patched(
+    scale_report: dict[str, Any],
+) -> None:
+    run = scale_report["runs"][0]
+    peers = run["peers"]
+    assert set(peers) == set(controller_scale.PEERS)
+    assert peers["training-operator"]["patches"] == []
+    assert peers["training-operator-best"]["patches"] == [controller_scale.PEER_PATCH]
+    for name, peer in peers.items():
+        created = peer["phase_a"]["controller_requests"]
+        # Its own creations, not ours: every pod and Service of every job, once.
+        assert created["POST pods"] == SMOKE_JOBS * 4, name
+        assert created["POST services"] == SMOKE_JOBS * 4, name
+        assert "POST mxjobs" not in created, name
+        cleaned = peer["phase_b"]["controller_requests"]
+        # cleanPodPolicy Running (set in the job: training-operator's default is None).
+        assert cleaned["DELETE pods"] == SMOKE_JOBS * 3, name
+        assert peer["phase_b"]["kubelet_requests"]["POST pods/binding"] == SMOKE_JOBS * 4, name
+        assert peer["whole_run"]["controller_writes_per_job"] >= 8, name
+        assert 0 < peer["whole_run"]["controller_peak_rss_mib"] < 1024, name
+        assert peer["phase_b"]["succeeded_and_cleaned_s"] > 0, name
+
+
 def test_page_renders_every_item_with_its_baseline_and_command(
     webhook_report: dict[str, Any],
     admission_report: dict[str, Any],
@@ -149,11 +175,14 @@ def test_page_renders_every_item_with_its_baseline_and_command(
         "controller_scale": scale_report,
     }
     page = render(results)
-    for heading in ("## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## Machine"):
+    headings = ("## Against training-operator", "## 1.", "## 2.", "## 3.", "## 4.", "## 5.")
+    for heading in (*headings, "## Machine"):
         assert heading in page
     assert webhook_report["command"] in page
     assert "admission-command" in page
     assert "| ceiling |" in page and "| validate-12 |" in page
+    assert "| training-operator v1.8.1, at its best |" in page
+    assert "| raw API server: jobs, pods, Services POSTed, no webhooks |" in page
 
     saved = tmp_path / "results.json"
     saved.write_text(json.dumps(results))
