@@ -1,0 +1,281 @@
+"""The install, running as installed: the Deployments of ``manifests/`` serve and reconcile.
+
+A control plane of this module's own runs the controllers a Deployment needs
+(``INSTALL_CONTROLLERS``: Deployments, ReplicaSets, EndpointSlices, PDBs) and kube-apiserver with
+``--enable-aggregator-routing=true``, so a Service-referenced webhook is dialled at one of the
+ready addresses of the Service's EndpointSlice, not at a ClusterIP that nothing routes here. The
+install is applied exactly as docs/install.md says (``python -m certs webhook --out …`` then a
+plain ``kubectl apply -k`` of the ``self-signed`` overlay). The test kubelet's install profile
+(``localkube.exec_profile``) runs the pods kube-controller-manager creates as the installed
+console scripts, each with its own loopback pod IP, its Secret volume and service-account token
+mounted where the pod says, and its readiness probe driving its Ready condition.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import re
+import shutil
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from localkube.api import Api, ensure_namespace
+from localkube.cluster import (
+    INSTALL_CONTROLLERS,
+    PROJECT_ROOT,
+    ControlPlane,
+    ControlPlaneSettings,
+)
+from localkube.exec_profile import ExecProfile
+from localkube.kubelet import ExecSettings, TestKubelet
+
+SYSTEM = "mxjob-system"
+VENV_BIN = Path(sys.executable).parent
+T = TypeVar("T")
+
+
+@dataclass
+class Install:
+    plane: ControlPlane
+    api: Api
+    kubelet: TestKubelet
+    ca_file: Path
+    namespace: str
+    """Where the tests' MXJobs go."""
+    seconds_to_ready: float
+    """From ``kubectl apply -k`` to both Deployments rolled out."""
+
+    def kubectl(self, *args: str, input_text: str | None = None, check: bool = True) -> Any:
+        return self.plane.kubectl(*args, input_text=input_text, check=check, timeout=90)
+
+    def pods(self, component: str) -> list[dict[str, Any]]:
+        selector = f"app.kubernetes.io/component={component}"
+        items: list[dict[str, Any]] = self.api.request(
+            "GET", f"/api/v1/namespaces/{SYSTEM}/pods", query=[("labelSelector", selector)]
+        )["items"]
+        return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def wait_for(what: str, probe: Callable[[], T | None], *, timeout: float = 60) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def install(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Install]:
+    work = tmp_path_factory.mktemp("install-running")
+    plane = ControlPlane(
+        ControlPlaneSettings(
+            state_dir=work / "plane",
+            extra_controllers=INSTALL_CONTROLLERS,
+            extra_apiserver_args=("--enable-aggregator-routing=true",),
+        )
+    )
+    atexit.register(plane.down)
+    kubelet: TestKubelet | None = None
+    try:
+        state = plane.up()
+        api = Api.from_kubeconfig(plane.kubeconfig)
+        hosts = work / "hosts"
+        hosts.write_text("127.0.0.1 localhost\n")
+        profile = ExecProfile(
+            entrypoints={
+                "mxjob-operator/webhook": str(VENV_BIN / "mxjob-webhook"),
+                "mxjob-operator/controller": str(VENV_BIN / "mxjob-controller"),
+            },
+            api_port=state.apiserver_port,
+        )
+        settings = ExecSettings(
+            log_dir=work / "pods", path_prefix=(str(VENV_BIN),), hosts_file=hosts, profile=profile
+        )
+        kubelet = TestKubelet(api, node_name="install-node", exec_settings=settings).start()
+        # docs/install.md, "Install without cert-manager", in a copy of manifests/ so the
+        # generated Secret (a private key) stays out of the working tree.
+        manifests = work / "manifests"
+        shutil.copytree(
+            PROJECT_ROOT / "manifests",
+            manifests,
+            ignore=shutil.ignore_patterns("webhook-tls-secret.yaml"),
+        )
+        overlay = manifests / "overlays" / "self-signed"
+        subprocess.run(
+            [sys.executable, "-m", "certs", "webhook", "--out", str(overlay), "--ca-dir",
+             str(work / "ca")],
+            check=True, cwd=PROJECT_ROOT, capture_output=True,
+        )  # fmt: skip
+        started = time.monotonic()
+        plane.kubectl("apply", "-k", str(overlay), timeout=90)
+        plane.kubectl(
+            "-n", SYSTEM, "rollout", "status", "--timeout=90s",
+            "deployment/mxjob-webhook", "deployment/mxjob-controller",
+            timeout=100,
+        )  # fmt: skip
+        seconds = time.monotonic() - started
+        ca_file = work / "ca" / "ca.crt"
+        namespace = "install-jobs"
+        ensure_namespace(api, namespace)
+        yield Install(plane, api, kubelet, ca_file, namespace, seconds)
+    finally:
+        if kubelet is not None:
+            kubelet.stop()
+        plane.down()
+        atexit.unregister(plane.down)
+
+
+def endpoint_addresses(install: Install, service: str) -> set[str]:
+    slices = install.api.request(
+        "GET",
+        f"/apis/discovery.k8s.io/v1/namespaces/{SYSTEM}/endpointslices",
+        query=[("labelSelector", f"kubernetes.io/service-name={service}")],
+    )["items"]
+    return {
+        address
+        for s in slices
+        for endpoint in s.get("endpoints") or []
+        if endpoint.get("conditions", {}).get("ready")
+        for address in endpoint["addresses"]
+    }
+
+
+def mxjob(name: str, *, workers: int = 1, suspend: bool = False, image: str = "busybox") -> str:
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runPolicy": {"suspend": suspend},
+            "mxReplicaSpecs": {
+                "Worker": {
+                    "replicas": workers,
+                    "restartPolicy": "Never",
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "mxnet", "image": image, "command": ["true"]}
+                            ]
+                        }
+                    },
+                }
+            },
+        },
+    }
+    return json.dumps(job)
+
+
+def test_the_install_rolls_out_with_each_pod_on_its_own_address_behind_its_service(
+    install: Install,
+) -> None:
+    webhooks, controllers = install.pods("webhook"), install.pods("controller")
+    assert len(webhooks) == 2 and len(controllers) == 2
+    ips = [p["status"]["podIP"] for p in webhooks + controllers]
+    assert len(set(ips)) == 4 and all(ip.startswith("127.") and ip != "127.0.0.1" for ip in ips)
+    assert all(
+        {c["type"]: c["status"] for c in p["status"]["conditions"]}["Ready"] == "True"
+        for p in webhooks + controllers
+    )
+    # The Service the webhook configurations and the CRD conversion name lists both webhook pods.
+    assert endpoint_addresses(install, "mxjob-webhook") == {
+        p["status"]["podIP"] for p in webhooks
+    }
+    # The controller's service-account token came from the TokenRequest API, bound to its pod.
+    lease = install.api.request(
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/mxjob-controller"
+    )
+    assert lease["spec"]["holderIdentity"] in {p["metadata"]["name"] for p in controllers}
+    print(f"\ninstall: apply -k to both Deployments rolled out in {install.seconds_to_ready:.1f} s")
+
+
+def test_a_bad_spec_is_refused_at_kubectl_apply_by_the_webhook_pods(install: Install) -> None:
+    bad = json.loads(mxjob("bad"))
+    bad["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
+    result = install.kubectl(
+        "apply", "-n", install.namespace, "-f", "-", input_text=json.dumps(bad), check=False
+    )
+    assert result.returncode != 0
+    assert 'admission webhook "' in result.stderr and "denied the request" in result.stderr
+    assert "restartPolicy" in result.stderr
+
+
+def test_a_job_applied_is_defaulted_and_run_to_success_by_the_controller_pods(
+    install: Install,
+) -> None:
+    install.kubectl("apply", "-n", install.namespace, "-f", "-", input_text=mxjob("runs"))
+    path = f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs/runs"
+    job = install.api.request("GET", path)
+    assert job["spec"]["runPolicy"]["backoffLimit"] == 6  # the mutating webhook's default
+    done = wait_for(
+        "the job to succeed",
+        lambda: (lambda j: j if j.get("status", {}).get("state") == "Succeeded" else None)(
+            install.api.request("GET", path)
+        ),
+    )
+    assert done["status"]["replicaStatuses"]["Worker"]["succeeded"] == 1
+
+
+def webhook_reviews(install: Install, address: str) -> int:
+    """Reviews one webhook pod answered, from its own ``/metrics``."""
+    context = ssl.create_default_context(cafile=str(install.ca_file))
+    context.check_hostname = False
+    with urllib.request.urlopen(f"https://{address}:9443/metrics", context=context) as reply:
+        text = reply.read().decode()
+    return int(
+        sum(
+            float(m.group(1))
+            for m in re.finditer(r"^mxjob_webhook_reviews_total\{[^}]*\} (\S+)$", text, re.M)
+        )
+    )
+
+
+def test_three_webhook_replicas_share_the_reviews_of_a_stream_of_applies(
+    install: Install,
+) -> None:
+    install.kubectl("-n", SYSTEM, "scale", "deployment/mxjob-webhook", "--replicas=3")
+    install.kubectl(
+        "-n", SYSTEM, "rollout", "status", "deployment/mxjob-webhook", "--timeout=60s"
+    )
+    addresses = wait_for(
+        "three ready webhook endpoints",
+        lambda: (lambda a: a if len(a) == 3 else None)(
+            endpoint_addresses(install, "mxjob-webhook")
+        ),
+    )
+    before = {a: webhook_reviews(install, a) for a in addresses}
+    # Concurrent streams: the API server keeps its connections to a webhook open and resolves
+    # the Service to an endpoint when it dials a new one, so only concurrent reviews open
+    # connections to more replicas.
+    streams, per_stream = 6, 5
+
+    def stream(index: int) -> None:
+        for n in range(per_stream):
+            install.kubectl(
+                "apply", "-n", install.namespace, "-f", "-",
+                input_text=mxjob(f"s{index}-{n}", suspend=True),
+            )  # fmt: skip
+
+    threads = [threading.Thread(target=stream, args=(i,)) for i in range(streams)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    after = {a: webhook_reviews(install, a) for a in addresses}
+    answered = {a: after[a] - before[a] for a in addresses}
+    print(f"\nwebhook reviews per replica for {streams * per_stream} applies: {answered}")
+    assert sum(answered.values()) >= 2 * streams * per_stream  # mutate + validate, at least
+    assert all(count > 0 for count in answered.values()), answered
