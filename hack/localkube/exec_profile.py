@@ -9,8 +9,8 @@ container runtime would give it:
 
 - args, env (``podenv``) and the ``KUBERNETES_SERVICE_HOST``/``PORT`` every container gets,
   pointing at the loopback API server;
-- a network of its own: each pod gets its own loopback address (``127.a.b.n``, a block per
-  kubelet) as its pod IP, and listen addresses on "every interface" in its args (``0.0.0.0:P``,
+- a network of its own: each pod gets an address of its own (:class:`PodIpPool`, on the
+  loopback interface) as its pod IP, and listen addresses on "every interface" in its args (``0.0.0.0:P``,
   ``:P``) are bound to that address, which is what they mean inside a pod's network namespace.
   Two replicas then serve the same port side by side, and the EndpointSlice of a Service lists
   each one's address;
@@ -33,6 +33,7 @@ import ipaddress
 import re
 import secrets
 import shlex
+import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,36 +78,49 @@ def bind_to_pod_ip(argv: Sequence[str], pod_ip: str) -> list[str]:
 
 
 def in_mount_namespace(mounts: Sequence[Mount], argv: Sequence[str]) -> list[str]:
-    """``argv`` started in a private mount namespace with ``mounts`` bound in place."""
+    """``argv`` started in a private mount namespace with ``mounts`` bound in place.
+
+    Every source is opened first and bound from its file descriptor, so a mount over a
+    directory holding the sources (an ``emptyDir`` on ``/tmp`` while the kubelet's files live
+    under ``/tmp``) hides nothing still to be mounted; parents are mounted before children.
+    """
     lines = ["set -e"]
-    for mount in mounts:
+    for index, mount in enumerate(mounts):
+        lines.append(f"exec {{fd{index}}}<{shlex.quote(str(mount.source))}")
+    ordered = sorted(enumerate(mounts), key=lambda item: item[1].target.rstrip("/").count("/"))
+    for index, mount in ordered:
         target = shlex.quote(mount.target)
         lines.append(f"mkdir -p {target}")
-        lines.append(f"mount --bind {shlex.quote(str(mount.source))} {target}")
+        lines.append(f'mount --no-canonicalize --bind "/proc/self/fd/$fd{index}" {target}')
         if mount.read_only:
             lines.append(f"mount -o remount,bind,ro {target}")
+    lines += [f"exec {{fd{index}}}<&-" for index in range(len(mounts))]
     lines.append('exec "$@"')
     script = "\n".join(lines)
     unshare = ["unshare", "--mount", "--propagation", "private", "--"]
-    return [*unshare, "/bin/sh", "-c", script, "sh", *argv]
+    return [*unshare, "/bin/bash", "-c", script, "bash", *argv]
 
 
 class PodIpPool:
-    """Loopback addresses for pods: ``127.a.b.2`` … ``127.a.b.254``, a random ``a.b`` per pool.
+    """Pod addresses: ``198.18.x.2`` … ``198.18.x.254`` (or 198.19), a random block per pool.
 
-    A random block per kubelet keeps test runs on one machine from serving the same
-    address and port.
+    Each address is added to the loopback interface (``ip addr add A/32 dev lo``) while its pod
+    runs, so it is reachable from this machine only, like an address on a pod network. Why not
+    ``127.0.0.x``: the API server refuses loopback addresses in an EndpointSlice ("may not be in
+    the loopback range"), so such a pod could never back a Service. 198.18.0.0/15 is reserved
+    for network benchmarks (RFC 2544) and appears on no real network. A random block per
+    kubelet keeps test runs on one machine apart.
     """
 
     def __init__(self, block: str | None = None) -> None:
         if block is None:
-            block = f"127.{secrets.randbelow(200) + 20}.{secrets.randbelow(250) + 1}.0/24"
+            block = f"198.{18 + secrets.randbelow(2)}.{secrets.randbelow(256)}.0/24"
         self.network = ipaddress.IPv4Network(block)
         self._lock = threading.Lock()
         self._taken: dict[str, str] = {}
 
     def allocate(self, uid: str) -> str:
-        """The pod's address (the same one again for the same pod uid)."""
+        """The pod's address (the same one again for the same pod uid), up on ``lo``."""
         with self._lock:
             for address, owner in self._taken.items():
                 if owner == uid:
@@ -115,8 +129,11 @@ class PodIpPool:
                 address = str(host)
                 if address not in self._taken:
                     self._taken[address] = uid
-                    return address
-        raise RuntimeError(f"no free pod address in {self.network}")
+                    break
+            else:
+                raise RuntimeError(f"no free pod address in {self.network}")
+        _ip("add", address)
+        return address
 
     def get(self, uid: str) -> str | None:
         """The pod's address if it has one."""
@@ -125,5 +142,27 @@ class PodIpPool:
 
     def release(self, uid: str) -> None:
         with self._lock:
-            for address in [a for a, owner in self._taken.items() if owner == uid]:
+            gone = [a for a, owner in self._taken.items() if owner == uid]
+            for address in gone:
                 del self._taken[address]
+        for address in gone:
+            _ip("del", address)
+
+    def release_all(self) -> None:
+        with self._lock:
+            gone, self._taken = list(self._taken), {}
+        for address in gone:
+            _ip("del", address)
+
+
+def _ip(verb: str, address: str) -> None:
+    """``ip addr add|del address/32 dev lo``; an address already there (or gone) is fine."""
+    result = subprocess.run(
+        ["ip", "addr", verb, f"{address}/32", "dev", "lo"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    benign = ("File exists", "Cannot assign requested address")
+    if result.returncode != 0 and not any(text in result.stderr for text in benign):
+        raise RuntimeError(f"ip addr {verb} {address}/32 dev lo: {result.stderr.strip()}")

@@ -159,7 +159,7 @@ class TestKubelet:
         self._server: KubeletServer | None = None
         self.on_pod_event: Callable[[str, dict[str, Any]], None] | None = None
         self.pod_ips = PodIpPool()
-        """Loopback addresses of the pods run by the exec profile (others share 127.0.0.1)."""
+        """Addresses of the pods run by the exec profile (others share 127.0.0.1)."""
         self._probers: dict[str, list[Prober]] = {}
         """Probes of the running profile pods, by pod uid."""
         self._starting: set[str] = set()
@@ -897,15 +897,22 @@ class TestKubelet:
                 del self._running[key]
         if running.stopping:
             return
+        restarted = False
         try:
             restart = running.restart_policy == "Always" or (
                 running.restart_policy == "OnFailure" and exit_code != 0
             )
             if restart:
-                self.restart_in_place(running.namespace, running.name, exit_code=exit_code)
                 pod = self.get_pod(running.namespace, running.name)
-                self._stop_probes(running.uid)
                 profile_pod = self._profile_container(pod) is not None
+                if profile_pod:
+                    # A crash loop backs off (a kubelet's CrashLoopBackOff starts at 10 s).
+                    self._stop.wait(1.0)
+                    if pod["metadata"].get("deletionTimestamp") or self._stop.is_set():
+                        return
+                self.restart_in_place(running.namespace, running.name, exit_code=exit_code)
+                restarted = True
+                self._stop_probes(running.uid)
                 if profile_pod:
                     self._register_probes(pod, container)
                 self._start_process(
@@ -925,6 +932,7 @@ class TestKubelet:
         finally:
             if self.exec_settings is not None and key not in self._running:
                 hostsfile.remove(self.exec_settings.hosts_file, owner=f"{key[0]}/{key[1]}")
+            if not restarted:
                 self._release_pod(running.uid)
 
     def kill_process(self, namespace: str, name: str, sig: int = signal.SIGKILL) -> None:
@@ -1125,6 +1133,7 @@ class TestKubelet:
             self._thread.join(timeout=0.5)
         if self.exec_settings is not None:
             hostsfile.remove_all(self.exec_settings.hosts_file)
+        self.pod_ips.release_all()
         if self._logs is not None:
             self._logs.end_all()
         if self._server is not None:
