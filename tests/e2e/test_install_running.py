@@ -273,3 +273,109 @@ def test_three_webhook_replicas_share_the_reviews_of_a_stream_of_applies(
     print(f"\nwebhook reviews per replica for {streams * per_stream} applies: {answered}")
     assert sum(answered.values()) >= 2 * streams * per_stream  # mutate + validate, at least
     assert all(count > 0 for count in answered.values()), answered
+
+
+def controller_leaders(install: Install) -> dict[str, bool]:
+    """Each running controller pod's own ``mxjob_controller_is_leader``, by pod name."""
+    leaders = {}
+    for pod in install.pods("controller"):
+        if pod["status"].get("phase") != "Running" or not pod["status"].get("podIP"):
+            continue
+        url = f"http://{pod['status']['podIP']}:8080/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as reply:
+                text = reply.read().decode()
+        except OSError:
+            continue
+        found = re.search(r"^mxjob_controller_is_leader (\S+)$", text, re.M)
+        leaders[pod["metadata"]["name"]] = found is not None and float(found.group(1)) == 1.0
+    return leaders
+
+
+def lease_holder(install: Install) -> str:
+    lease = install.api.request(
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/mxjob-controller"
+    )
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
+class PodCreations:
+    """Every pod created in a namespace while it runs: (name, uid) pairs from a watch."""
+
+    def __init__(self, api: Api, namespace: str) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.seen: set[tuple[str, str]] = set()
+        self._stop = threading.Event()
+        listing = api.request("GET", f"/api/v1/namespaces/{namespace}/pods")
+        self._version = listing["metadata"]["resourceVersion"]
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        while not self._stop.is_set():
+            query = [("resourceVersion", self._version), ("timeoutSeconds", "5")]
+            for event in self.api.watch(path, query=query):
+                meta = event.get("object", {}).get("metadata", {})
+                self._version = meta.get("resourceVersion", self._version)
+                if event.get("type") == "ADDED":
+                    self.seen.add((meta["name"], meta["uid"]))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def test_two_controller_replicas_elect_one_leader_and_the_standby_takes_over(
+    install: Install,
+) -> None:
+    leaders = wait_for(
+        "both controller pods to answer /metrics",
+        lambda: (lambda found: found if len(found) == 2 else None)(controller_leaders(install)),
+    )
+    assert sorted(leaders.values()) == [False, True], leaders
+    leader = next(name for name, leading in leaders.items() if leading)
+    assert lease_holder(install) == leader
+    standby = next(name for name in leaders if name != leader)
+
+    creations = PodCreations(install.api, install.namespace)
+    sleeper = ["sh", "-c", "sleep 1"]
+    jobs = [f"takeover-{n}" for n in range(8)]
+
+    def apply(name: str) -> None:
+        job = json.loads(mxjob(name))
+        job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"] = (
+            sleeper
+        )
+        install.kubectl("apply", "-n", install.namespace, "-f", "-", input_text=json.dumps(job))
+
+    for name in jobs[:4]:  # in flight when the leader goes
+        apply(name)
+    deleted = time.monotonic()
+    install.kubectl("-n", SYSTEM, "delete", "pod", leader, "--wait=false")
+    for name in jobs[4:]:  # created while there is no leader, or just a new one
+        apply(name)
+    wait_for("the standby to hold the Lease", lambda: lease_holder(install) == standby)
+    takeover = time.monotonic() - deleted
+    wait_for(
+        "the standby to report itself leader",
+        lambda: controller_leaders(install).get(standby) is True,
+    )
+
+    def state(name: str) -> str:
+        path = f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs/{name}"
+        return str(install.api.request("GET", path).get("status", {}).get("state"))
+
+    wait_for("every job to succeed", lambda: all(state(n) == "Succeeded" for n in jobs), timeout=60)
+    creations.stop()
+    # Not reconciled twice: each job's one pod was created once, by one of the two leaders.
+    created = sorted(name for name, _ in creations.seen)
+    assert created == sorted(f"{job}-worker-0" for job in jobs), created
+    # The replacement pod of the deleted leader became the new standby: still one leader.
+    final = wait_for(
+        "the replacement controller pod",
+        lambda: (lambda found: found if len(found) == 2 else None)(controller_leaders(install)),
+    )
+    assert sorted(final.values()) == [False, True] and final[standby], final
+    print(f"\ncontroller: leader {leader} deleted, standby held the Lease after {takeover:.2f} s")
