@@ -10,10 +10,10 @@ container runtime would give it:
 - args, env (``podenv``) and the ``KUBERNETES_SERVICE_HOST``/``PORT`` every container gets,
   pointing at the loopback API server;
 - a network of its own: each pod gets an address of its own (:class:`PodIpPool`, on the
-  loopback interface) as its pod IP, and listen addresses on "every interface" in its args (``0.0.0.0:P``,
-  ``:P``) are bound to that address, which is what they mean inside a pod's network namespace.
-  Two replicas then serve the same port side by side, and the EndpointSlice of a Service lists
-  each one's address;
+  loopback interface) as its pod IP, and listen addresses on "every interface" in its args
+  (``0.0.0.0:P``, ``:P``) are bound to that address, which is what they mean inside a pod's
+  network namespace. Two replicas then serve the same port side by side, and the EndpointSlice
+  of a Service lists each one's address;
 - a filesystem view of its own: the process starts in a private mount namespace (``unshare``)
   where each ``volumeMount`` is a bind mount of a directory the kubelet filled
   (:mod:`localkube.podvolumes`), read-only where the mount says so. So the program reads its

@@ -164,6 +164,8 @@ class TestKubelet:
         """Probes of the running profile pods, by pod uid."""
         self._starting: set[str] = set()
         """Profile pods (by uid) being prepared in a thread of their own."""
+        self._terminating: set[str] = set()
+        """Profile pods (by uid) being stopped gracefully in a thread of their own."""
 
     # -- raw API helpers -----------------------------------------------------------------------
     def _request(
@@ -912,6 +914,7 @@ class TestKubelet:
                         return
                 self.restart_in_place(running.namespace, running.name, exit_code=exit_code)
                 restarted = True
+                pod = self.get_pod(running.namespace, running.name)  # its new restartCount
                 self._stop_probes(running.uid)
                 if profile_pod:
                     self._register_probes(pod, container)
@@ -966,22 +969,16 @@ class TestKubelet:
         namespace, name = meta["namespace"], meta["name"]
         self._remember(event_type, pod)
         if event_type == "DELETED" or meta.get("deletionTimestamp"):
+            with self._lock:
+                terminating = meta.get("uid") in self._terminating
+            if terminating and event_type != "DELETED":
+                return  # a graceful termination is under way in its own thread
+            if event_type != "DELETED" and self._profile_container(pod) is not None:
+                self._terminate_gracefully_async(pod)
+                return
             exit_code = self._kill(namespace, name, uid=meta.get("uid"))
             if meta.get("deletionTimestamp") and event_type != "DELETED":
-                self._report_killed(pod, exit_code)
-                # A kubelet confirms graceful deletion once the containers are gone. A pod held
-                # by a finalizer stays (terminating, grace 0) until its owner removes it: asking
-                # again would change nothing, so it is asked once.
-                if meta.get("deletionGracePeriodSeconds") != 0:
-                    with contextlib.suppress(ApiError):
-                        self._request(
-                            "DELETE",
-                            f"/api/v1/namespaces/{namespace}/pods/{name}",
-                            body={
-                                "gracePeriodSeconds": 0,
-                                "preconditions": {"uid": meta.get("uid")},
-                            },
-                        )
+                self._confirm_deletion(pod, exit_code)
             return
         if not pod.get("spec", {}).get("nodeName"):
             if self.binds:
@@ -1002,6 +999,64 @@ class TestKubelet:
                     self.start_pod(namespace, name)
         if self.on_pod_event is not None:
             self.on_pod_event(event_type, pod)
+
+    def _confirm_deletion(self, pod: Mapping[str, Any], exit_code: int | None) -> None:
+        meta = pod["metadata"]
+        self._report_killed(pod, exit_code)
+        # A kubelet confirms graceful deletion once the containers are gone. A pod held
+        # by a finalizer stays (terminating, grace 0) until its owner removes it: asking
+        # again would change nothing, so it is asked once.
+        if meta.get("deletionGracePeriodSeconds") != 0:
+            with contextlib.suppress(ApiError):
+                self._request(
+                    "DELETE",
+                    f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                    body={"gracePeriodSeconds": 0, "preconditions": {"uid": meta.get("uid")}},
+                )
+
+    def _terminate_gracefully_async(self, pod: dict[str, Any]) -> None:
+        """A profile pod being deleted: preStop, SIGTERM, the grace period, in a thread.
+
+        Its own thread because the preStop hook and the graceful stop take seconds (the
+        webhook's sleep 10 s, then gunicorn's drain), while the kubelet keeps starting the
+        replacement pods a rolling update creates meanwhile.
+        """
+        uid = pod["metadata"]["uid"]
+        with self._lock:
+            if uid in self._terminating:
+                return
+            self._terminating.add(uid)
+        threading.Thread(
+            target=self._terminate_gracefully,
+            args=(pod,),
+            daemon=True,
+            name=f"terminate-{pod['metadata']['name']}",
+        ).start()
+
+    def _terminate_gracefully(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        try:
+            grace = float(
+                meta.get("deletionGracePeriodSeconds")
+                or pod.get("spec", {}).get("terminationGracePeriodSeconds", 30)
+            )
+            exit_code = self._kill(meta["namespace"], meta["name"], uid=meta["uid"], grace=grace)
+            self._confirm_deletion(pod, exit_code)
+        finally:
+            with self._lock:
+                self._terminating.discard(meta["uid"])
+
+    def _run_pre_stop(self, container: Mapping[str, Any], *, timeout: float) -> None:
+        """The container's ``preStop`` hook: an ``exec`` command or a ``sleep``."""
+        hook = (container.get("lifecycle") or {}).get("preStop") or {}
+        if "sleep" in hook:
+            self._stop.wait(min(timeout, float(hook["sleep"].get("seconds", 0))))
+        elif "exec" in hook:
+            command = [str(part) for part in hook["exec"].get("command", [])]
+            try:
+                subprocess.run(command, timeout=timeout, check=False, capture_output=True)
+            except (OSError, subprocess.TimeoutExpired) as error:
+                log.info("preStop hook %r: %s", command, error)
 
     def _remember(self, event_type: str, pod: dict[str, Any]) -> None:
         """Keep the pods bound to this node for the log endpoint; a deleted pod's logs end."""
@@ -1039,8 +1094,14 @@ class TestKubelet:
         with contextlib.suppress(ApiError):
             self.terminate(meta["namespace"], meta["name"], exit_code=code)
 
-    def _kill(self, namespace: str, name: str, *, uid: str | None) -> int | None:
-        """Stop the pod's process (exec mode); return its exit code (None: no process)."""
+    def _kill(
+        self, namespace: str, name: str, *, uid: str | None, grace: float | None = None
+    ) -> int | None:
+        """Stop the pod's process (exec mode); return its exit code (None: no process).
+
+        With ``grace`` (profile pods), as a kubelet does: the preStop hook, then SIGTERM, and
+        SIGKILL once the grace period is over; without it, SIGTERM and 5 s.
+        """
         with self._lock:
             running = self._running.get((namespace, name))
             if running is None or (uid is not None and running.uid != uid):
@@ -1048,10 +1109,17 @@ class TestKubelet:
             running.stopping = True
             del self._running[(namespace, name)]
         self._stop_probes(running.uid)
+        deadline = time.monotonic() + (5.0 if grace is None else grace)
+        if grace is not None:
+            with self._lock:
+                pod = self._pods.get((namespace, name))
+            found = self._profile_container(pod) if pod is not None else None
+            if found is not None:
+                self._run_pre_stop(found[0], timeout=grace)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(running.process.pid, signal.SIGTERM)
         try:
-            returncode = running.process.wait(timeout=5)
+            returncode = running.process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(running.process.pid, signal.SIGKILL)

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from localkube.api import Api, ensure_namespace
+from localkube.api import Api, ApiError, ensure_namespace
 from localkube.cluster import (
     INSTALL_CONTROLLERS,
     PROJECT_ROOT,
@@ -67,11 +67,18 @@ class Install:
         return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
-def wait_for(what: str, probe: Callable[[], T | None], *, timeout: float = 60) -> T:
+def wait_for(
+    what: str,
+    fetch: Callable[[], T],
+    until: Callable[[T], bool] = bool,
+    *,
+    timeout: float = 60,
+) -> T:
+    """``fetch()`` again and again until ``until`` says its value will do."""
     deadline = time.monotonic() + timeout
     while True:
-        value = probe()
-        if value:
+        value = fetch()
+        if until(value):
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
@@ -218,9 +225,8 @@ def test_a_job_applied_is_defaulted_and_run_to_success_by_the_controller_pods(
     assert job["spec"]["runPolicy"]["backoffLimit"] == 6  # the mutating webhook's default
     done = wait_for(
         "the job to succeed",
-        lambda: (lambda j: j if j.get("status", {}).get("state") == "Succeeded" else None)(
-            install.api.request("GET", path)
-        ),
+        lambda: install.api.request("GET", path),
+        lambda job: job.get("status", {}).get("state") == "Succeeded",
     )
     assert done["status"]["replicaStatuses"]["Worker"]["succeeded"] == 1
 
@@ -246,9 +252,8 @@ def test_three_webhook_replicas_share_the_reviews_of_a_stream_of_applies(
     install.kubectl("-n", SYSTEM, "rollout", "status", "deployment/mxjob-webhook", "--timeout=60s")
     addresses = wait_for(
         "three ready webhook endpoints",
-        lambda: (lambda a: a if len(a) == 3 else None)(
-            endpoint_addresses(install, "mxjob-webhook")
-        ),
+        lambda: endpoint_addresses(install, "mxjob-webhook"),
+        lambda found: len(found) == 3,
     )
     before = {a: webhook_reviews(install, a) for a in addresses}
     # Concurrent streams: the API server keeps its connections to a webhook open and resolves
@@ -332,7 +337,8 @@ def test_two_controller_replicas_elect_one_leader_and_the_standby_takes_over(
 ) -> None:
     leaders = wait_for(
         "both controller pods to answer /metrics",
-        lambda: (lambda found: found if len(found) == 2 else None)(controller_leaders(install)),
+        lambda: controller_leaders(install),
+        lambda found: len(found) == 2,
     )
     assert sorted(leaders.values()) == [False, True], leaders
     leader = next(name for name, leading in leaders.items() if leading)
@@ -375,7 +381,109 @@ def test_two_controller_replicas_elect_one_leader_and_the_standby_takes_over(
     # The replacement pod of the deleted leader became the new standby: still one leader.
     final = wait_for(
         "the replacement controller pod",
-        lambda: (lambda found: found if len(found) == 2 else None)(controller_leaders(install)),
+        lambda: controller_leaders(install),
+        lambda found: len(found) == 2,
     )
     assert sorted(final.values()) == [False, True] and final[standby], final
     print(f"\ncontroller: leader {leader} deleted, standby held the Lease after {takeover:.2f} s")
+
+
+@dataclass
+class Traffic:
+    """A client creating MXJobs without pause, a valid and an invalid one in turn."""
+
+    api: Api
+    namespace: str
+    valid: list[str]
+    valid_refused: list[str]
+    invalid_admitted: list[str]
+    invalid_refused_not_by_review: list[str]
+    latencies: list[float]
+
+    @classmethod
+    def start(cls, api: Api, namespace: str) -> tuple[Traffic, threading.Event, threading.Thread]:
+        traffic = cls(api, namespace, [], [], [], [], [])
+        stop = threading.Event()
+        thread = threading.Thread(target=traffic.run, args=(stop,), daemon=True)
+        thread.start()
+        return traffic, stop, thread
+
+    def create(self, body: dict[str, Any]) -> tuple[bool, str]:
+        started = time.monotonic()
+        try:
+            self.api.request(
+                "POST", f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/mxjobs", body=body
+            )
+            return True, ""
+        except ApiError as error:
+            return False, str(error)
+        finally:
+            self.latencies.append(time.monotonic() - started)
+
+    def run(self, stop: threading.Event) -> None:
+        n = 0
+        while not stop.is_set():
+            name = f"roll-{n}"
+            admitted, message = self.create(json.loads(mxjob(name)))
+            (self.valid if admitted else self.valid_refused).append(f"{name}: {message}")
+            bad = json.loads(mxjob(f"roll-bad-{n}"))
+            bad["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
+            admitted, message = self.create(bad)
+            if admitted:
+                self.invalid_admitted.append(f"roll-bad-{n}")
+            elif "denied the request" not in message:
+                self.invalid_refused_not_by_review.append(message)
+            n += 1
+            stop.wait(0.2)
+
+
+def roll(install: Install, deployment: str) -> float:
+    """Change the pod template's annotation and wait for the rollout; its seconds."""
+    started = time.monotonic()
+    patch = {"spec": {"template": {"metadata": {"annotations": {"rolled": str(started)}}}}}
+    install.kubectl(
+        "-n", SYSTEM, "patch", f"deployment/{deployment}", "-p", json.dumps(patch)
+    )  # fmt: skip
+    install.kubectl(
+        "-n", SYSTEM, "rollout", "status", f"deployment/{deployment}", "--timeout=90s"
+    )  # fmt: skip
+    return time.monotonic() - started
+
+
+def test_rolling_updates_under_traffic_refuse_no_valid_job_and_admit_no_invalid_one(
+    install: Install,
+) -> None:
+    install.kubectl("-n", SYSTEM, "scale", "deployment/mxjob-webhook", "--replicas=2")
+    install.kubectl(
+        "-n", SYSTEM, "rollout", "status", "deployment/mxjob-webhook", "--timeout=60s"
+    )  # fmt: skip
+    creations = PodCreations(install.api, install.namespace)
+    traffic, stop, thread = Traffic.start(install.api, install.namespace)
+    time.sleep(1)
+    webhook_roll = roll(install, "mxjob-webhook")
+    controller_roll = roll(install, "mxjob-controller")
+    stop.set()
+    thread.join(timeout=30)
+    names = [entry.split(":", 1)[0] for entry in traffic.valid]
+
+    def state(name: str) -> str:
+        path = f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs/{name}"
+        return str(install.api.request("GET", path).get("status", {}).get("state"))
+
+    assert traffic.valid_refused == []
+    assert traffic.invalid_admitted == []
+    assert traffic.invalid_refused_not_by_review == []
+    wait_for(
+        "every admitted job to succeed",
+        lambda: [n for n in names if state(n) != "Succeeded"],
+        lambda unfinished: not unfinished,
+        timeout=60,
+    )
+    creations.stop()
+    created = sorted(name for name, _ in creations.seen if name.startswith("roll-"))
+    assert created == sorted(f"{name}-worker-0" for name in names)
+    print(
+        f"\nrolls under traffic: webhook {webhook_roll:.1f} s, controller {controller_roll:.1f} s;"
+        f" {len(names)} valid jobs admitted and run once, {len(names)} invalid refused;"
+        f" longest admission {max(traffic.latencies) * 1000:.0f} ms"
+    )
