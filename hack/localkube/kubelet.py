@@ -1041,7 +1041,8 @@ class TestKubelet:
                 or pod.get("spec", {}).get("terminationGracePeriodSeconds", 30)
             )
             exit_code = self._kill(meta["namespace"], meta["name"], uid=meta["uid"], grace=grace)
-            self._confirm_deletion(pod, exit_code)
+            if not self._stop.is_set():  # a stopped kubelet's API server may be gone already
+                self._confirm_deletion(pod, exit_code)
         finally:
             with self._lock:
                 self._terminating.discard(meta["uid"])
@@ -1195,8 +1196,15 @@ class TestKubelet:
         self._stop.set()
         with self._lock:
             keys = list(self._running)
-        for namespace, name in keys:
-            self._kill(namespace, name, uid=None)
+        # In parallel: each process gets its few seconds to stop at the same time.
+        stoppers = [
+            threading.Thread(target=self._kill, args=key, kwargs={"uid": None}, daemon=True)
+            for key in keys
+        ]
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join()
         if self._thread is not None:
             self._thread.join(timeout=0.5)
         if self.exec_settings is not None:
