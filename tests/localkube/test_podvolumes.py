@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ def token(account: str, audiences: list[str], seconds: int) -> str:
     return f"token-for-{account}-{','.join(audiences)}-{seconds}"
 
 
-def files(volume: dict[str, object]) -> object:
+def files(volume: Mapping[str, Any]) -> object:
     return volume_files(POD, volume, secret=secret, config_map=config_map, token=token)
 
 
