@@ -256,27 +256,48 @@ def test_three_webhook_replicas_share_the_reviews_of_a_stream_of_applies(
         lambda found: len(found) == 3,
     )
     before = {a: webhook_reviews(install, a) for a in addresses}
-    # Concurrent streams: the API server keeps its connections to a webhook open and resolves
-    # the Service to an endpoint when it dials a new one, so only concurrent reviews open
-    # connections to more replicas.
-    streams, per_stream = 6, 5
+    # The API server keeps its connections to a webhook open and resolves the Service to one
+    # ready endpoint each time it dials a new connection: a replica added later gets reviews
+    # only once more reviews run at the same time than there are open connections. A stream of
+    # kubectl applies rarely overlaps that much (each kubectl takes longer to start than a
+    # review takes), so when it leaves a replica without reviews, bursts of simultaneous
+    # creates follow until every replica has answered.
+    applied = rounds = 0
+    answered = dict.fromkeys(addresses, 0)
 
-    def stream(index: int) -> None:
-        for n in range(per_stream):
-            install.kubectl(
-                "apply", "-n", install.namespace, "-f", "-",
-                input_text=mxjob(f"s{index}-{n}", suspend=True),
-            )  # fmt: skip
+    def apply(name: str) -> None:
+        install.kubectl(
+            "apply", "-n", install.namespace, "-f", "-", input_text=mxjob(name, suspend=True)
+        )  # fmt: skip
 
-    threads = [threading.Thread(target=stream, args=(i,)) for i in range(streams)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    after = {a: webhook_reviews(install, a) for a in addresses}
-    answered = {a: after[a] - before[a] for a in addresses}
-    print(f"\nwebhook reviews per replica for {streams * per_stream} applies: {answered}")
-    assert sum(answered.values()) >= 2 * streams * per_stream  # mutate + validate, at least
+    def create(name: str, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        install.api.request(
+            "POST",
+            f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs",
+            body=json.loads(mxjob(name, suspend=True)),
+        )
+
+    plan: list[tuple[int, bool]] = [(6, True), (24, False), (24, False), (24, False)]
+    for width, with_kubectl in plan:
+        rounds += 1
+        barrier = threading.Barrier(width)
+        threads = [
+            threading.Thread(target=apply, args=(f"s{rounds}-{n}",))
+            if with_kubectl
+            else threading.Thread(target=create, args=(f"s{rounds}-{n}", barrier))
+            for n in range(width)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        applied += width
+        answered = {a: webhook_reviews(install, a) - before[a] for a in addresses}
+        if all(answered.values()):
+            break
+    print(f"\nwebhook reviews per replica for {applied} creates in {rounds} round(s): {answered}")
+    assert sum(answered.values()) >= 2 * applied  # mutate + validate, at least
     assert all(count > 0 for count in answered.values()), answered
 
 
@@ -364,7 +385,9 @@ def test_two_controller_replicas_elect_one_leader_and_the_standby_takes_over(
         apply(name)
     # The standby, or the pod the ReplicaSet starts at once in the leader's place: whichever
     # asks first once the leader has released the Lease on SIGTERM.
-    holder = wait_for("a new Lease holder", lambda: lease_holder(install), lambda h: h != leader)
+    holder = wait_for(
+        "a new Lease holder", lambda: lease_holder(install), lambda h: h not in ("", leader)
+    )
     takeover = time.monotonic() - deleted
     wait_for(
         "the new holder to report itself leader",
