@@ -49,6 +49,10 @@ WORKLOAD_CONTROLLERS = "podgroup-protection-controller"
 # csrsigning signs the test kubelets' serving certificates (see localkube.kubelet_tls).
 CONTROLLERS = "garbagecollector,namespace,serviceaccount,root-ca-cert-publisher,csrsigning"
 SERVICE_CIDR = "10.96.0.0/16"
+# What running the install (manifests/) needs beyond CONTROLLERS: Deployments make ReplicaSets
+# make Pods; a Service's EndpointSlice lists its ready pods (the API server routes webhook calls
+# to them with --enable-aggregator-routing); PodDisruptionBudgets get their status.
+INSTALL_CONTROLLERS = ("deployment", "replicaset", "endpointslice", "disruption")
 
 
 class ControlPlaneError(RuntimeError):
@@ -67,6 +71,9 @@ class ControlPlaneSettings:
     """Seconds to wait for ``/readyz``: a cold start on 2 busy cores takes ~5-10 s."""
     extra_apiserver_args: tuple[str, ...] = ()
     """Flags for tests that need a different API server configuration."""
+    extra_controllers: tuple[str, ...] = ()
+    """kube-controller-manager controllers beyond ``CONTROLLERS``: e.g. ``INSTALL_CONTROLLERS``
+    for a plane that runs the operator from its Deployments."""
     workload_scheduling: bool = False
     """Run kube-scheduler and serve ``scheduling.k8s.io/v1alpha2`` with the gang-scheduling
     feature gates. Pods are then bound by the scheduler, so test kubelets on this plane must be
@@ -371,9 +378,10 @@ class ControlPlane:
         ]
 
     def _controllers(self) -> str:
+        names = [CONTROLLERS, *self.settings.extra_controllers]
         if self.settings.workload_scheduling:
-            return f"{CONTROLLERS},{WORKLOAD_CONTROLLERS}"
-        return CONTROLLERS
+            names.append(WORKLOAD_CONTROLLERS)
+        return ",".join(names)
 
     # -- health --------------------------------------------------------------------------------
     def ssl_context(self) -> ssl.SSLContext:

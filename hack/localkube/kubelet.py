@@ -41,8 +41,11 @@ from typing import IO, Any, BinaryIO
 from localkube import hostsfile, kubelet_tls
 from localkube.api import Api, ApiError
 from localkube.crilog import STDERR, STDOUT
+from localkube.exec_profile import ExecProfile, PodIpPool, bind_to_pod_ip, in_mount_namespace
 from localkube.logserver import ContainerLog, KubeletServer, LogStore
 from localkube.podenv import PodEnvError, resolve_command, resolve_env
+from localkube.podvolumes import VolumeError, decode_data, write_volumes
+from localkube.probes import Prober, probe_spec
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +71,9 @@ class ExecSettings:
     """Where the job's service names are pointed at 127.0.0.1 while its pods run."""
     extra_env: Mapping[str, str] = field(default_factory=dict)
     """Env a container image would carry (e.g. PYTHONPATH to the examples)."""
+    profile: ExecProfile | None = None
+    """Images run as local programs with the pod's network address, volumes and probes (the
+    operator's own Deployments, see :mod:`localkube.exec_profile`); other pods run as before."""
 
 
 @dataclass
@@ -152,6 +158,14 @@ class TestKubelet:
         self._logs: LogStore | None = None
         self._server: KubeletServer | None = None
         self.on_pod_event: Callable[[str, dict[str, Any]], None] | None = None
+        self.pod_ips = PodIpPool()
+        """Addresses of the pods run by the exec profile (others share 127.0.0.1)."""
+        self._probers: dict[str, list[Prober]] = {}
+        """Probes of the running profile pods, by pod uid."""
+        self._starting: set[str] = set()
+        """Profile pods (by uid) being prepared in a thread of their own."""
+        self._terminating: set[str] = set()
+        """Profile pods (by uid) being stopped gracefully in a thread of their own."""
 
     # -- raw API helpers -----------------------------------------------------------------------
     def _request(
@@ -327,23 +341,27 @@ class TestKubelet:
             raise RuntimeError("the kubelet is not started")
         container_log.append(text.encode(), stream=stream)
 
+    def _pod_ip(self, pod: Mapping[str, Any]) -> str:
+        return self.pod_ips.get(pod["metadata"]["uid"]) or "127.0.0.1"
+
     def start_pod(self, namespace: str, name: str) -> dict[str, Any]:
-        """Pending → Running: every container started and ready."""
+        """Pending → Running: every container started; ready unless a readiness probe decides."""
         pod = self.get_pod(namespace, name)
+        ready = not self._has_readiness_probe(pod["metadata"]["uid"])
         restart_count = self._restart_count(pod)
         self._open_logs(pod)
         status = {
             "phase": "Running",
             "hostIP": "127.0.0.1",
-            "podIP": "127.0.0.1",
-            "podIPs": [{"ip": "127.0.0.1"}],
+            "podIP": self._pod_ip(pod),
+            "podIPs": [{"ip": self._pod_ip(pod)}],
             "startTime": pod.get("status", {}).get("startTime") or _now(),
-            "conditions": self._conditions(ready=True),
+            "conditions": self._conditions(ready=ready),
             "containerStatuses": self._container_statuses(
                 pod,
                 {"running": {"startedAt": _now()}},
                 restart_count=restart_count,
-                ready=True,
+                ready=ready,
                 last_state=self._last_state(pod),
             ),
         }
@@ -352,10 +370,11 @@ class TestKubelet:
 
     @staticmethod
     def _main_status(pod: Mapping[str, Any]) -> dict[str, Any]:
-        for status in pod.get("status", {}).get("containerStatuses", []) or []:
+        statuses = pod.get("status", {}).get("containerStatuses", []) or []
+        for status in statuses:
             if status.get("name") == MAIN_CONTAINER:
                 return dict(status)
-        return {}
+        return dict(statuses[0]) if len(statuses) == 1 else {}
 
     def _restart_count(self, pod: Mapping[str, Any]) -> int:
         return int(self._main_status(pod).get("restartCount", 0))
@@ -387,7 +406,7 @@ class TestKubelet:
         status = {
             "phase": "Succeeded" if exit_code == 0 else "Failed",
             "hostIP": "127.0.0.1",
-            "podIP": "127.0.0.1",
+            "podIP": self._pod_ip(pod),
             "startTime": pod.get("status", {}).get("startTime") or _now(),
             "conditions": self._conditions(ready=False),
             "containerStatuses": self._container_statuses(
@@ -441,17 +460,18 @@ class TestKubelet:
                 "finishedAt": _now(),
             }
         }
+        ready = not self._has_readiness_probe(pod["metadata"]["uid"])
         status = {
             "phase": "Running",
             "hostIP": "127.0.0.1",
-            "podIP": "127.0.0.1",
+            "podIP": self._pod_ip(pod),
             "startTime": pod.get("status", {}).get("startTime") or _now(),
-            "conditions": self._conditions(ready=True),
+            "conditions": self._conditions(ready=ready),
             "containerStatuses": self._container_statuses(
                 pod,
                 {"running": {"startedAt": _now()}},
                 restart_count=count,
-                ready=True,
+                ready=ready,
                 last_state=last,
             ),
         }
@@ -485,6 +505,9 @@ class TestKubelet:
         if self.exec_settings is None:
             raise RuntimeError("exec mode needs ExecSettings")
         pod = self.get_pod(namespace, name)
+        if self._profile_container(pod) is not None:
+            self._run_profile_pod_async(pod)
+            return
         container = next(
             (c for c in self._containers(pod) if c.get("name") == MAIN_CONTAINER),
             self._containers(pod)[0] if self._containers(pod) else None,
@@ -539,6 +562,232 @@ class TestKubelet:
             ]
         names.append(pod["metadata"]["name"])
         return tuple(dict.fromkeys(names))
+
+    # -- exec profile (the operator's own pods) -------------------------------------------------
+    def _profile_container(self, pod: Mapping[str, Any]) -> tuple[dict[str, Any], str] | None:
+        """The container the exec profile runs, and its program; None: not a profile pod."""
+        profile = self.exec_settings.profile if self.exec_settings is not None else None
+        if profile is None:
+            return None
+        for container in self._containers(pod):
+            program = profile.entrypoint(str(container.get("image", "")))
+            if program is not None:
+                return container, program
+        return None
+
+    def _has_readiness_probe(self, uid: str) -> bool:
+        with self._lock:
+            return any(p.name == "readiness" for p in self._probers.get(uid, []))
+
+    def _run_profile_pod_async(self, pod: Mapping[str, Any]) -> None:
+        """Prepare and start a profile pod in a thread: its volumes may need a retry."""
+        uid = pod["metadata"]["uid"]
+        with self._lock:
+            if uid in self._starting:
+                return
+            self._starting.add(uid)
+        threading.Thread(
+            target=self._run_profile_pod,
+            args=(dict(pod),),
+            daemon=True,
+            name=f"start-{pod['metadata']['name']}",
+        ).start()
+
+    def _run_profile_pod(self, pod: dict[str, Any], *, timeout: float = 60) -> None:
+        uid = pod["metadata"]["uid"]
+        try:
+            deadline = time.monotonic() + timeout
+            while not self._stop.is_set():
+                try:
+                    self._start_profile_pod(pod)
+                    return
+                except (VolumeError, PodEnvError) as error:
+                    reason = (
+                        "ContainerCreating"
+                        if isinstance(error, VolumeError)
+                        else "CreateContainerConfigError"
+                    )
+                    with contextlib.suppress(ApiError):
+                        self._waiting(pod, reason, str(error))
+                    if time.monotonic() > deadline:
+                        return
+                    time.sleep(1)
+                    try:
+                        pod = self.get_pod(pod["metadata"]["namespace"], pod["metadata"]["name"])
+                    except ApiError:
+                        return
+                    if pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
+                        return
+        finally:
+            with self._lock:
+                self._starting.discard(uid)
+
+    def _pod_dir(self, uid: str) -> Path:
+        assert self.exec_settings is not None
+        return self.exec_settings.log_dir / "pods" / uid
+
+    def _start_profile_pod(self, pod: dict[str, Any]) -> None:
+        assert self.exec_settings is not None and self.exec_settings.profile is not None
+        profile = self.exec_settings.profile
+        found = self._profile_container(pod)
+        assert found is not None
+        container, program = found
+        meta = pod["metadata"]
+        namespace, name, uid = meta["namespace"], meta["name"], meta["uid"]
+        pod_ip = self.pod_ips.allocate(uid)
+        # The Downward API's status.podIP is this pod's own address.
+        pod = {**pod, "status": {**pod.get("status", {}), "podIP": pod_ip}}
+        config_map_key, secret_key = self._env_sources(namespace)
+        env = resolve_env(pod, container, config_map=config_map_key, secret=secret_key)
+        mounts = write_volumes(
+            pod,
+            container,
+            root=self._pod_dir(uid) / "volumes",
+            secret=lambda n: self._object_data(namespace, "secrets", n),
+            config_map=lambda n: self._object_data(namespace, "configmaps", n),
+            token=lambda account, audiences, seconds: self._request_token(
+                pod, account, audiences, seconds
+            ),
+        )
+        # The image's entrypoint is the profile's program; `command`, when set, replaces it.
+        argv = resolve_command({**container, "command": container.get("command") or [program]}, env)
+        argv = in_mount_namespace(mounts, bind_to_pod_ip(argv, pod_ip))
+        process_env = {
+            "PATH": os.pathsep.join([*self.exec_settings.path_prefix, os.environ.get("PATH", "")]),
+            "HOME": os.environ.get("HOME", "/root"),
+            "HOSTNAME": name,
+            "LANG": "C.UTF-8",
+            # What every container gets, enableServiceLinks or not: the API server's address.
+            "KUBERNETES_SERVICE_HOST": profile.api_host,
+            "KUBERNETES_SERVICE_PORT": str(profile.api_port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(profile.api_port),
+            **env,
+        }
+        self.exec_settings.log_dir.mkdir(parents=True, exist_ok=True)
+        self._register_probes(pod, container)
+        self._start_process(
+            pod,
+            argv=argv,
+            env=process_env,
+            log_path=self.exec_settings.log_dir / f"{namespace}_{name}.log",
+            host_names=(),
+            container=container,
+        )
+        self._start_probes(pod, container)
+
+    def _object_data(self, namespace: str, plural: str, name: str) -> dict[str, bytes] | None:
+        try:
+            obj = self._request("GET", f"/api/v1/namespaces/{namespace}/{plural}/{name}")
+        except ApiError:
+            return None
+        return decode_data(obj, binary=plural == "secrets")
+
+    def _request_token(
+        self, pod: Mapping[str, Any], account: str, audiences: list[str], seconds: int
+    ) -> str:
+        """A service-account token bound to the pod, from the TokenRequest API."""
+        meta = pod["metadata"]
+        spec: dict[str, Any] = {
+            "expirationSeconds": seconds,
+            "boundObjectRef": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta["name"],
+                "uid": meta["uid"],
+            },
+        }
+        if audiences:
+            spec["audiences"] = audiences
+        try:
+            review = self._request(
+                "POST",
+                f"/api/v1/namespaces/{meta['namespace']}/serviceaccounts/{account}/token",
+                body={
+                    "apiVersion": "authentication.k8s.io/v1",
+                    "kind": "TokenRequest",
+                    "spec": spec,
+                },
+            )
+        except ApiError as error:
+            raise VolumeError(f"token for service account {account!r}: {error.reason}") from error
+        return str(review["status"]["token"])
+
+    def _register_probes(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> None:
+        """Create (not start) the pod's probers, so its first status knows it must wait."""
+        uid = pod["metadata"]["uid"]
+        address = self._pod_ip(pod)
+        probers: list[Prober] = []
+        readiness = probe_spec(container, "readinessProbe")
+        if readiness is not None:
+            probers.append(
+                Prober(
+                    readiness,
+                    address,
+                    initially=False,
+                    name="readiness",
+                    on_change=lambda ready: self._set_ready(pod, ready),
+                )
+            )
+        liveness = probe_spec(container, "livenessProbe")
+        if liveness is not None:
+            probers.append(
+                Prober(
+                    liveness,
+                    address,
+                    initially=True,
+                    name="liveness",
+                    on_change=lambda alive: None if alive else self._liveness_failed(pod),
+                )
+            )
+        with self._lock:
+            self._probers[uid] = probers
+
+    def _start_probes(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> None:
+        uid = pod["metadata"]["uid"]
+        with self._lock:
+            probers = self._probers.get(uid)
+        if probers is None or any(p.started for p in probers):
+            self._register_probes(pod, container)
+            with self._lock:
+                probers = self._probers.get(uid, [])
+        for prober in probers:
+            prober.start()
+
+    def _stop_probes(self, uid: str) -> None:
+        with self._lock:
+            probers = self._probers.pop(uid, [])
+        for prober in probers:
+            prober.stop()
+
+    def _release_pod(self, uid: str) -> None:
+        """A profile pod's process is gone for good: its probes, address and files go."""
+        self._stop_probes(uid)
+        self.pod_ips.release(uid)
+        if self.exec_settings is not None:
+            shutil.rmtree(self._pod_dir(uid), ignore_errors=True)
+
+    def _set_ready(self, pod: Mapping[str, Any], ready: bool) -> None:
+        """The readiness probe flipped: the pod's Ready condition (and EndpointSlice) follow."""
+        meta = pod["metadata"]
+        current = self.get_pod(meta["namespace"], meta["name"])
+        if current.get("status", {}).get("phase") != "Running":
+            return
+        statuses = [
+            {**status, "ready": ready}
+            for status in current.get("status", {}).get("containerStatuses", []) or []
+        ]
+        self._patch_status(
+            meta["namespace"],
+            meta["name"],
+            {"conditions": self._conditions(ready=ready), "containerStatuses": statuses},
+            meta["uid"],
+        )
+
+    def _liveness_failed(self, pod: Mapping[str, Any]) -> None:
+        """A kubelet kills a container whose liveness probe fails; the restart policy decides."""
+        meta = pod["metadata"]
+        log.info("liveness probe of %s/%s failed: restarting it", meta["namespace"], meta["name"])
+        self.kill_process(meta["namespace"], meta["name"], signal.SIGKILL)
 
     def _waiting(self, pod: Mapping[str, Any], reason: str, message: str) -> None:
         status = {
@@ -650,13 +899,25 @@ class TestKubelet:
                 del self._running[key]
         if running.stopping:
             return
+        restarted = False
         try:
             restart = running.restart_policy == "Always" or (
                 running.restart_policy == "OnFailure" and exit_code != 0
             )
             if restart:
-                self.restart_in_place(running.namespace, running.name, exit_code=exit_code)
                 pod = self.get_pod(running.namespace, running.name)
+                profile_pod = self._profile_container(pod) is not None
+                if profile_pod:
+                    # A crash loop backs off (a kubelet's CrashLoopBackOff starts at 10 s).
+                    self._stop.wait(1.0)
+                    if pod["metadata"].get("deletionTimestamp") or self._stop.is_set():
+                        return
+                self.restart_in_place(running.namespace, running.name, exit_code=exit_code)
+                restarted = True
+                pod = self.get_pod(running.namespace, running.name)  # its new restartCount
+                self._stop_probes(running.uid)
+                if profile_pod:
+                    self._register_probes(pod, container)
                 self._start_process(
                     pod,
                     argv=argv,
@@ -665,6 +926,8 @@ class TestKubelet:
                     host_names=running.host_names,
                     container=container,
                 )
+                if profile_pod:
+                    self._start_probes(pod, container)
                 return
             self.terminate(running.namespace, running.name, exit_code=exit_code)
         except ApiError as error:
@@ -672,6 +935,8 @@ class TestKubelet:
         finally:
             if self.exec_settings is not None and key not in self._running:
                 hostsfile.remove(self.exec_settings.hosts_file, owner=f"{key[0]}/{key[1]}")
+            if not restarted:
+                self._release_pod(running.uid)
 
     def kill_process(self, namespace: str, name: str, sig: int = signal.SIGKILL) -> None:
         """Send a signal to a pod's process (exec mode), as an OOM kill or preemption would."""
@@ -704,22 +969,16 @@ class TestKubelet:
         namespace, name = meta["namespace"], meta["name"]
         self._remember(event_type, pod)
         if event_type == "DELETED" or meta.get("deletionTimestamp"):
+            with self._lock:
+                terminating = meta.get("uid") in self._terminating
+            if terminating and event_type != "DELETED":
+                return  # a graceful termination is under way in its own thread
+            if event_type != "DELETED" and self._profile_container(pod) is not None:
+                self._terminate_gracefully_async(pod)
+                return
             exit_code = self._kill(namespace, name, uid=meta.get("uid"))
             if meta.get("deletionTimestamp") and event_type != "DELETED":
-                self._report_killed(pod, exit_code)
-                # A kubelet confirms graceful deletion once the containers are gone. A pod held
-                # by a finalizer stays (terminating, grace 0) until its owner removes it: asking
-                # again would change nothing, so it is asked once.
-                if meta.get("deletionGracePeriodSeconds") != 0:
-                    with contextlib.suppress(ApiError):
-                        self._request(
-                            "DELETE",
-                            f"/api/v1/namespaces/{namespace}/pods/{name}",
-                            body={
-                                "gracePeriodSeconds": 0,
-                                "preconditions": {"uid": meta.get("uid")},
-                            },
-                        )
+                self._confirm_deletion(pod, exit_code)
             return
         if not pod.get("spec", {}).get("nodeName"):
             if self.binds:
@@ -740,6 +999,65 @@ class TestKubelet:
                     self.start_pod(namespace, name)
         if self.on_pod_event is not None:
             self.on_pod_event(event_type, pod)
+
+    def _confirm_deletion(self, pod: Mapping[str, Any], exit_code: int | None) -> None:
+        meta = pod["metadata"]
+        self._report_killed(pod, exit_code)
+        # A kubelet confirms graceful deletion once the containers are gone. A pod held
+        # by a finalizer stays (terminating, grace 0) until its owner removes it: asking
+        # again would change nothing, so it is asked once.
+        if meta.get("deletionGracePeriodSeconds") != 0:
+            with contextlib.suppress(ApiError):
+                self._request(
+                    "DELETE",
+                    f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                    body={"gracePeriodSeconds": 0, "preconditions": {"uid": meta.get("uid")}},
+                )
+
+    def _terminate_gracefully_async(self, pod: dict[str, Any]) -> None:
+        """A profile pod being deleted: preStop, SIGTERM, the grace period, in a thread.
+
+        Its own thread because the preStop hook and the graceful stop take seconds (the
+        webhook's sleep 10 s, then gunicorn's drain), while the kubelet keeps starting the
+        replacement pods a rolling update creates meanwhile.
+        """
+        uid = pod["metadata"]["uid"]
+        with self._lock:
+            if uid in self._terminating:
+                return
+            self._terminating.add(uid)
+        threading.Thread(
+            target=self._terminate_gracefully,
+            args=(pod,),
+            daemon=True,
+            name=f"terminate-{pod['metadata']['name']}",
+        ).start()
+
+    def _terminate_gracefully(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        try:
+            grace = float(
+                meta.get("deletionGracePeriodSeconds")
+                or pod.get("spec", {}).get("terminationGracePeriodSeconds", 30)
+            )
+            exit_code = self._kill(meta["namespace"], meta["name"], uid=meta["uid"], grace=grace)
+            if not self._stop.is_set():  # a stopped kubelet's API server may be gone already
+                self._confirm_deletion(pod, exit_code)
+        finally:
+            with self._lock:
+                self._terminating.discard(meta["uid"])
+
+    def _run_pre_stop(self, container: Mapping[str, Any], *, timeout: float) -> None:
+        """The container's ``preStop`` hook: an ``exec`` command or a ``sleep``."""
+        hook = (container.get("lifecycle") or {}).get("preStop") or {}
+        if "sleep" in hook:
+            self._stop.wait(min(timeout, float(hook["sleep"].get("seconds", 0))))
+        elif "exec" in hook:
+            command = [str(part) for part in hook["exec"].get("command", [])]
+            try:
+                subprocess.run(command, timeout=timeout, check=False, capture_output=True)
+            except (OSError, subprocess.TimeoutExpired) as error:
+                log.info("preStop hook %r: %s", command, error)
 
     def _remember(self, event_type: str, pod: dict[str, Any]) -> None:
         """Keep the pods bound to this node for the log endpoint; a deleted pod's logs end."""
@@ -777,24 +1095,39 @@ class TestKubelet:
         with contextlib.suppress(ApiError):
             self.terminate(meta["namespace"], meta["name"], exit_code=code)
 
-    def _kill(self, namespace: str, name: str, *, uid: str | None) -> int | None:
-        """Stop the pod's process (exec mode); return its exit code (None: no process)."""
+    def _kill(
+        self, namespace: str, name: str, *, uid: str | None, grace: float | None = None
+    ) -> int | None:
+        """Stop the pod's process (exec mode); return its exit code (None: no process).
+
+        With ``grace`` (profile pods), as a kubelet does: the preStop hook, then SIGTERM, and
+        SIGKILL once the grace period is over; without it, SIGTERM and 5 s.
+        """
         with self._lock:
             running = self._running.get((namespace, name))
             if running is None or (uid is not None and running.uid != uid):
                 return None
             running.stopping = True
             del self._running[(namespace, name)]
+        self._stop_probes(running.uid)
+        deadline = time.monotonic() + (5.0 if grace is None else grace)
+        if grace is not None:
+            with self._lock:
+                pod = self._pods.get((namespace, name))
+            found = self._profile_container(pod) if pod is not None else None
+            if found is not None:
+                self._run_pre_stop(found[0], timeout=grace)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(running.process.pid, signal.SIGTERM)
         try:
-            returncode = running.process.wait(timeout=5)
+            returncode = running.process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(running.process.pid, signal.SIGKILL)
             returncode = running.process.wait()
         if self.exec_settings is not None:
             hostsfile.remove(self.exec_settings.hosts_file, owner=f"{namespace}/{name}")
+        self._release_pod(running.uid)
         # A process killed by signal N reports -N; a container runtime reports 128 + N.
         return 128 - returncode if returncode < 0 else returncode
 
@@ -863,12 +1196,20 @@ class TestKubelet:
         self._stop.set()
         with self._lock:
             keys = list(self._running)
-        for namespace, name in keys:
-            self._kill(namespace, name, uid=None)
+        # In parallel: each process gets its few seconds to stop at the same time.
+        stoppers = [
+            threading.Thread(target=self._kill, args=key, kwargs={"uid": None}, daemon=True)
+            for key in keys
+        ]
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join()
         if self._thread is not None:
             self._thread.join(timeout=0.5)
         if self.exec_settings is not None:
             hostsfile.remove_all(self.exec_settings.hosts_file)
+        self.pod_ips.release_all()
         if self._logs is not None:
             self._logs.end_all()
         if self._server is not None:

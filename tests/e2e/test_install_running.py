@@ -1,0 +1,517 @@
+"""The install, running as installed: the Deployments of ``manifests/`` serve and reconcile.
+
+A control plane of this module's own runs the controllers a Deployment needs
+(``INSTALL_CONTROLLERS``: Deployments, ReplicaSets, EndpointSlices, PDBs) and kube-apiserver with
+``--enable-aggregator-routing=true``, so a Service-referenced webhook is dialled at one of the
+ready addresses of the Service's EndpointSlice, not at a ClusterIP that nothing routes here. The
+install is applied exactly as docs/install.md says (``python -m certs webhook --out …`` then a
+plain ``kubectl apply -k`` of the ``self-signed`` overlay). The test kubelet's install profile
+(``localkube.exec_profile``) runs the pods kube-controller-manager creates as the installed
+console scripts, each with its own pod IP, its Secret volume and service-account token
+mounted where the pod says, and its readiness probe driving its Ready condition.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import re
+import shutil
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from localkube.api import Api, ApiError, ensure_namespace
+from localkube.cluster import (
+    INSTALL_CONTROLLERS,
+    PROJECT_ROOT,
+    ControlPlane,
+    ControlPlaneSettings,
+)
+from localkube.exec_profile import ExecProfile
+from localkube.kubelet import ExecSettings, TestKubelet
+
+SYSTEM = "mxjob-system"
+VENV_BIN = Path(sys.executable).parent
+T = TypeVar("T")
+
+
+@dataclass
+class Install:
+    plane: ControlPlane
+    api: Api
+    kubelet: TestKubelet
+    ca_file: Path
+    namespace: str
+    """Where the tests' MXJobs go."""
+    seconds_to_ready: float
+    """From ``kubectl apply -k`` to both Deployments rolled out."""
+
+    def kubectl(self, *args: str, input_text: str | None = None, check: bool = True) -> Any:
+        return self.plane.kubectl(*args, input_text=input_text, check=check, timeout=90)
+
+    def pods(self, component: str) -> list[dict[str, Any]]:
+        selector = f"app.kubernetes.io/component={component}"
+        items: list[dict[str, Any]] = self.api.request(
+            "GET", f"/api/v1/namespaces/{SYSTEM}/pods", query=[("labelSelector", selector)]
+        )["items"]
+        return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def wait_for(
+    what: str,
+    fetch: Callable[[], T],
+    until: Callable[[T], bool] = bool,
+    *,
+    timeout: float = 60,
+) -> T:
+    """``fetch()`` again and again until ``until`` says its value will do."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fetch()
+        if until(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def install(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Install]:
+    work = tmp_path_factory.mktemp("install-running")
+    plane = ControlPlane(
+        ControlPlaneSettings(
+            state_dir=work / "plane",
+            extra_controllers=INSTALL_CONTROLLERS,
+            extra_apiserver_args=("--enable-aggregator-routing=true",),
+        )
+    )
+    atexit.register(plane.down)
+    kubelet: TestKubelet | None = None
+    try:
+        state = plane.up()
+        api = Api.from_kubeconfig(plane.kubeconfig)
+        hosts = work / "hosts"
+        hosts.write_text("127.0.0.1 localhost\n")
+        profile = ExecProfile(
+            entrypoints={
+                "mxjob-operator/webhook": str(VENV_BIN / "mxjob-webhook"),
+                "mxjob-operator/controller": str(VENV_BIN / "mxjob-controller"),
+            },
+            api_port=state.apiserver_port,
+        )
+        settings = ExecSettings(
+            log_dir=work / "pods", path_prefix=(str(VENV_BIN),), hosts_file=hosts, profile=profile
+        )
+        kubelet = TestKubelet(api, node_name="install-node", exec_settings=settings).start()
+        # docs/install.md, "Install without cert-manager", in a copy of manifests/ so the
+        # generated Secret (a private key) stays out of the working tree.
+        manifests = work / "manifests"
+        shutil.copytree(
+            PROJECT_ROOT / "manifests",
+            manifests,
+            ignore=shutil.ignore_patterns("webhook-tls-secret.yaml"),
+        )
+        overlay = manifests / "overlays" / "self-signed"
+        subprocess.run(
+            [sys.executable, "-m", "certs", "webhook", "--out", str(overlay), "--ca-dir",
+             str(work / "ca")],
+            check=True, cwd=PROJECT_ROOT, capture_output=True,
+        )  # fmt: skip
+        started = time.monotonic()
+        plane.kubectl("apply", "-k", str(overlay), timeout=90)
+        plane.kubectl(
+            "-n", SYSTEM, "rollout", "status", "--timeout=90s",
+            "deployment/mxjob-webhook", "deployment/mxjob-controller",
+            timeout=100,
+        )  # fmt: skip
+        seconds = time.monotonic() - started
+        ca_file = work / "ca" / "ca.crt"
+        namespace = "install-jobs"
+        ensure_namespace(api, namespace)
+        yield Install(plane, api, kubelet, ca_file, namespace, seconds)
+    finally:
+        if kubelet is not None:
+            kubelet.stop()
+        plane.down()
+        atexit.unregister(plane.down)
+
+
+def endpoint_addresses(install: Install, service: str) -> set[str]:
+    slices = install.api.request(
+        "GET",
+        f"/apis/discovery.k8s.io/v1/namespaces/{SYSTEM}/endpointslices",
+        query=[("labelSelector", f"kubernetes.io/service-name={service}")],
+    )["items"]
+    return {
+        address
+        for s in slices
+        for endpoint in s.get("endpoints") or []
+        if endpoint.get("conditions", {}).get("ready")
+        for address in endpoint["addresses"]
+    }
+
+
+def mxjob(name: str, *, workers: int = 1, suspend: bool = False, image: str = "busybox") -> str:
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runPolicy": {"suspend": suspend},
+            "mxReplicaSpecs": {
+                "Worker": {
+                    "replicas": workers,
+                    "restartPolicy": "Never",
+                    "template": {
+                        "spec": {
+                            "containers": [{"name": "mxnet", "image": image, "command": ["true"]}]
+                        }
+                    },
+                }
+            },
+        },
+    }
+    return json.dumps(job)
+
+
+def test_the_install_rolls_out_with_each_pod_on_its_own_address_behind_its_service(
+    install: Install,
+) -> None:
+    webhooks, controllers = install.pods("webhook"), install.pods("controller")
+    assert len(webhooks) == 2 and len(controllers) == 2
+    ips = [p["status"]["podIP"] for p in webhooks + controllers]
+    assert len(set(ips)) == 4 and all(ip.startswith("198.1") for ip in ips)
+    assert all(
+        {c["type"]: c["status"] for c in p["status"]["conditions"]}["Ready"] == "True"
+        for p in webhooks + controllers
+    )
+    # The Service the webhook configurations and the CRD conversion name lists both webhook pods.
+    assert endpoint_addresses(install, "mxjob-webhook") == {p["status"]["podIP"] for p in webhooks}
+    # The controller's service-account token came from the TokenRequest API, bound to its pod.
+    lease = install.api.request(
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/mxjob-controller"
+    )
+    assert lease["spec"]["holderIdentity"] in {p["metadata"]["name"] for p in controllers}
+    print(f"\ninstall: apply -k to both Deployments rolled out in {install.seconds_to_ready:.1f} s")
+
+
+def test_a_bad_spec_is_refused_at_kubectl_apply_by_the_webhook_pods(install: Install) -> None:
+    bad = json.loads(mxjob("bad"))
+    bad["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
+    result = install.kubectl(
+        "apply", "-n", install.namespace, "-f", "-", input_text=json.dumps(bad), check=False
+    )
+    assert result.returncode != 0
+    assert 'admission webhook "' in result.stderr and "denied the request" in result.stderr
+    assert "restartPolicy" in result.stderr
+
+
+def test_a_job_applied_is_defaulted_and_run_to_success_by_the_controller_pods(
+    install: Install,
+) -> None:
+    install.kubectl("apply", "-n", install.namespace, "-f", "-", input_text=mxjob("runs"))
+    path = f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs/runs"
+    job = install.api.request("GET", path)
+    assert job["spec"]["runPolicy"]["backoffLimit"] == 6  # the mutating webhook's default
+    done = wait_for(
+        "the job to succeed",
+        lambda: install.api.request("GET", path),
+        lambda job: job.get("status", {}).get("state") == "Succeeded",
+    )
+    assert done["status"]["replicaStatuses"]["Worker"]["succeeded"] == 1
+
+
+def webhook_reviews(install: Install, address: str) -> int:
+    """Reviews one webhook pod answered, from its own ``/metrics``."""
+    context = ssl.create_default_context(cafile=str(install.ca_file))
+    context.check_hostname = False
+    with urllib.request.urlopen(f"https://{address}:9443/metrics", context=context) as reply:
+        text = reply.read().decode()
+    return int(
+        sum(
+            float(m.group(1))
+            for m in re.finditer(r"^mxjob_webhook_reviews_total\{[^}]*\} (\S+)$", text, re.M)
+        )
+    )
+
+
+def test_three_webhook_replicas_share_the_reviews_of_a_stream_of_applies(
+    install: Install,
+) -> None:
+    install.kubectl("-n", SYSTEM, "scale", "deployment/mxjob-webhook", "--replicas=3")
+    install.kubectl("-n", SYSTEM, "rollout", "status", "deployment/mxjob-webhook", "--timeout=60s")
+    addresses = wait_for(
+        "three ready webhook endpoints",
+        lambda: endpoint_addresses(install, "mxjob-webhook"),
+        lambda found: len(found) == 3,
+    )
+    before = {a: webhook_reviews(install, a) for a in addresses}
+    # The API server keeps its connections to a webhook open and resolves the Service to one
+    # ready endpoint each time it dials a new connection: a replica added later gets reviews
+    # only once more reviews run at the same time than there are open connections. A stream of
+    # kubectl applies rarely overlaps that much (each kubectl takes longer to start than a
+    # review takes), so when it leaves a replica without reviews, bursts of simultaneous
+    # creates follow until every replica has answered.
+    applied = rounds = 0
+    answered = dict.fromkeys(addresses, 0)
+
+    def apply(name: str) -> None:
+        install.kubectl(
+            "apply", "-n", install.namespace, "-f", "-", input_text=mxjob(name, suspend=True)
+        )  # fmt: skip
+
+    def create(name: str, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        install.api.request(
+            "POST",
+            f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs",
+            body=json.loads(mxjob(name, suspend=True)),
+        )
+
+    # Bursts of 8: a burst of 24 once made the API server's calls time out (see docs/install.md).
+    plan: list[tuple[int, bool]] = [(6, True), *[(8, False)] * 5]
+    for width, with_kubectl in plan:
+        rounds += 1
+        barrier = threading.Barrier(width)
+        threads = [
+            threading.Thread(target=apply, args=(f"s{rounds}-{n}",))
+            if with_kubectl
+            else threading.Thread(target=create, args=(f"s{rounds}-{n}", barrier))
+            for n in range(width)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        applied += width
+        answered = {a: webhook_reviews(install, a) - before[a] for a in addresses}
+        if all(answered.values()):
+            break
+    print(f"\nwebhook reviews per replica for {applied} creates in {rounds} round(s): {answered}")
+    assert sum(answered.values()) >= 2 * applied  # mutate + validate, at least
+    assert all(count > 0 for count in answered.values()), answered
+
+
+def controller_leaders(install: Install) -> dict[str, bool]:
+    """Each running controller pod's own ``mxjob_controller_is_leader``, by pod name."""
+    leaders = {}
+    for pod in install.pods("controller"):
+        if pod["status"].get("phase") != "Running" or not pod["status"].get("podIP"):
+            continue
+        url = f"http://{pod['status']['podIP']}:8080/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as reply:
+                text = reply.read().decode()
+        except OSError:
+            continue
+        found = re.search(r"^mxjob_controller_is_leader (\S+)$", text, re.M)
+        leaders[pod["metadata"]["name"]] = found is not None and float(found.group(1)) == 1.0
+    return leaders
+
+
+def lease_holder(install: Install) -> str:
+    lease = install.api.request(
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/mxjob-controller"
+    )
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
+class PodCreations:
+    """Every pod created in a namespace while it runs: (name, uid) pairs from a watch."""
+
+    def __init__(self, api: Api, namespace: str) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.seen: set[tuple[str, str]] = set()
+        self._stop = threading.Event()
+        listing = api.request("GET", f"/api/v1/namespaces/{namespace}/pods")
+        self._version = listing["metadata"]["resourceVersion"]
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        while not self._stop.is_set():
+            query = [("resourceVersion", self._version), ("timeoutSeconds", "5")]
+            for event in self.api.watch(path, query=query):
+                meta = event.get("object", {}).get("metadata", {})
+                self._version = meta.get("resourceVersion", self._version)
+                if event.get("type") == "ADDED":
+                    self.seen.add((meta["name"], meta["uid"]))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def test_two_controller_replicas_elect_one_leader_and_the_standby_takes_over(
+    install: Install,
+) -> None:
+    leaders = wait_for(
+        "both controller pods to answer /metrics",
+        lambda: controller_leaders(install),
+        lambda found: len(found) == 2,
+    )
+    assert sorted(leaders.values()) == [False, True], leaders
+    leader = next(name for name, leading in leaders.items() if leading)
+    assert lease_holder(install) == leader
+    standby = next(name for name in leaders if name != leader)
+
+    creations = PodCreations(install.api, install.namespace)
+    sleeper = ["sh", "-c", "sleep 1"]
+    jobs = [f"takeover-{n}" for n in range(8)]
+
+    def apply(name: str) -> None:
+        job = json.loads(mxjob(name))
+        job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"] = (
+            sleeper
+        )
+        install.kubectl("apply", "-n", install.namespace, "-f", "-", input_text=json.dumps(job))
+
+    for name in jobs[:4]:  # in flight when the leader goes
+        apply(name)
+    deleted = time.monotonic()
+    install.kubectl("-n", SYSTEM, "delete", "pod", leader, "--wait=false")
+    for name in jobs[4:]:  # created while there is no leader, or just a new one
+        apply(name)
+    # The standby, or the pod the ReplicaSet starts at once in the leader's place: whichever
+    # asks first once the leader has released the Lease on SIGTERM.
+    holder = wait_for(
+        "a new Lease holder", lambda: lease_holder(install), lambda h: h not in ("", leader)
+    )
+    takeover = time.monotonic() - deleted
+    wait_for(
+        "the new holder to report itself leader",
+        lambda: controller_leaders(install).get(holder) is True,
+    )
+
+    def state(name: str) -> str:
+        path = f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs/{name}"
+        return str(install.api.request("GET", path).get("status", {}).get("state"))
+
+    wait_for("every job to succeed", lambda: all(state(n) == "Succeeded" for n in jobs), timeout=60)
+    creations.stop()
+    # Not reconciled twice: each job's one pod was created once, by one of the two leaders.
+    created = sorted(name for name, _ in creations.seen)
+    assert created == sorted(f"{job}-worker-0" for job in jobs), created
+    # The replacement pod of the deleted leader became the new standby: still one leader.
+    final = wait_for(
+        "the replacement controller pod",
+        lambda: controller_leaders(install),
+        lambda found: len(found) == 2,
+    )
+    assert sorted(final.values()) == [False, True] and final[holder], final
+    assert leader not in final
+    who = "the standby" if holder == standby else "the replacement pod"
+    print(f"\ncontroller: leader deleted, {who} held the Lease after {takeover:.2f} s")
+
+
+@dataclass
+class Traffic:
+    """A client creating MXJobs without pause, a valid and an invalid one in turn."""
+
+    api: Api
+    namespace: str
+    valid: list[str]
+    valid_refused: list[str]
+    invalid_admitted: list[str]
+    invalid_refused_not_by_review: list[str]
+    latencies: list[float]
+
+    @classmethod
+    def start(cls, api: Api, namespace: str) -> tuple[Traffic, threading.Event, threading.Thread]:
+        traffic = cls(api, namespace, [], [], [], [], [])
+        stop = threading.Event()
+        thread = threading.Thread(target=traffic.run, args=(stop,), daemon=True)
+        thread.start()
+        return traffic, stop, thread
+
+    def create(self, body: dict[str, Any]) -> tuple[bool, str]:
+        started = time.monotonic()
+        try:
+            self.api.request(
+                "POST", f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/mxjobs", body=body
+            )
+            return True, ""
+        except ApiError as error:
+            return False, str(error)
+        finally:
+            self.latencies.append(time.monotonic() - started)
+
+    def run(self, stop: threading.Event) -> None:
+        n = 0
+        while not stop.is_set():
+            name = f"roll-{n}"
+            admitted, message = self.create(json.loads(mxjob(name)))
+            (self.valid if admitted else self.valid_refused).append(f"{name}: {message}")
+            bad = json.loads(mxjob(f"roll-bad-{n}"))
+            bad["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
+            admitted, message = self.create(bad)
+            if admitted:
+                self.invalid_admitted.append(f"roll-bad-{n}")
+            elif "denied the request" not in message:
+                self.invalid_refused_not_by_review.append(message)
+            n += 1
+            stop.wait(0.2)
+
+
+def roll(install: Install, deployment: str) -> float:
+    """Change the pod template's annotation and wait for the rollout; its seconds."""
+    started = time.monotonic()
+    patch = {"spec": {"template": {"metadata": {"annotations": {"rolled": str(started)}}}}}
+    install.kubectl(
+        "-n", SYSTEM, "patch", f"deployment/{deployment}", "-p", json.dumps(patch)
+    )  # fmt: skip
+    install.kubectl(
+        "-n", SYSTEM, "rollout", "status", f"deployment/{deployment}", "--timeout=90s"
+    )  # fmt: skip
+    return time.monotonic() - started
+
+
+def test_rolling_updates_under_traffic_refuse_no_valid_job_and_admit_no_invalid_one(
+    install: Install,
+) -> None:
+    install.kubectl("-n", SYSTEM, "scale", "deployment/mxjob-webhook", "--replicas=2")
+    install.kubectl(
+        "-n", SYSTEM, "rollout", "status", "deployment/mxjob-webhook", "--timeout=60s"
+    )  # fmt: skip
+    creations = PodCreations(install.api, install.namespace)
+    traffic, stop, thread = Traffic.start(install.api, install.namespace)
+    time.sleep(1)
+    webhook_roll = roll(install, "mxjob-webhook")
+    controller_roll = roll(install, "mxjob-controller")
+    stop.set()
+    thread.join(timeout=30)
+    names = [entry.split(":", 1)[0] for entry in traffic.valid]
+
+    def state(name: str) -> str:
+        path = f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs/{name}"
+        return str(install.api.request("GET", path).get("status", {}).get("state"))
+
+    assert traffic.valid_refused == []
+    assert traffic.invalid_admitted == []
+    assert traffic.invalid_refused_not_by_review == []
+    wait_for(
+        "every admitted job to succeed",
+        lambda: [n for n in names if state(n) != "Succeeded"],
+        lambda unfinished: not unfinished,
+        timeout=60,
+    )
+    creations.stop()
+    created = sorted(name for name, _ in creations.seen if name.startswith("roll-"))
+    assert created == sorted(f"{name}-worker-0" for name in names)
+    print(
+        f"\nrolls under traffic: webhook {webhook_roll:.1f} s, controller {controller_roll:.1f} s;"
+        f" {len(names)} valid jobs admitted and run once, {len(names)} invalid refused;"
+        f" longest admission {max(traffic.latencies) * 1000:.0f} ms"
+    )
