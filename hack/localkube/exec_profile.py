@@ -37,6 +37,7 @@ import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from localkube.podvolumes import Mount
 
@@ -99,6 +100,41 @@ def in_mount_namespace(mounts: Sequence[Mount], argv: Sequence[str]) -> list[str
     script = "\n".join(lines)
     unshare = ["unshare", "--mount", "--propagation", "private", "--"]
     return [*unshare, "/bin/bash", "-c", script, "bash", *argv]
+
+
+def missing_mount_points(mounts: Sequence[Mount]) -> list[Path]:
+    """The topmost directory that ``mkdir -p`` will create on this machine for each target.
+
+    A private mount namespace hides what is mounted, not the directories made for it: those
+    appear on the host (``/var/run/secrets/kubernetes.io/serviceaccount``), where programs that
+    guess "am I in a pod?" from them would be misled. The kubelet removes them once its pods are
+    gone (:func:`remove_empty_tree`).
+    """
+    created: list[Path] = []
+    for mount in mounts:
+        target = Path(mount.target)
+        if target.exists():
+            continue
+        top = target
+        while not top.parent.exists():
+            top = top.parent
+        if top not in created:
+            created.append(top)
+    return created
+
+
+def remove_empty_tree(top: Path) -> bool:
+    """Remove ``top`` and the directories under it if none holds anything else; True if gone."""
+    if not top.is_dir() or top.is_symlink():
+        return not top.exists()
+    for child in top.iterdir():
+        if not remove_empty_tree(child):
+            return False
+    try:
+        top.rmdir()
+    except OSError:
+        return False
+    return True
 
 
 class PodIpPool:

@@ -41,7 +41,14 @@ from typing import IO, Any, BinaryIO
 from localkube import hostsfile, kubelet_tls
 from localkube.api import Api, ApiError
 from localkube.crilog import STDERR, STDOUT
-from localkube.exec_profile import ExecProfile, PodIpPool, bind_to_pod_ip, in_mount_namespace
+from localkube.exec_profile import (
+    ExecProfile,
+    PodIpPool,
+    bind_to_pod_ip,
+    in_mount_namespace,
+    missing_mount_points,
+    remove_empty_tree,
+)
 from localkube.logserver import ContainerLog, KubeletServer, LogStore
 from localkube.podenv import PodEnvError, resolve_command, resolve_env
 from localkube.podvolumes import VolumeError, decode_data, write_volumes
@@ -159,6 +166,8 @@ class TestKubelet:
         self._server: KubeletServer | None = None
         self.on_pod_event: Callable[[str, dict[str, Any]], None] | None = None
         self.pod_ips = PodIpPool()
+        # Directories made on this machine as mount points of profile pods (removed at stop).
+        self._made_mount_points: set[Path] = set()
         """Addresses of the pods run by the exec profile (others share 127.0.0.1)."""
         self._probers: dict[str, list[Prober]] = {}
         """Probes of the running profile pods, by pod uid."""
@@ -651,6 +660,8 @@ class TestKubelet:
         )
         # The image's entrypoint is the profile's program; `command`, when set, replaces it.
         argv = resolve_command({**container, "command": container.get("command") or [program]}, env)
+        with self._lock:
+            self._made_mount_points.update(missing_mount_points(mounts))
         argv = in_mount_namespace(mounts, bind_to_pod_ip(argv, pod_ip))
         process_env = {
             "PATH": os.pathsep.join([*self.exec_settings.path_prefix, os.environ.get("PATH", "")]),
@@ -1210,6 +1221,9 @@ class TestKubelet:
         if self.exec_settings is not None:
             hostsfile.remove_all(self.exec_settings.hosts_file)
         self.pod_ips.release_all()
+        for made in sorted(self._made_mount_points):
+            remove_empty_tree(made)
+        self._made_mount_points.clear()
         if self._logs is not None:
             self._logs.end_all()
         if self._server is not None:

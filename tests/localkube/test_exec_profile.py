@@ -5,7 +5,14 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from localkube.exec_profile import ExecProfile, bind_to_pod_ip, image_repository, in_mount_namespace
+from localkube.exec_profile import (
+    ExecProfile,
+    bind_to_pod_ip,
+    image_repository,
+    in_mount_namespace,
+    missing_mount_points,
+    remove_empty_tree,
+)
 from localkube.podvolumes import Mount
 from localkube.probes import probe_spec
 
@@ -62,3 +69,27 @@ def test_a_mount_over_the_directory_holding_the_sources_hides_none_of_them(
     )
     result = subprocess.run(argv, capture_output=True, text=True, check=True)
     assert result.stdout == "k" + "read-only\n"
+
+
+def test_mount_points_made_on_the_host_are_known_and_removed_when_empty(tmp_path: Path) -> None:
+    existing = tmp_path / "etc"
+    existing.mkdir()
+    mounts = [
+        Mount(tmp_path, str(tmp_path / "run" / "secrets" / "sa"), True),
+        Mount(tmp_path, str(tmp_path / "run" / "secrets" / "other"), True),
+        Mount(tmp_path, str(existing), False),
+        Mount(tmp_path, str(existing / "tls"), True),
+    ]
+    made = missing_mount_points(mounts)
+    assert made == [tmp_path / "run", existing / "tls"]
+    (tmp_path / "run" / "secrets" / "sa").mkdir(parents=True)
+    (existing / "tls").mkdir()
+    assert all(remove_empty_tree(path) for path in made)
+    assert not (tmp_path / "run").exists() and existing.is_dir()
+
+
+def test_a_made_directory_that_now_holds_a_file_is_kept(tmp_path: Path) -> None:
+    (tmp_path / "made" / "deep").mkdir(parents=True)
+    (tmp_path / "made" / "deep" / "file").write_text("x")
+    assert not remove_empty_tree(tmp_path / "made")
+    assert (tmp_path / "made" / "deep" / "file").exists()
