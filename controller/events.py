@@ -140,7 +140,7 @@ class EventRecorder:
                 }
                 # A namespace being deleted refuses new content; its job goes with it, so the
                 # lost event is expected, not a permission problem worth a warning.
-                level = logging.DEBUG if _namespace_terminating(error) else logging.WARNING
+                level = logging.DEBUG if namespace_terminating(error) else logging.WARNING
                 log.log(level, "event not recorded: %s", error, extra={"fields": fields})
 
     def _write(self, item: _Item) -> None:
@@ -188,12 +188,16 @@ class EventRecorder:
             self._cache.popitem(last=False)
 
 
-def _namespace_terminating(error: Exception) -> bool:
-    """The API server refused a write because the namespace is being deleted."""
+def namespace_terminating(error: Exception) -> bool:
+    """The API server refused a write because the namespace is being deleted.
+
+    Its Status lists the cause ``NamespaceTerminating`` (a StatusCause's type is serialized as
+    ``reason``).
+    """
     if not isinstance(error, ApiError) or error.status != 403:
         return False
     details = error.body.get("details") if isinstance(error.body, dict) else None
     causes = details.get("causes") if isinstance(details, dict) else None
     return isinstance(causes, list) and any(
-        isinstance(c, dict) and c.get("type") == "NamespaceTerminating" for c in causes
+        isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from controller.events import EventRecorder, summarize
+from controller.events import EventRecorder, namespace_terminating, summarize
+from controller.kube import ApiError
 from tests.controller.fakes import FakeApi
 from tests.controller.samples import job
 
@@ -63,3 +64,23 @@ def test_warnings_only_skips_normal_events() -> None:
     recorder.record(job(), "Warning", "ExitedWithCode", "Worker 0 exited with code 137")
     recorder.stop()
     assert [e["reason"] for e in recorded(api)] == ["ExitedWithCode"]
+
+
+def test_a_refusal_by_a_terminating_namespace_is_told_apart_from_other_403s() -> None:
+    terminating = {
+        "kind": "Status",
+        "reason": "Forbidden",
+        "message": 'events "x" is forbidden: unable to create new content in namespace ns '
+        "because it is being terminated",
+        "details": {
+            "kind": "events",
+            "causes": [
+                {"reason": "NamespaceTerminating", "field": "metadata.namespace", "message": "."}
+            ],
+        },
+        "code": 403,
+    }
+    assert namespace_terminating(ApiError(403, "Forbidden", terminating))
+    rbac = {"kind": "Status", "reason": "Forbidden", "details": {"kind": "events"}, "code": 403}
+    assert not namespace_terminating(ApiError(403, "Forbidden", rbac))
+    assert not namespace_terminating(ApiError(500, "InternalError", terminating))
