@@ -15,9 +15,8 @@ from typing import Any
 
 from controller.gang import GangScheduler, join_pod
 from controller.observed import RESTARTS_BEFORE_ANNOTATION
+from controller.ownership import owner_reference
 from shared.constants import (
-    API_VERSION_V1,
-    KIND,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
     LABEL_OPERATOR_NAME,
@@ -67,19 +66,6 @@ def desired_slots(job: Mapping[str, Any]) -> list[Slot]:
         for index in range(replica_count(job, rtype)):
             slots.append(Slot(canonical, index, replica_name(name, canonical, index)))
     return slots
-
-
-def owner_reference(job: Mapping[str, Any]) -> dict[str, Any]:
-    """The controller owner reference to the job: garbage collection deletes what it owns."""
-    meta = as_mapping(job.get("metadata"))
-    return {
-        "apiVersion": API_VERSION_V1,
-        "kind": KIND,
-        "name": meta.get("name"),
-        "uid": meta.get("uid"),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def job_labels(job: Mapping[str, Any]) -> dict[str, str]:

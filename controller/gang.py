@@ -37,8 +37,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
+from controller.ownership import owner_reference
 from controller.quantity import Quantity, add, format_quantity, parse
-from shared.constants import API_VERSION_V1, GROUP, KIND
+from shared.constants import GROUP, KIND
 from shared.spec import (
     as_mapping,
     is_int,
@@ -99,25 +100,13 @@ def min_available(job: Mapping[str, Any]) -> int:
     return total
 
 
-def _owner(job: Mapping[str, Any]) -> dict[str, Any]:
-    meta = as_mapping(job.get("metadata"))
-    return {
-        "apiVersion": API_VERSION_V1,
-        "kind": KIND,
-        "name": meta.get("name"),
-        "uid": meta.get("uid"),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 def _metadata(job: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, Any]:
     meta = as_mapping(job.get("metadata"))
     return {
         "name": job_name(job),
         "namespace": meta.get("namespace"),
         "labels": dict(labels),
-        "ownerReferences": [_owner(job)],
+        "ownerReferences": [owner_reference(job)],
     }
 
 
@@ -259,7 +248,7 @@ def _crd_metadata(job: Mapping[str, Any]) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "name": job_name(job),
         "namespace": meta.get("namespace"),
-        "ownerReferences": [_owner(job)],
+        "ownerReferences": [owner_reference(job)],
     }
     annotations = as_mapping(meta.get("annotations"))
     if annotations:

@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 from localkube.api import Api, NotFound, ensure_namespace
 from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
+from localkube.demo import job_pods
 from localkube.kubelet import TestKubelet
 from localkube.operator import LocalOperator, stop_process
 
@@ -130,15 +131,6 @@ def gpu_job(name: str, *, workers: int = 4, gated: bool = True) -> dict[str, Any
             },
         },
     }
-
-
-def job_pods(api: Api, namespace: str, job: str) -> dict[str, dict[str, Any]]:
-    items = api.request(
-        "GET",
-        f"/api/v1/namespaces/{namespace}/pods",
-        query=[("labelSelector", f"{JOB_LABEL}={job}")],
-    )["items"]
-    return {p["metadata"]["name"]: p for p in items}
 
 
 def phases(api: Api, namespace: str, job: str) -> dict[str, str]:

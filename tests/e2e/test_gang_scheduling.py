@@ -30,6 +30,7 @@ import pytest
 
 from localkube.api import NotFound, ensure_namespace
 from localkube.cluster import PROJECT_ROOT
+from localkube.demo import job_pods
 from localkube.gang_competition import describe
 from localkube.gang_competition import run as run_competition
 from localkube.gang_demo import (
@@ -37,7 +38,6 @@ from localkube.gang_demo import (
     bound,
     clear,
     gpu_job,
-    job_pods,
     job_state,
     phases,
     release_interleaved,
