@@ -53,7 +53,7 @@ def test_after_success_running_pods_get_their_grace_period_then_clean_pod_policy
     policy: str,
     remaining: set[str],
 ) -> None:
-    grace = 3
+    grace = 5
     job = mxjob("clean", run_policy={"cleanPodPolicy": policy}, grace_seconds=grace)
     create_job(api, namespace, job)
     wait_pods_running(api, namespace, "clean", names("clean", *ALL))
@@ -73,7 +73,11 @@ def test_after_success_running_pods_get_their_grace_period_then_clean_pod_policy
     assert time.monotonic() - succeeded_at < grace
     alive = {n for n, p in pods(api, namespace, job="clean").items() if phase(p) == "Running"}
     assert alive == names("clean", "server-0", "worker-1")
-    assert "ReplicasEnded" in event_reasons(api, namespace, "clean")
+    # Events are written by the controller's recorder thread, after the status.
+    wait_for(
+        lambda: "ReplicasEnded" in event_reasons(api, namespace, "clean"),
+        what="the ReplicasEnded event",
+    )
     expected = names("clean", *remaining)
 
     def settled() -> dict[str, dict[str, object]] | None:
