@@ -78,28 +78,50 @@ def bind_to_pod_ip(argv: Sequence[str], pod_ip: str) -> list[str]:
     return out
 
 
-def in_mount_namespace(mounts: Sequence[Mount], argv: Sequence[str]) -> list[str]:
+def in_mount_namespace(
+    mounts: Sequence[Mount], argv: Sequence[str], *, keep_visible: Sequence[str] = ()
+) -> list[str]:
     """``argv`` started in a private mount namespace with ``mounts`` bound in place.
 
     Every source is opened first and bound from its file descriptor, so a mount over a
     directory holding the sources (an ``emptyDir`` on ``/tmp`` while the kubelet's files live
     under ``/tmp``) hides nothing still to be mounted; parents are mounted before children.
+    ``keep_visible`` are this machine's directories the program itself lives in (the checkout
+    and its virtualenv, which stand in for the image's filesystem): where a mount covers one
+    (a checkout under ``/tmp``), it is bound back in place. Read-only remounts come last.
     """
     lines = ["set -e"]
     for index, mount in enumerate(mounts):
         lines.append(f"exec {{fd{index}}}<{shlex.quote(str(mount.source))}")
+    covered = [
+        path for path in keep_visible if any(_covers(mount.target, path) for mount in mounts)
+    ]
+    for index, path in enumerate(covered):
+        lines.append(f"exec {{keep{index}}}<{shlex.quote(path)}")
     ordered = sorted(enumerate(mounts), key=lambda item: item[1].target.rstrip("/").count("/"))
     for index, mount in ordered:
         target = shlex.quote(mount.target)
         lines.append(f"mkdir -p {target}")
         lines.append(f'mount --no-canonicalize --bind "/proc/self/fd/$fd{index}" {target}')
+    for index, path in enumerate(covered):
+        quoted = shlex.quote(path)
+        lines.append(f"mkdir -p {quoted}")
+        lines.append(f'mount --no-canonicalize --bind "/proc/self/fd/$keep{index}" {quoted}')
+    for _, mount in ordered:
         if mount.read_only:
-            lines.append(f"mount -o remount,bind,ro {target}")
+            lines.append(f"mount -o remount,bind,ro {shlex.quote(mount.target)}")
     lines += [f"exec {{fd{index}}}<&-" for index in range(len(mounts))]
+    lines += [f"exec {{keep{index}}}<&-" for index in range(len(covered))]
     lines.append('exec "$@"')
     script = "\n".join(lines)
     unshare = ["unshare", "--mount", "--propagation", "private", "--"]
     return [*unshare, "/bin/bash", "-c", script, "bash", *argv]
+
+
+def _covers(target: str, path: str) -> bool:
+    """Whether a mount at ``target`` hides ``path`` (the same directory or one below it)."""
+    mount_point = Path(target)
+    return Path(path) == mount_point or mount_point in Path(path).parents
 
 
 def missing_mount_points(mounts: Sequence[Mount]) -> list[Path]:

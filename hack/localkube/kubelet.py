@@ -40,6 +40,7 @@ from typing import IO, Any, BinaryIO
 
 from localkube import hostsfile, kubelet_tls
 from localkube.api import Api, ApiError
+from localkube.cluster import PROJECT_ROOT
 from localkube.crilog import STDERR, STDOUT
 from localkube.exec_profile import (
     ExecProfile,
@@ -662,7 +663,11 @@ class TestKubelet:
         argv = resolve_command({**container, "command": container.get("command") or [program]}, env)
         with self._lock:
             self._made_mount_points.update(missing_mount_points(mounts))
-        argv = in_mount_namespace(mounts, bind_to_pod_ip(argv, pod_ip))
+        # The program runs from this checkout and its virtualenv (the "image"): a volume over
+        # their directory (an emptyDir on /tmp, a checkout under /tmp) must not hide them.
+        venv = str(Path(program).parent.parent)
+        keep = [str(PROJECT_ROOT)] + ([] if venv.startswith(f"{PROJECT_ROOT}/") else [venv])
+        argv = in_mount_namespace(mounts, bind_to_pod_ip(argv, pod_ip), keep_visible=keep)
         process_env = {
             "PATH": os.pathsep.join([*self.exec_settings.path_prefix, os.environ.get("PATH", "")]),
             "HOME": os.environ.get("HOME", "/root"),

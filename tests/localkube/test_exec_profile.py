@@ -93,3 +93,17 @@ def test_a_made_directory_that_now_holds_a_file_is_kept(tmp_path: Path) -> None:
     (tmp_path / "made" / "deep" / "file").write_text("x")
     assert not remove_empty_tree(tmp_path / "made")
     assert (tmp_path / "made" / "deep" / "file").exists()
+
+
+def test_a_mount_over_the_checkout_binds_the_checkout_back() -> None:
+    """An emptyDir on /tmp must not hide a program that runs from a checkout under /tmp."""
+    mounts = [Mount(Path("/k/tmp-vol"), "/tmp", False), Mount(Path("/k/tls"), "/etc/tls", True)]
+    script = in_mount_namespace(mounts, ["prog"], keep_visible=["/tmp/ck/repo", "/work/elsewhere"])[
+        -3
+    ]
+    lines = script.splitlines()
+    assert "exec {keep0}</tmp/ck/repo" in lines
+    assert not any("/work/elsewhere" in line for line in lines)
+    bind_back = lines.index('mount --no-canonicalize --bind "/proc/self/fd/$keep0" /tmp/ck/repo')
+    assert bind_back > lines.index('mount --no-canonicalize --bind "/proc/self/fd/$fd0" /tmp')
+    assert lines.index("mount -o remount,bind,ro /etc/tls") > bind_back
