@@ -8,13 +8,15 @@ because several tests kill, restart or duplicate them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from localkube.api import Api
 from localkube.cluster import ControlPlane
-from localkube.kubelet import TestKubelet
+from localkube.kubelet import ExecSettings, TestKubelet
 from localkube.operator import LocalOperator, RunningOperator, stop_process
 
 
@@ -38,3 +40,17 @@ def kubelet(api: Api, namespace: str) -> Iterator[TestKubelet]:
     with node:
         yield node
     api.request("DELETE", f"/api/v1/nodes/{node.node_name}")
+
+
+@pytest.fixture
+def exec_kubelet(api: Api, namespace: str, tmp_path: Path) -> Iterator[TestKubelet]:
+    """A test kubelet in exec mode for the test's namespace, on a node of its own."""
+    settings = ExecSettings(
+        log_dir=tmp_path / "pods", path_prefix=(str(Path(sys.executable).parent),)
+    )
+    kubelet = TestKubelet(
+        api, node_name=f"node-{namespace}", namespaces=(namespace,), exec_settings=settings
+    )
+    with kubelet:
+        yield kubelet
+    api.request("DELETE", f"/api/v1/nodes/{kubelet.node_name}")

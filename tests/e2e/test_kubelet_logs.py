@@ -6,11 +6,9 @@ from __future__ import annotations
 import re
 import ssl
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ import pytest
 from certs import CertificateAuthority
 from localkube.api import Api
 from localkube.cluster import ControlPlane
-from localkube.kubelet import ExecSettings, TestKubelet
+from localkube.kubelet import TestKubelet
 
 TIMESTAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z"
 
@@ -57,19 +55,6 @@ def _wait_for_phase(
 
 def _logs(plane: ControlPlane, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
     return plane.kubectl("logs", "-n", namespace, *args, check=False, timeout=30)
-
-
-@pytest.fixture
-def exec_kubelet(api: Api, namespace: str, tmp_path: Path) -> Iterator[TestKubelet]:
-    settings = ExecSettings(
-        log_dir=tmp_path / "pods", path_prefix=(str(Path(sys.executable).parent),)
-    )
-    kubelet = TestKubelet(
-        api, node_name=f"node-{namespace}", namespaces=(namespace,), exec_settings=settings
-    )
-    with kubelet:
-        yield kubelet
-    api.request("DELETE", f"/api/v1/nodes/{kubelet.node_name}")
 
 
 def test_the_node_advertises_the_kubelet_port_and_its_loopback_address(

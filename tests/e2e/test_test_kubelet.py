@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from localkube.api import Api
-from localkube.kubelet import ExecSettings, TestKubelet
+from localkube.kubelet import TestKubelet
 
 
 def _pod(
@@ -50,19 +46,6 @@ def _wait_for_phase(
 
 def _main_status(pod: dict[str, Any]) -> dict[str, Any]:
     return next(s for s in pod["status"]["containerStatuses"] if s["name"] == "mxnet")
-
-
-@pytest.fixture
-def exec_kubelet(api: Api, namespace: str, tmp_path: Path) -> Iterator[TestKubelet]:
-    settings = ExecSettings(
-        log_dir=tmp_path / "pods", path_prefix=(str(Path(sys.executable).parent),)
-    )
-    kubelet = TestKubelet(
-        api, node_name=f"node-{namespace}", namespaces=(namespace,), exec_settings=settings
-    )
-    with kubelet:
-        yield kubelet
-    api.request("DELETE", f"/api/v1/nodes/{kubelet.node_name}")
 
 
 def test_exec_mode_records_the_real_exit_code_of_a_failing_command(
