@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import admission_overhead, controller_scale, webhook_load
+from bench import admission_cost, admission_overhead, controller_scale, webhook_load
 from bench.common import BENCH_DIR
 from bench.report import render
 from localkube.cluster import PROJECT_ROOT
@@ -50,6 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         save()
         results["admission_overhead"] = admission_overhead.main(
+            ["--jobs", str(args.admission_jobs), "--output", "/dev/null"]
+        )
+        save()
+        results["admission_cost"] = admission_cost.main(
             ["--jobs", str(args.admission_jobs), "--output", "/dev/null"]
         )
         save()

@@ -49,6 +49,7 @@ from localkube.operator import LocalOperator, stop_process
 THREADS: Final = 8
 """Client threads: as many as ``controller_scale`` submits its jobs from."""
 
+
 @dataclass(frozen=True)
 class Candidate:
     """One way of installing the admission path."""

@@ -119,7 +119,7 @@ def webhook_reviews(operator: LocalOperator, port: int) -> int:
     return int(total)
 
 
-def _wait_registered(
+def wait_registered(
     client: KubeClient, operator: LocalOperator, port: int, namespace: str, registered: bool
 ) -> None:
     """Create probe jobs until the API server's view of the webhooks is the wanted one.
@@ -160,7 +160,7 @@ def run(*, plane: ControlPlane, jobs: int = 500, threads: int = 4) -> dict[str, 
                 operator.register_webhooks(webhook_port=port)
             else:
                 operator.unregister_webhooks()
-            _wait_registered(client, operator, port, namespace, registered)
+            wait_registered(client, operator, port, namespace, registered)
             names = [f"j{number}-{configuration}-{i}" for i in range(half)]
             build = defaulted_scale_job if configuration == "defaulted" else scale_job
             before = webhook_reviews(operator, port)

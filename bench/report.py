@@ -466,6 +466,168 @@ def scale_section(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+CANDIDATE_LABELS = {
+    "today": "both webhooks, v1beta1 served, no matchConditions (before)",
+    "match-conditions": "+ matchConditions (**the install now**)",
+    "mutate-only": "validating webhook removed (one call)",
+    "two-workers": "webhook with 2 gunicorn workers",
+    "no-webhooks": "no webhooks (floor; job stored as written)",
+    "no-v1beta1": "v1beta1 not served",
+    "lean": "matchConditions + v1beta1 not served (install option)",
+}
+
+
+def admission_cost_section(report: Mapping[str, Any]) -> list[str]:
+    """Per-job cost of each way of installing the admission path (``bench.admission_cost``)."""
+    candidates = report["candidates"]
+    first = next(iter(candidates))
+    jobs = report["jobs_per_candidate"]
+    lines = [
+        "## 2b. What admission costs the API server, per job",
+        "",
+        f"{jobs} MXJobs per candidate on one control plane, from {report['threads']} threads, "
+        "candidates in A B … B A order after a warm-up; each job is created, labelled (a "
+        "metadata-only merge PATCH, as `kubectl label`) and deleted in the foreground (the "
+        "garbage collector's finalizer removal is another metadata-only UPDATE). Webhook calls "
+        "are the API server's own counts (`apiserver_admission_webhook_request_total`, and the "
+        "CRD conversion histogram); CPU is `/proc` of kube-apiserver, etcd and every webhook "
+        "process; bytes are what etcd stores per job, read from etcd. Each segment checks the "
+        "API server made exactly the calls its candidate configures.",
+        "",
+    ]
+    rows = []
+    for name, c in candidates.items():
+        create, life = c["create"], c["life"]
+        ratios = c[f"ratios_to_{first}"]
+        rows.append(
+            [
+                CANDIDATE_LABELS.get(name, name),
+                create["seconds"],
+                f"{ratios['create_seconds']:.2f}",
+                create["kube-apiserver_cpu_ms_per_job"],
+                f"{ratios['create_kube-apiserver_cpu']:.2f}",
+                life["kube-apiserver_cpu_ms_per_job"],
+                f"{ratios['life_kube-apiserver_cpu']:.2f}",
+                life["etcd_cpu_ms_per_job"],
+                life["webhook_cpu_ms_per_job"],
+                ", ".join(f"{k} {v:g}" for k, v in create["calls_per_job"].items()) or "none",
+                life["calls_per_job"],
+                c["stored_bytes_per_job"],
+            ]
+        )
+    lines += _table(
+        [
+            "candidate",
+            f"create {jobs} jobs s",
+            "ratio",
+            "API server CPU ms/job, create",
+            "ratio",
+            "API server CPU ms/job, life",
+            "ratio",
+            "etcd CPU ms/job, life",
+            "webhook CPU ms/job, life",
+            "calls/job, create",
+            "calls/job, life",
+            "bytes stored/job",
+        ],
+        rows,
+    )
+    lines += [
+        "",
+        f"Ratios are to the first row. Life = create + label + foreground delete. Reproduce: "
+        f"`{report['command']}`",
+        "",
+    ]
+    return lines
+
+
+def raw_limit_section(report: Mapping[str, Any]) -> list[str]:
+    """Phase A against the raw API server doing the same creations, with the CPU split."""
+    runs = [r for r in report["runs"] if "runs" in r.get("raw_baseline", {})]
+    if not runs:
+        return []
+    lines = [
+        "## The physical limit: the raw API server",
+        "",
+        "The raw baseline POSTs everything a user and the operator create (every MXJob, defaulted "
+        "as the mutating webhook stores it, without webhooks registered; then the same pods and "
+        "Services) from 8 threads, its clock stopped by the same watches as phase A's. It runs "
+        "after a warm-up (a fifth of the jobs, not counted) and twice: before the pods-and-"
+        "Services baseline and again after this controller's phases, so drift falls on both "
+        "sides of phase A; its figure is the mean. Phase A also writes what the raw client "
+        "does not: one status and two Events per job, and the webhook calls.",
+        "",
+    ]
+    rows = []
+    for run in runs:
+        raw, a = run["raw_baseline"], run["phase_a"]
+        rows.append(
+            [
+                run["jobs"],
+                raw["objects"],
+                " / ".join(str(r["seconds"]) for r in raw["runs"]),
+                raw["seconds"],
+                a["seconds"],
+                f"{a['ratio_to_raw']:.2f}",
+                run["baseline"]["seconds"],
+                f"{a['ratio_to_baseline']:.2f}",
+            ]
+        )
+    lines += _table(
+        [
+            "jobs",
+            "raw objects",
+            "raw s (before / after)",
+            "raw s (mean)",
+            "phase A s",
+            "phase A / raw",
+            "pods-and-Services baseline s",
+            "phase A / that baseline (old ratio)",
+        ],
+        rows,
+    )
+    lines += [
+        "",
+        "Where the CPU goes (seconds; 2 cores: twice the wall time is all there is):",
+        "",
+    ]
+    rows = []
+    for run in runs:
+        raw, a = run["raw_baseline"], run["phase_a"]
+        for label, cpu, wall, controller in (
+            ("raw (mean)", raw["control_plane_cpu_s"], raw["seconds"], 0.0),
+            ("phase A", a["control_plane_cpu_s"], a["seconds"], a["controller_cpu_s"]),
+        ):
+            measured = sum(cpu.values()) + controller
+            rows.append(
+                [
+                    run["jobs"],
+                    label,
+                    cpu.get("kube-apiserver", "-"),
+                    cpu.get("etcd", "-"),
+                    cpu.get("kube-controller-manager", "-"),
+                    controller if label == "phase A" else "-",
+                    round(measured, 2),
+                    round(2 * wall, 2),
+                ]
+            )
+    lines += _table(
+        [
+            "jobs",
+            "run",
+            "kube-apiserver",
+            "etcd",
+            "kube-controller-manager",
+            "controller",
+            "sum measured",
+            "2 cores x wall s",
+        ],
+        rows,
+    )
+    lines += ["", f"Reproduce: `{report['command']}` (`raw_baseline` of its JSON)", ""]
+    return lines
+
+
 def render(results: Mapping[str, Any], *, notes: str = "") -> str:
     """The whole page from ``{"webhook_load": ..., "admission_overhead": ..., ...}``."""
     info: Mapping[str, Any] = next(
@@ -487,10 +649,13 @@ def render(results: Mapping[str, Any], *, notes: str = "") -> str:
     ]
     if "controller_scale" in results:
         lines += peer_section(results["controller_scale"])
+        lines += raw_limit_section(results["controller_scale"])
     if "webhook_load" in results:
         lines += webhook_section(results["webhook_load"])
     if "admission_overhead" in results:
         lines += admission_section(results["admission_overhead"])
+    if "admission_cost" in results:
+        lines += admission_cost_section(results["admission_cost"])
     if "controller_scale" in results:
         lines += scale_section(results["controller_scale"])
     if notes:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bench import admission_overhead, controller_scale, webhook_load
+from bench import admission_cost, admission_overhead, controller_scale, webhook_load
 from bench.__main__ import main as bench_main
 from bench.common import BENCH_DIR
 from bench.report import render
@@ -54,6 +54,15 @@ def webhook_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def admission_report(bench_plane: ControlPlane) -> dict[str, Any]:
     return admission_overhead.run(plane=bench_plane, jobs=4, threads=2)
+
+
+@pytest.fixture(scope="module")
+def cost_report(bench_plane: ControlPlane) -> dict[str, Any]:
+    # The candidates that keep v1beta1 served: the others wait up to a minute for the API server
+    # to let go of the previous CRD storage, too long for ``make test``.
+    candidates = [c for c in admission_cost.CANDIDATES if c.v1beta1_served]
+    report = admission_cost.run(plane=bench_plane, jobs=4, threads=2, candidates=candidates)
+    return {**report, "command": "cost-command"}
 
 
 @pytest.fixture(scope="module")
@@ -109,14 +118,50 @@ def test_admission_overhead_runs_the_three_configurations_in_abccba_order(
     )
 
 
+def test_admission_cost_counts_each_candidates_calls_and_the_bytes_etcd_stores(
+    cost_report: dict[str, Any],
+) -> None:
+    candidates = cost_report["candidates"]
+    names = [c.name for c in admission_cost.CANDIDATES if c.v1beta1_served]
+    assert list(candidates) == names
+    # A warm-up, then A B ... B A.
+    assert [s["candidate"] for s in cost_report["segments"]] == [*names, *reversed(names)]
+    today, matched = candidates["today"], candidates["match-conditions"]
+    assert today["create"]["calls_per_job"]["mutate CREATE"] == 1
+    assert today["create"]["calls_per_job"]["validate CREATE"] == 1
+    # A label and a foreground deletion's finalizer removal: one UPDATE to each webhook each.
+    assert today["label"]["calls_per_job"]["validate UPDATE"] == 1
+    assert today["delete"]["calls_per_job"]["mutate UPDATE"] == 1
+    # matchConditions skip both metadata-only UPDATEs; creations are still reviewed.
+    assert matched["create"]["calls_per_job"]["mutate CREATE"] == 1
+    for phase in ("label", "delete"):
+        assert not any("UPDATE" in k for k in matched[phase]["calls_per_job"]), phase
+    assert "validate CREATE" not in candidates["mutate-only"]["create"]["calls_per_job"]
+    # v1beta1 served: its watch cache converts stored objects through the webhook.
+    assert today["create"]["calls_per_job"]["convert"] > 0
+    # The injected env is stored: a defaulted job is several times the one as written.
+    assert today["stored_bytes_per_job"] > 2 * candidates["no-webhooks"]["stored_bytes_per_job"]
+    for candidate in candidates.values():
+        assert candidate["life"]["kube-apiserver_cpu_ms_per_job"] > 0
+
+
 def test_controller_scale_attributes_creations_to_the_controller_and_finds_no_list(
     scale_report: dict[str, Any],
 ) -> None:
     run = scale_report["runs"][0]
     assert run["baseline"]["objects"] == SMOKE_JOBS * 8
     # The raw baseline: every job as well as its pods and Services, without webhooks.
-    assert run["raw_baseline"]["objects"] == SMOKE_JOBS * 9
-    assert run["raw_baseline"]["seconds"] > 0
+    raw = run["raw_baseline"]
+    assert raw["objects"] == SMOKE_JOBS * 9
+    assert raw["seconds"] > 0
+    # Measured twice around phase A, after a warm-up of a fifth of the jobs (at least one).
+    assert [r["objects"] for r in raw["runs"]] == [SMOKE_JOBS * 9] * 2
+    assert raw["warmup"]["objects"] == max(1, SMOKE_JOBS // 5) * 9
+    assert raw["seconds"] == pytest.approx(sum(r["seconds"] for r in raw["runs"]) / 2, abs=0.01)
+    assert raw["control_plane_cpu_s"]["kube-apiserver"] > 0
+    assert run["phase_a"]["ratio_to_raw"] == pytest.approx(
+        run["phase_a"]["seconds"] / raw["seconds"], rel=0.01
+    )
     phase_a = run["phase_a"]
     requests = phase_a["controller_requests"]
     assert requests["POST pods"] == SMOKE_JOBS * 4
@@ -170,12 +215,14 @@ def test_controller_scale_runs_training_operator_on_the_same_jobs_at_defaults_an
 def test_page_renders_every_item_with_its_baseline_and_command(
     webhook_report: dict[str, Any],
     admission_report: dict[str, Any],
+    cost_report: dict[str, Any],
     scale_report: dict[str, Any],
     tmp_path: Path,
 ) -> None:
     results = {
         "webhook_load": webhook_report,
         "admission_overhead": {**admission_report, "command": "admission-command"},
+        "admission_cost": cost_report,
         "controller_scale": scale_report,
     }
     page = render(results)
@@ -184,6 +231,10 @@ def test_page_renders_every_item_with_its_baseline_and_command(
         assert heading in page
     assert webhook_report["command"] in page
     assert "admission-command" in page
+    assert "## 2b. What admission costs the API server, per job" in page
+    assert "cost-command" in page
+    assert "## The physical limit: the raw API server" in page
+    assert "| phase A / raw |" in page
     assert "| ceiling |" in page and "| validate-12 |" in page
     assert "| training-operator v1.8.1, at its best |" in page
     assert "| raw API server: jobs, pods, Services POSTed, no webhooks |" in page

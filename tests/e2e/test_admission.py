@@ -314,3 +314,47 @@ def test_a_job_with_an_empty_or_absent_job_mode_is_stored_as_mxtrain(
     # A single-node job: no Scheduler, so no address that points at a Service never created.
     assert (env["DMLC_PS_ROOT_URI"], env["DMLC_PS_ROOT_PORT"]) == ("", "0")
     assert _get(control_plane, namespace, name, version="v1beta1")["spec"]["jobMode"] == "MXTrain"
+
+
+def _update_calls(plane: ControlPlane) -> dict[str, int]:
+    """UPDATE reviews the API server has sent to each of our webhooks, from its own metrics."""
+    calls = {"mutate": 0, "validate": 0}
+    for line in plane.kubectl("get", "--raw", "/metrics").stdout.splitlines():
+        if not line.startswith("apiserver_admission_webhook_request_total{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+        kind = labels.get("name", "").removesuffix(".mxjobs.kubeflow.org")
+        if kind in calls and labels.get("operation") == "UPDATE":
+            calls[kind] += int(float(line.rsplit(" ", 1)[1]))
+    return calls
+
+
+def test_metadata_only_updates_skip_both_webhooks_and_spec_updates_reach_both(
+    control_plane: ControlPlane, local_operator: RunningOperator, namespace: str
+) -> None:
+    control_plane.kubectl("apply", "-n", namespace, "-f", str(SEED_JOB))
+    before = _update_calls(control_plane)
+    control_plane.kubectl("label", "mxjob", "mxnet-job", "-n", namespace, "team=vision")
+    control_plane.kubectl("annotate", "mxjob", "mxnet-job", "-n", namespace, "owner=alice")
+    finalizer = {"metadata": {"finalizers": ["example.com/hold"]}}
+    control_plane.kubectl(
+        "patch", "mxjob", "mxnet-job", "-n", namespace, "--type=merge", "-p", json.dumps(finalizer)
+    )
+    # Three UPDATEs that leave spec alone: matchConditions keep them from both webhooks.
+    assert _update_calls(control_plane) == before
+    job = _get(control_plane, namespace, "mxnet-job")
+    assert job["metadata"]["labels"]["team"] == "vision"
+    assert job["metadata"]["finalizers"] == ["example.com/hold"]
+    suspend = {"metadata": {"finalizers": None}, "spec": {"runPolicy": {"suspend": True}}}
+    control_plane.kubectl(
+        "patch", "mxjob", "mxnet-job", "-n", namespace, "--type=merge", "-p", json.dumps(suspend)
+    )
+    after = _update_calls(control_plane)
+    assert after == {"mutate": before["mutate"] + 1, "validate": before["validate"] + 1}
+    # The spec update was judged as ever: an immutable field still cannot change.
+    result = control_plane.kubectl(
+        "patch", "mxjob", "mxnet-job", "-n", namespace, "--type=merge",
+        "-p", json.dumps({"metadata": {"labels": {"team": "x"}}, "spec": {"jobMode": "MXTune"}}),
+        check=False,
+    )  # fmt: skip
+    assert result.returncode != 0 and "immutable" in result.stderr
