@@ -150,6 +150,40 @@ def test_plain_client_side_kubectl_apply_k_of_the_overlay_is_accepted(
     assert any(line.startswith(crd_line) for line in result.stdout.splitlines()), result.stdout
 
 
+COMPONENTS = ("v1-only",)
+
+
+def test_every_component_directory_is_one_these_tests_apply() -> None:
+    found = {path.name for path in (MANIFESTS / "components").iterdir() if path.is_dir()}
+    assert found == set(COMPONENTS)
+
+
+def test_v1_only_component_stops_serving_v1beta1_and_keeps_the_conversion_webhook(
+    fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
+) -> None:
+    """An overlay of a user's own, as docs/install.md shows it: an overlay plus the component."""
+    mine = overlay_dirs["self-signed"].parent.parent / "mine"
+    mine.mkdir(exist_ok=True)
+    (mine / "kustomization.yaml").write_text(
+        "resources:\n  - ../overlays/self-signed\ncomponents:\n  - ../components/v1-only\n"
+    )
+    docs = render(fresh_plane, mine)
+    crd = one(docs, "CustomResourceDefinition", "mxjobs.kubeflow.org")
+    served = {v["name"]: (v["served"], v["storage"]) for v in crd["spec"]["versions"]}
+    assert served == {"v1": (True, True), "v1beta1": (False, False)}
+    # Objects stored as v1beta1 by an older operator still read back: conversion stays.
+    assert crd["spec"]["conversion"]["strategy"] == "Webhook"
+    # Nothing else changes.
+    plain = one(rendered["self-signed"], "CustomResourceDefinition", "mxjobs.kubeflow.org")
+    plain["spec"]["versions"][1]["served"] = False
+    assert crd == plain
+    assert len(docs) == len(rendered["self-signed"])
+    result = fresh_plane.kubectl(
+        "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
+    )
+    assert result.stderr == ""
+
+
 def test_operator_pods_are_admitted_under_pod_security_restricted(
     fresh_plane: ControlPlane, rendered: dict[str, Docs]
 ) -> None:
