@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from bench.admission_overhead import scale_job
+from bench.admission_overhead import defaulted_scale_job, scale_job
 from bench.common import bench_plane, component_cpu, emit, machine, ratio
 from controller.kube import ApiError, KubeClient, mxjobs_path
 from localkube.api import ensure_namespace
@@ -59,6 +59,10 @@ class Candidate:
     """``spec.versions[v1beta1].served`` of the CRD (the conversion webhook stays configured)."""
     webhooks: bool = True
     """Whether any admission webhook is registered (False: the floor, no admission at all)."""
+    sent_defaulted: bool = False
+    """Whether the client sends each job already defaulted (``shared.defaults``): without
+    webhooks, the API server then stores what it stores with them, which splits their cost into
+    the larger stored job's and the calls'."""
     match_conditions: bool = True
     """Whether the webhooks keep the ``matchConditions`` of manifests/webhook (UPDATEs that
     leave ``spec`` unchanged are not sent to them)."""
@@ -74,6 +78,7 @@ CANDIDATES: Final = (
     Candidate("mutate-only", match_conditions=False, validating=False),
     Candidate("two-workers", match_conditions=False, workers=2),
     Candidate("no-webhooks", webhooks=False),
+    Candidate("no-webhooks-defaulted", webhooks=False, sent_defaulted=True),
     Candidate("no-v1beta1", v1beta1_served=False, match_conditions=False),
     Candidate("lean", v1beta1_served=False, match_conditions=True),
 )
@@ -317,7 +322,8 @@ def segment(
 ) -> dict[str, Any]:
     """One candidate's create, label and delete of ``jobs`` jobs named ``<prefix><i>``."""
     names = [f"{prefix}{i}" for i in range(jobs)]
-    bodies = {name: scale_job(name) for name in names}
+    build = defaulted_scale_job if candidate.sent_defaulted else scale_job
+    bodies = {name: build(name) for name in names}
     path = mxjobs_path(namespace)
     phases: dict[str, dict[str, Any]] = {phase: {} for phase in PHASES}
 

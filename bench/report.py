@@ -472,6 +472,7 @@ CANDIDATE_LABELS = {
     "mutate-only": "validating webhook removed (one call)",
     "two-workers": "webhook with 2 gunicorn workers",
     "no-webhooks": "no webhooks (floor; job stored as written)",
+    "no-webhooks-defaulted": "no webhooks, job sent defaulted (stored as with them)",
     "no-v1beta1": "v1beta1 not served",
     "lean": "matchConditions + v1beta1 not served (install option)",
 }

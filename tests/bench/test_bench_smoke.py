@@ -141,6 +141,9 @@ def test_admission_cost_counts_each_candidates_calls_and_the_bytes_etcd_stores(
     assert today["create"]["calls_per_job"]["convert"] > 0
     # The injected env is stored: a defaulted job is several times the one as written.
     assert today["stored_bytes_per_job"] > 2 * candidates["no-webhooks"]["stored_bytes_per_job"]
+    # Sent defaulted without webhooks, a job is stored as with them (managed fields aside).
+    defaulted = candidates["no-webhooks-defaulted"]["stored_bytes_per_job"]
+    assert defaulted == pytest.approx(today["stored_bytes_per_job"], rel=0.1)
     for candidate in candidates.values():
         assert candidate["life"]["kube-apiserver_cpu_ms_per_job"] > 0
 
