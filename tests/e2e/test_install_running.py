@@ -53,6 +53,8 @@ class Install:
     ca_file: Path
     namespace: str
     """Where the tests' MXJobs go."""
+    overlay: Path
+    """The ``self-signed`` overlay applied, Secret included: applied again to restore the install."""
     seconds_to_ready: float
     """From ``kubectl apply -k`` to both Deployments rolled out."""
 
@@ -138,7 +140,7 @@ def install(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Install]:
         ca_file = work / "ca" / "ca.crt"
         namespace = "install-jobs"
         ensure_namespace(api, namespace)
-        yield Install(plane, api, kubelet, ca_file, namespace, seconds)
+        yield Install(plane, api, kubelet, ca_file, namespace, overlay, seconds)
     finally:
         if kubelet is not None:
             kubelet.stop()
@@ -515,3 +517,252 @@ def test_rolling_updates_under_traffic_refuse_no_valid_job_and_admit_no_invalid_
         f" {len(names)} valid jobs admitted and run once, {len(names)} invalid refused;"
         f" longest admission {max(traffic.latencies) * 1000:.0f} ms"
     )
+
+
+class Flood:
+    """``threads`` clients creating valid (suspended) MXJobs without pause; refusals counted.
+
+    Suspended jobs start no pods, so the flood loads the webhook and the API server, not the
+    kubelet. Every refusal is a valid job the install failed to admit.
+    """
+
+    def __init__(self, api: Api, namespace: str, *, prefix: str, threads: int) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.prefix = prefix
+        self.admitted = 0
+        self.refused: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._run, args=(n,), daemon=True) for n in range(threads)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, client: int) -> None:
+        path = f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/mxjobs"
+        n = 0
+        while not self._stop.is_set():
+            body = json.loads(mxjob(f"{self.prefix}-{client}-{n}", suspend=True))
+            try:
+                self.api.request("POST", path, body=body)
+            except ApiError as error:
+                with self._lock:
+                    self.refused.append(str(error))
+            else:
+                with self._lock:
+                    self.admitted += 1
+            n += 1
+
+    def stop(self) -> Flood:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
+        return self
+
+    def reasons(self) -> dict[str, int]:
+        """Refusals by the part of the message that says why, without the object's name."""
+        counts: dict[str, int] = {}
+        for message in self.refused:
+            reason = re.sub(r"mxjobs?[\w. \"-]*\b" + self.prefix + r"-\d+-\d+", "…", message)
+            reason = re.sub(r"\d+\.\d+\.\d+\.\d+:\d+", "<pod>", reason)[-160:]
+            counts[reason] = counts.get(reason, 0) + 1
+        return counts
+
+
+class ReadyEndpoints:
+    """The fewest ready addresses the webhook Service's EndpointSlice had, sampled meanwhile."""
+
+    def __init__(self, install: Install) -> None:
+        self.install = install
+        self.fewest: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            count = len(endpoint_addresses(self.install, "mxjob-webhook"))
+            self.fewest = count if self.fewest is None else min(self.fewest, count)
+            self._stop.wait(0.05)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        assert self.fewest is not None
+        return self.fewest
+
+
+def evict(install: Install, pod: str) -> bool:
+    """POST a policy/v1 Eviction for ``pod``, as ``kubectl drain`` does; False on 429."""
+    try:
+        install.api.request(
+            "POST",
+            f"/api/v1/namespaces/{SYSTEM}/pods/{pod}/eviction",
+            body={
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": pod, "namespace": SYSTEM},
+            },
+        )
+    except ApiError as error:
+        if error.status == 429:  # the PodDisruptionBudget allows no disruption now
+            return False
+        raise
+    return True
+
+
+def all_pods(install: Install, component: str) -> list[dict[str, Any]]:
+    """The component's pods, terminating ones included."""
+    items: list[dict[str, Any]] = install.api.request(
+        "GET",
+        f"/api/v1/namespaces/{SYSTEM}/pods",
+        query=[("labelSelector", f"app.kubernetes.io/component={component}")],
+    )["items"]
+    return items
+
+
+def webhook_settled(install: Install, *, replicas: int = 2) -> None:
+    """Wait until ``replicas`` webhook pods serve and every terminating one is gone."""
+    install.kubectl(
+        "-n", SYSTEM, "rollout", "status", "deployment/mxjob-webhook", "--timeout=90s"
+    )  # fmt: skip
+    wait_for(
+        "the webhook's old pods to finish terminating",
+        lambda: all_pods(install, "webhook"),
+        lambda pods: len(pods) == replicas
+        and not any(p["metadata"].get("deletionTimestamp") for p in pods),
+        timeout=90,
+    )
+    wait_for(
+        f"{replicas} ready webhook endpoints",
+        lambda: endpoint_addresses(install, "mxjob-webhook"),
+        lambda found: len(found) == replicas,
+    )
+
+
+def drain_webhook(install: Install, *, budget: bool) -> tuple[int, int, float]:
+    """Evict every webhook pod as ``kubectl drain`` does (429: try again in a second).
+
+    Returns the evictions refused with 429, the fewest ready webhook endpoints seen, and the
+    seconds until every evicted pod had a Ready replacement.
+    """
+    webhook_settled(install)
+    if budget:
+        wait_for(
+            "the PodDisruptionBudget to allow one disruption",
+            lambda: install.api.request(
+                "GET", f"/apis/policy/v1/namespaces/{SYSTEM}/poddisruptionbudgets/mxjob-webhook"
+            ).get("status", {}),
+            lambda status: status.get("disruptionsAllowed") == 1,
+        )
+    names = [p["metadata"]["name"] for p in install.pods("webhook")]
+    endpoints = ReadyEndpoints(install)
+    started = time.monotonic()
+    refused = 0
+    for name in names:
+        deadline = time.monotonic() + 60
+        while not evict(install, name):
+            refused += 1
+            assert time.monotonic() < deadline, f"{name} was never evicted"
+            time.sleep(1)
+    wait_for(
+        "two ready webhook endpoints, none of them an evicted pod",
+        lambda: [p for p in install.pods("webhook") if p["metadata"]["name"] not in names],
+        lambda fresh: len(fresh) == 2
+        and endpoint_addresses(install, "mxjob-webhook")
+        == {p["status"].get("podIP") for p in fresh},
+        timeout=60,
+    )
+    seconds = time.monotonic() - started
+    return refused, endpoints.stop(), seconds
+
+
+def test_the_webhook_budget_keeps_a_replica_serving_through_a_drain(install: Install) -> None:
+    flood = Flood(install.api, install.namespace, prefix="drain-pdb", threads=2)
+    with_pdb = drain_webhook(install, budget=True)
+    time.sleep(1)
+    guarded = flood.stop()
+
+    install.kubectl(
+        "-n", SYSTEM, "delete", "poddisruptionbudget", "mxjob-webhook"
+    )  # fmt: skip
+    flood = Flood(install.api, install.namespace, prefix="drain-nopdb", threads=2)
+    without_pdb = drain_webhook(install, budget=False)
+    time.sleep(1)
+    unguarded = flood.stop()
+    install.kubectl("apply", "-k", str(install.overlay))  # the budget back
+
+    print(
+        f"\ndrain with the PDB: {with_pdb[0]} eviction(s) refused with 429, fewest ready"
+        f" webhook endpoints {with_pdb[1]}, {guarded.admitted} valid jobs admitted,"
+        f" {len(guarded.refused)} refused ({with_pdb[2]:.1f} s)"
+        f"\ndrain without it: {without_pdb[0]} eviction(s) refused, fewest ready endpoints"
+        f" {without_pdb[1]}, {unguarded.admitted} valid jobs admitted,"
+        f" {len(unguarded.refused)} refused ({without_pdb[2]:.1f} s): {unguarded.reasons()}"
+    )
+    assert with_pdb[0] >= 1 and with_pdb[1] >= 1
+    assert guarded.refused == [] and guarded.admitted > 0
+    assert without_pdb[0] == 0 and without_pdb[1] == 0
+    assert len(unguarded.refused) > 0
+    assert all("failed calling webhook" in m for m in unguarded.refused), unguarded.reasons()
+    wait_for(
+        "the PodDisruptionBudget to be back",
+        lambda: install.api.request(
+            "GET", f"/apis/policy/v1/namespaces/{SYSTEM}/poddisruptionbudgets/mxjob-webhook"
+        ).get("status", {}),
+        lambda status: status.get("disruptionsAllowed") == 1,
+    )
+
+
+def roll_webhook_under_flood(
+    install: Install, change: Callable[[], object], *, prefix: str
+) -> tuple[Flood, float]:
+    """Apply ``change`` to the webhook Deployment while four clients create MXJobs flat out.
+
+    The flood runs until every old pod is gone, so the SIGTERM at the end of each one's
+    termination falls inside it. Returns the flood and the seconds from change to settled.
+    """
+    webhook_settled(install)
+    flood = Flood(install.api, install.namespace, prefix=prefix, threads=4)
+    time.sleep(0.5)
+    started = time.monotonic()
+    change()
+    webhook_settled(install)
+    seconds = time.monotonic() - started
+    time.sleep(0.5)
+    return flood.stop(), seconds
+
+
+def test_the_pre_stop_sleep_keeps_a_rolling_update_from_refusing_reviews(
+    install: Install,
+) -> None:
+    # Patching the hook out rolls pods that still have it: the "with" measurement.
+    remove_hook = [{"op": "remove", "path": "/spec/template/spec/containers/0/lifecycle"}]
+    with_hook, with_seconds = roll_webhook_under_flood(
+        install,
+        lambda: install.kubectl(
+            "-n", SYSTEM, "patch", "deployment/mxjob-webhook", "--type=json",
+            "-p", json.dumps(remove_hook),
+        ),  # fmt: skip
+        prefix="prestop",
+    )
+    # Applying the overlay again puts it back, rolling the pods without it: "without".
+    without_hook, without_seconds = roll_webhook_under_flood(
+        install,
+        lambda: install.kubectl("apply", "-k", str(install.overlay)),
+        prefix="noprestop",
+    )
+    print(
+        f"\nwebhook roll under 4 flat-out clients, old pods with the preStop sleep:"
+        f" {with_hook.admitted} admitted, {len(with_hook.refused)} refused"
+        f" ({with_seconds:.1f} s)"
+        f"\nold pods without it: {without_hook.admitted} admitted,"
+        f" {len(without_hook.refused)} refused ({without_seconds:.1f} s): {without_hook.reasons()}"
+    )
+    assert with_hook.refused == [] and with_hook.admitted > 0
+    template = install.api.request(
+        "GET", f"/apis/apps/v1/namespaces/{SYSTEM}/deployments/mxjob-webhook"
+    )["spec"]["template"]["spec"]["containers"][0]
+    assert template["lifecycle"]["preStop"]  # the install is whole again
