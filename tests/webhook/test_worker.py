@@ -21,7 +21,8 @@ def test_a_max_age_of_zero_never_closes() -> None:
 
 
 def test_each_worker_class_carries_its_own_age() -> None:
-    short, long = aging_worker_class(max_connection_age=2), aging_worker_class(max_connection_age=60)
+    short = aging_worker_class(max_connection_age=2)
+    long = aging_worker_class(max_connection_age=60)
     assert issubclass(short, AgingThreadWorker) and issubclass(short, ThreadWorker)
     assert (short.max_connection_age, long.max_connection_age) == (2.0, 60.0)
     assert AgingThreadWorker.max_connection_age == 0.0
