@@ -14,6 +14,7 @@ mounted where the pod says, and its readiness probe driving its Ready condition.
 from __future__ import annotations
 
 import atexit
+import datetime
 import json
 import re
 import shutil
@@ -55,6 +56,8 @@ class Install:
     """Where the tests' MXJobs go."""
     overlay: Path
     """The ``self-signed`` overlay as applied, Secret included: applied again, it restores."""
+    pod_logs: Path
+    """Where the test kubelet writes each pod's output, ``<namespace>_<pod>.log``."""
     seconds_to_ready: float
     """From ``kubectl apply -k`` to both Deployments rolled out."""
 
@@ -140,7 +143,7 @@ def install(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Install]:
         ca_file = work / "ca" / "ca.crt"
         namespace = "install-jobs"
         ensure_namespace(api, namespace)
-        yield Install(plane, api, kubelet, ca_file, namespace, overlay, seconds)
+        yield Install(plane, api, kubelet, ca_file, namespace, overlay, work / "pods", seconds)
     finally:
         if kubelet is not None:
             kubelet.stop()
@@ -699,15 +702,116 @@ def test_the_webhook_budget_keeps_a_replica_serving_through_a_drain(install: Ins
     )
 
 
+class Timeline:
+    """When each webhook pod was seen deleted, and its address seen leaving the ready endpoints.
+
+    The API server chooses among the EndpointSlice's ready addresses, so the second time is when
+    it stopped dialling the pod (give or take its own watch's delay).
+    """
+
+    def __init__(self, install: Install) -> None:
+        self.install = install
+        self.deleted: dict[str, float] = {}
+        self.addresses: dict[str, str] = {}
+        self.left: dict[str, float] = {}
+        self._ready: dict[str, set[str]] = {}
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._watch, args=(path,), daemon=True)
+            for path in (
+                f"/api/v1/namespaces/{SYSTEM}/pods",
+                f"/apis/discovery.k8s.io/v1/namespaces/{SYSTEM}/endpointslices",
+            )
+        ]
+        for thread in self._threads:
+            thread.start()
+        time.sleep(0.5)  # both watches open
+
+    def _watch(self, path: str) -> None:
+        version = self.install.api.request("GET", path)["metadata"]["resourceVersion"]
+        while not self._stop.is_set():
+            query = [("resourceVersion", version), ("timeoutSeconds", "2")]
+            for event in self.install.api.watch(path, query=query):
+                item = event["object"]
+                version = item["metadata"]["resourceVersion"]
+                (self._pod if item["kind"] == "Pod" else self._slice)(item, time.time())
+
+    def _pod(self, pod: dict[str, Any], now: float) -> None:
+        name = pod["metadata"]["name"]
+        if pod["status"].get("podIP"):
+            self.addresses.setdefault(name, pod["status"]["podIP"])
+        if pod["metadata"].get("deletionTimestamp"):
+            self.deleted.setdefault(name, now)
+
+    def _slice(self, endpoint_slice: dict[str, Any], now: float) -> None:
+        if endpoint_slice["metadata"]["labels"].get("kubernetes.io/service-name") != (
+            "mxjob-webhook"
+        ):
+            return
+        before = set().union(*self._ready.values())
+        self._ready[endpoint_slice["metadata"]["name"]] = {
+            address
+            for endpoint in endpoint_slice.get("endpoints") or []
+            if endpoint.get("conditions", {}).get("ready")
+            for address in endpoint["addresses"]
+        }
+        for address in before - set().union(*self._ready.values()):
+            self.left.setdefault(address, now)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+    def logged(self, pod: str, prefix: str) -> float:
+        """When the pod's gunicorn first logged a message starting with ``prefix``."""
+        for line in (self.install.pod_logs / f"{SYSTEM}_{pod}.log").read_text().splitlines():
+            if line.startswith("{") and json.loads(line)["message"].startswith(prefix):
+                return datetime.datetime.fromisoformat(json.loads(line)["time"]).timestamp()
+        raise AssertionError(f"{pod} never logged {prefix!r}")
+
+    def stages(self, pod: str) -> tuple[float, float, float]:
+        """Seconds from the pod's deletion to its SIGTERM, to its leaving the endpoints, and to
+        its gunicorn worker's exit (the listening socket closes with it)."""
+        deleted = self.deleted[pod]
+        return (
+            self.logged(pod, "Handling signal: term") - deleted,
+            self.left[self.addresses[pod]] - deleted,
+            self.logged(pod, "Worker exiting") - deleted,
+        )
+
+
+@dataclass
+class Roll:
+    """One webhook roll under a flood: what the clients saw, and each old pod's stages."""
+
+    flood: Flood
+    seconds: float
+    stages: dict[str, tuple[float, float, float]]
+
+    def describe(self) -> str:
+        stages = ", ".join(
+            f"SIGTERM at +{signal:.2f} s, out of the endpoints at +{left:.2f} s,"
+            f" worker gone at +{exited:.2f} s"
+            for signal, left, exited in self.stages.values()
+        )
+        return (
+            f"{self.flood.admitted} admitted, {len(self.flood.refused)} refused"
+            f" ({self.seconds:.1f} s); old pods after their deletion: {stages}"
+        )
+
+
 def roll_webhook_under_flood(
     install: Install, change: Callable[[], object], *, prefix: str
-) -> tuple[Flood, float]:
+) -> Roll:
     """Apply ``change`` to the webhook Deployment while four clients create MXJobs flat out.
 
     The flood runs until every old pod is gone, so the SIGTERM at the end of each one's
-    termination falls inside it. Returns the flood and the seconds from change to settled.
+    termination falls inside it.
     """
     webhook_settled(install)
+    old = [p["metadata"]["name"] for p in install.pods("webhook")]
+    timeline = Timeline(install)
     flood = Flood(install.api, install.namespace, prefix=prefix, threads=4)
     time.sleep(0.5)
     started = time.monotonic()
@@ -715,7 +819,9 @@ def roll_webhook_under_flood(
     webhook_settled(install)
     seconds = time.monotonic() - started
     time.sleep(0.5)
-    return flood.stop(), seconds
+    flood.stop()
+    timeline.stop()
+    return Roll(flood, seconds, {pod: timeline.stages(pod) for pod in old})
 
 
 def test_the_pre_stop_sleep_keeps_a_rolling_update_from_refusing_reviews(
@@ -724,25 +830,32 @@ def test_the_pre_stop_sleep_keeps_a_rolling_update_from_refusing_reviews(
     # Patching the hook out rolls pods that still have it: the "with" measurement.
     remove_hook = [{"op": "remove", "path": "/spec/template/spec/containers/0/lifecycle"}]
     patch = ["-n", SYSTEM, "patch", "deployment/mxjob-webhook", "--type=json"]
-    with_hook, with_seconds = roll_webhook_under_flood(
+    with_hook = roll_webhook_under_flood(
         install,
         lambda: install.kubectl(*patch, "-p", json.dumps(remove_hook)),
         prefix="prestop",
     )
     # Applying the overlay again puts it back, rolling the pods without it: "without".
-    without_hook, without_seconds = roll_webhook_under_flood(
+    without_hook = roll_webhook_under_flood(
         install,
         lambda: install.kubectl("apply", "-k", str(install.overlay)),
         prefix="noprestop",
     )
     print(
         f"\nwebhook roll under 4 flat-out clients, old pods with the preStop sleep:"
-        f" {with_hook.admitted} admitted, {len(with_hook.refused)} refused"
-        f" ({with_seconds:.1f} s)"
-        f"\nold pods without it: {without_hook.admitted} admitted,"
-        f" {len(without_hook.refused)} refused ({without_seconds:.1f} s): {without_hook.reasons()}"
+        f" {with_hook.describe()}"
+        f"\nold pods without it: {without_hook.describe()} {without_hook.flood.reasons()}"
     )
-    assert with_hook.refused == [] and with_hook.admitted > 0
+    # With the hook, each old pod left the API server's endpoints ~10 s before its SIGTERM:
+    # no review can be sent to a pod that has stopped taking connections.
+    assert with_hook.flood.refused == [] and with_hook.flood.admitted > 0
+    assert all(signal - left > 8 for signal, left, _ in with_hook.stages.values())
+    # Without it, SIGTERM and leaving the endpoints come within the same fraction of a second
+    # (docs/install.md, "Stopping a webhook pod"): what the hook separates is gone.
+    assert all(
+        signal < 1 and abs(signal - left) < 1 for signal, left, _ in without_hook.stages.values()
+    )
+    assert without_hook.flood.admitted > 0
     template = install.api.request(
         "GET", f"/apis/apps/v1/namespaces/{SYSTEM}/deployments/mxjob-webhook"
     )["spec"]["template"]["spec"]["containers"][0]
