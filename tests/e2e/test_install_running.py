@@ -296,17 +296,18 @@ def test_three_webhook_replicas_share_the_reviews_of_a_stream_of_applies(
     webhook_settled(install, replicas=3)
     addresses = endpoint_addresses(install, "mxjob-webhook")
     before = {a: webhook_reviews(install, a) for a in addresses}
-    # One kubectl apply after the other, never two at once, until every replica has answered.
+    # One kubectl apply after the other, never two at once: 30 of them (seconds long, so the API
+    # server redials several times at a 1 s age), more, up to 90, while a replica has none.
     applied = 0
     answered = dict.fromkeys(addresses, 0)
     started = time.monotonic()
-    while applied < 60 and not (applied >= 10 and all(answered.values())):
+    while applied < 90 and not (applied >= 30 and all(answered.values())):
         install.kubectl(
             "apply", "-n", install.namespace, "-f", "-",
             input_text=mxjob(f"stream-{applied}", suspend=True),
         )  # fmt: skip
         applied += 1
-        if applied >= 10:
+        if applied >= 30:
             answered = {a: webhook_reviews(install, a) - before[a] for a in addresses}
     seconds = time.monotonic() - started
     print(
@@ -851,11 +852,14 @@ def test_the_pre_stop_sleep_keeps_a_rolling_update_from_refusing_reviews(
     assert with_hook.flood.refused == [] and with_hook.flood.admitted > 0
     assert all(signal - left > 8 for signal, left, _ in with_hook.stages.values())
     # Without it, SIGTERM and leaving the endpoints come within the same fraction of a second
-    # (docs/install.md, "Stopping a webhook pod"): what the hook separates is gone.
+    # (docs/install.md, "Stopping a webhook pod"): the hook's separation is gone.
     assert all(
         signal < 1 and abs(signal - left) < 1 for signal, left, _ in without_hook.stages.values()
     )
     assert without_hook.flood.admitted > 0
+    # What it can cost: a worker with no connection left exits at once, and the API server,
+    # still listing the pod, dials it and is refused (seen in some runs, not all).
+    assert all("failed calling webhook" in m for m in without_hook.flood.refused)
     template = install.api.request(
         "GET", f"/apis/apps/v1/namespaces/{SYSTEM}/deployments/mxjob-webhook"
     )["spec"]["template"]["spec"]["containers"][0]
