@@ -461,3 +461,34 @@ def test_no_review_is_lost_while_connections_are_closed_for_age(
     assert len(results) > 30
     # Each client was made to redial several times in 2.5 s, and lost nothing doing so.
     assert all(len(local) >= 4 for local in connections), [len(c) for c in connections]
+
+
+def test_idle_tls_connections_hold_no_thread(start_webhook: Callable[..., Webhook]) -> None:
+    # Twice as many connections as threads, each handshaken and then silent, as an HTTP client's
+    # pool may leave them: a thread each would leave none for anyone else.
+    webhook = start_webhook("--threads", "2")
+    context = webhook.client_context()
+    idle = []
+    for _ in range(4):
+        raw = socket.create_connection(("127.0.0.1", webhook.port), timeout=10)
+        idle.append(context.wrap_socket(raw, server_hostname="127.0.0.1"))
+    time.sleep(0.5)
+    connection = webhook.connection()
+    started = time.monotonic()
+    status, document, _ = _review(connection, path=VALIDATE_PATH, uid="beside-idle")
+    assert status == 200 and document["response"]["uid"] == "beside-idle"
+    assert time.monotonic() - started < 5
+    connection.close()
+    # The silent connections were kept, not dropped: each still gets its review answered.
+    body = json.dumps(admission_review(_job(), uid="late")).encode()
+    for sock in idle:
+        sock.sendall(
+            f"POST {VALIDATE_PATH} HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        response = http.client.HTTPResponse(sock)  # type: ignore[arg-type]
+        response.begin()
+        assert response.status == 200
+        assert json.loads(response.read())["response"]["uid"] == "late"
+        sock.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gunicorn.workers.gthread import ThreadWorker
 
-from webhook.worker import AgingThreadWorker, aging_worker_class, past_max_age
+from webhook.worker import WebhookWorker, webhook_worker_class, past_max_age
 
 
 def test_a_connection_younger_than_the_max_age_stays_open() -> None:
@@ -21,8 +21,8 @@ def test_a_max_age_of_zero_never_closes() -> None:
 
 
 def test_each_worker_class_carries_its_own_age() -> None:
-    short = aging_worker_class(max_connection_age=2)
-    long = aging_worker_class(max_connection_age=60)
-    assert issubclass(short, AgingThreadWorker) and issubclass(short, ThreadWorker)
+    short = webhook_worker_class(max_connection_age=2)
+    long = webhook_worker_class(max_connection_age=60)
+    assert issubclass(short, WebhookWorker) and issubclass(short, ThreadWorker)
     assert (short.max_connection_age, long.max_connection_age) == (2.0, 60.0)
-    assert AgingThreadWorker.max_connection_age == 0.0
+    assert WebhookWorker.max_connection_age == 0.0
