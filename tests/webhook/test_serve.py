@@ -487,7 +487,7 @@ def test_idle_tls_connections_hold_no_thread(start_webhook: Callable[..., Webhoo
             f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
-        response = http.client.HTTPResponse(sock)  # type: ignore[arg-type]
+        response = http.client.HTTPResponse(sock)
         response.begin()
         assert response.status == 200
         assert json.loads(response.read())["response"]["uid"] == "late"

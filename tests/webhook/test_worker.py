@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gunicorn.workers.gthread import ThreadWorker
 
-from webhook.worker import WebhookWorker, webhook_worker_class, past_max_age
+from webhook.worker import WebhookWorker, past_max_age, webhook_worker_class
 
 
 def test_a_connection_younger_than_the_max_age_stays_open() -> None:
