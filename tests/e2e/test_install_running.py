@@ -176,11 +176,18 @@ def all_pods(install: Install, component: str) -> list[dict[str, Any]]:
     return items
 
 
-def webhook_settled(install: Install, *, replicas: int = 2) -> None:
-    """Wait until ``replicas`` webhook pods serve and every terminating one is gone."""
+def webhook_settled(install: Install, *, replicas: int = 2, terminated: bool = True) -> None:
+    """Wait until ``replicas`` webhook pods serve and (``terminated``) every old one is gone."""
     install.kubectl(
         "-n", SYSTEM, "rollout", "status", "deployment/mxjob-webhook", "--timeout=90s"
     )  # fmt: skip
+    wait_for(
+        f"{replicas} ready webhook endpoints",
+        lambda: endpoint_addresses(install, "mxjob-webhook"),
+        lambda found: len(found) == replicas,
+    )
+    if not terminated:
+        return
     wait_for(
         "the webhook's old pods to finish terminating",
         lambda: all_pods(install, "webhook"),
@@ -188,11 +195,6 @@ def webhook_settled(install: Install, *, replicas: int = 2) -> None:
             len(pods) == replicas and not any(p["metadata"].get("deletionTimestamp") for p in pods)
         ),
         timeout=90,
-    )
-    wait_for(
-        f"{replicas} ready webhook endpoints",
-        lambda: endpoint_addresses(install, "mxjob-webhook"),
-        lambda found: len(found) == replicas,
     )
 
 
@@ -633,7 +635,8 @@ def drain_webhook(install: Install, *, budget: bool) -> tuple[int, int, float]:
     Returns the evictions refused with 429, the fewest ready webhook endpoints seen, and the
     seconds until every evicted pod had a Ready replacement.
     """
-    webhook_settled(install)
+    # Pods still terminating from before are out of the endpoints already: no need to wait.
+    webhook_settled(install, terminated=False)
     if budget:
         wait_for(
             "the PodDisruptionBudget to allow one disruption",
@@ -792,8 +795,8 @@ class Roll:
 
     def describe(self) -> str:
         stages = ", ".join(
-            f"SIGTERM at +{signal:.2f} s, out of the endpoints at +{left:.2f} s,"
-            f" worker gone at +{exited:.2f} s"
+            f"SIGTERM at {signal:+.2f} s, out of the endpoints at {left:+.2f} s,"
+            f" worker gone at {exited:+.2f} s"
             for signal, left, exited in self.stages.values()
         )
         return (
