@@ -18,9 +18,10 @@ Per job and phase: the API server's and etcd's CPU seconds (``/proc``), the webh
 process of its group), the webhook calls the API server made, by kind (its own
 ``apiserver_admission_webhook_request_total`` and the CRD conversion histogram's count, so the
 count does not depend on which gunicorn worker answers ``/metrics``), and after ``create`` the
-bytes etcd stores per job (read from etcd itself). Each segment checks that it measured the
-candidate it claims: the API server's webhook calls must be exactly the ones the candidate's
-configuration makes.
+bytes etcd stores per job (read from etcd itself). Conversions always go to the one-worker
+webhook (so that no candidate changes the CRD's conversion URL). Each segment checks that it
+measured the candidate it claims: the API server's webhook calls must be exactly the ones the
+candidate's configuration makes.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.admission_overhead import defaulted_scale_job, scale_job
-from bench.common import bench_plane, component_cpu, emit, machine, ratio
+from bench.common import CLOCK_TICKS, bench_plane, component_cpu, emit, machine, ratio
 from controller.kube import ApiError, KubeClient, mxjobs_path
 from localkube.api import ensure_namespace
 from localkube.cluster import ControlPlane
@@ -95,6 +96,10 @@ PHASES: Final = ("create", "label", "delete")
 # -- what the API server says -----------------------------------------------------------------
 _SAMPLE = re.compile(r"^(?P<name>[a-z_]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+WEBHOOK_KINDS: Final = {
+    "mutate.mxjobs.kubeflow.org": "mutate",
+    "validate.mxjobs.kubeflow.org": "validate",
+}
 
 
 def webhook_calls(plane: ControlPlane) -> collections.Counter[str]:
@@ -115,8 +120,7 @@ def webhook_calls(plane: ControlPlane) -> collections.Counter[str]:
         labels = dict(_LABEL.findall(match["labels"]))
         value = int(float(match["value"]))
         if match["name"] == "apiserver_admission_webhook_request_total":
-            kind = {"mutate.mxjobs.kubeflow.org": "mutate"}.get(labels.get("name", ""))
-            kind = kind or {"validate.mxjobs.kubeflow.org": "validate"}.get(labels.get("name", ""))
+            kind = WEBHOOK_KINDS.get(labels.get("name", ""))
             if kind:
                 calls[f"{kind} {labels.get('operation', '')}"] += value
         elif (
@@ -157,11 +161,8 @@ def group_cpu(pgid: int) -> float:
         with contextlib.suppress(OSError, IndexError, ValueError):
             fields = stat_file.read_text().rsplit(")", 1)[1].split()
             if int(fields[2]) == pgid:
-                total += (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+                total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
     return total
-
-
-_CLOCK_TICKS: Final = __import__("os").sysconf("SC_CLK_TCK")
 
 
 # -- configuring a candidate ------------------------------------------------------------------
