@@ -243,13 +243,24 @@ class LocalKwok:
             listed = api.request("GET", "/api/v1/nodes", query=[("labelSelector", "type=kwok")])
             ready = {item["metadata"]["name"] for item in listed.get("items", []) if _ready(item)}
             if ready >= set(names):
-                return names
+                break
             if time.monotonic() > deadline:
                 raise OperatorError(
                     f"{len(set(names) - ready)} of {count} kwok nodes not Ready "
                     f"after {timeout:.0f} s"
                 )
             time.sleep(0.5)
+        # The API server taints a new Node not-ready; the node lifecycle controller (not run
+        # here) lifts the taint once the node reports Ready, which is what kube-scheduler waits
+        # for.
+        for name in names:
+            api.request(
+                "PATCH",
+                f"/api/v1/nodes/{name}",
+                body={"spec": {"taints": None}},
+                content_type="application/merge-patch+json",
+            )
+        return names
 
     def stop(self) -> None:
         if self.process is not None:
