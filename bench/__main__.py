@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import admission_overhead, controller_scale, webhook_load
+from bench import admission_overhead, controller_scale, scheduler_scale, webhook_load
 from bench.common import BENCH_DIR
 from bench.report import render
 from localkube.cluster import PROJECT_ROOT
@@ -31,6 +31,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--render-only", action="store_true", help="re-render saved results")
     parser.add_argument(
         "--scale-jobs", type=int, nargs="+", default=[100, 500], help="growth sizes"
+    )
+    parser.add_argument(
+        "--scheduler-jobs",
+        type=int,
+        nargs="*",
+        default=list(scheduler_scale.SIZES),
+        help="sizes on kube-scheduler and kwok nodes (none: skip)",
     )
     parser.add_argument("--admission-jobs", type=int, default=500)
     parser.add_argument("--webhook-duration", type=float, default=5.0)
@@ -57,6 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             ["--jobs", *map(str, args.scale_jobs), "--output", "/dev/null"]
         )
         save()
+        if args.scheduler_jobs:
+            results["scheduler_scale"] = scheduler_scale.main(
+                ["--jobs", *map(str, args.scheduler_jobs), "--output", "/dev/null"]
+            )
+            save()
     notes = FINDINGS.read_text() if FINDINGS.exists() else ""
     args.output.write_text(render(results, notes=notes))
     print(f"wrote {args.output}")

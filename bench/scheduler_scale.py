@@ -361,6 +361,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--submit-threads", type=int, default=8)
     parser.add_argument("--output", type=Path, help="write the report as JSON here")
     args = parser.parse_args(argv)
+    started = time.monotonic()
     runs = [run(jobs=size, submit_threads=args.submit_threads) for size in args.jobs]
     largest = max(runs, key=lambda r: r["jobs"])
     report = {
@@ -376,6 +377,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ),
         "machine": runs[0]["machine"],
         "command": command_line(args.jobs),
+        "duration_s": round(time.monotonic() - started),
     }
     return emit(report, args.output)
 
