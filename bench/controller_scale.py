@@ -38,6 +38,7 @@ import collections
 import concurrent.futures
 import copy
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -160,6 +161,8 @@ class Side:
     start: Callable[[str], int]
     """Given the namespace to watch, start the controller (ready) and return its pid."""
     stop: Callable[[int], None]
+    events_dropped: Callable[[], int]
+    """Events the running controller gave up on so far, by its own account."""
 
 
 def measure(
@@ -303,6 +306,7 @@ def measure(
                 "controller_cpu_s": round(b_sample.cpu_seconds - start_sample.cpu_seconds, 2),
                 "controller_peak_rss_mib": round(b_sample.peak_rss_mib, 1),
                 "meets_rss_target": b_sample.peak_rss_mib <= TARGET_RSS_MIB,
+                "events_dropped": side.events_dropped(),
             }
     finally:
         if kubelet is not None:
@@ -370,6 +374,36 @@ def _measure_baseline(
         "objects_per_s": round(len(objects) / seconds, 1),
         "control_plane_cpu_s": {k: round(v - cpu_0.get(k, 0.0), 2) for k, v in cpu.items()},
     }
+
+
+PEER_DROPPED_EVENT: Final = "too many queued events, dropped event"
+"""What client-go's event recorder (``tools/record``) logs for each Event its queue drops."""
+
+
+def _dropped_in_log(log: Path) -> Callable[[], int]:
+    def count() -> int:
+        with log.open(errors="replace") as lines:
+            return sum(PEER_DROPPED_EVENT in line for line in lines)
+
+    return count
+
+
+def _dropped_in_metrics(ports: Mapping[str, int]) -> Callable[[], int]:
+    """``mxjob_controller_events_dropped_total`` (every reason) of the controller on ``ports``."""
+
+    def count() -> int:
+        url = f"http://127.0.0.1:{ports['metrics']}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            text = reply.read().decode()
+        return int(
+            sum(
+                float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith("mxjob_controller_events_dropped_total{")
+            )
+        )
+
+    return count
 
 
 def _peer_starter(
@@ -441,9 +475,11 @@ def run(
         delete_namespace(client, baseline_namespace, timeout=timeout)
 
         # -- this controller (webhooks registered, as installed) ------------------------------
+        ports: dict[str, int] = {}
+
         def start_ours(namespace: str) -> int:
             # Measured from informers synced (/readyz), not merely from a serving process.
-            process, _, _ = operator.start_controller(
+            process, ports["metrics"], _ = operator.start_controller(
                 f"--namespace={namespace}",
                 "--log-format=json",
                 log_name=f"controller-{jobs}.log",
@@ -453,7 +489,7 @@ def run(
             return process.pid
 
         ours = measure(
-            Side("mxjob-operator", start_ours, stop_process),
+            Side("mxjob-operator", start_ours, stop_process, _dropped_in_metrics(ports)),
             plane=plane,
             client=client,
             jobs=jobs,
@@ -475,12 +511,13 @@ def run(
             best = name.endswith("-best")
             extra = (f"--controller-threads={PEER_BEST_THREADS}",) if best else ()
             patches = (PEER_PATCH,) if best else ()
-            start_peer = _peer_starter(peer, extra, patches=patches, log_name=f"{name}-{jobs}.log")
+            log_name = f"{name}-{jobs}-{uuid.uuid4().hex[:6]}.log"
+            start_peer = _peer_starter(peer, extra, patches=patches, log_name=log_name)
             report["peers"][name] = {
                 "patches": list(patches),
                 "flags": list(extra),
                 **measure(
-                    Side(name, start_peer, stop_process),
+                    Side(name, start_peer, stop_process, _dropped_in_log(plane.logs / log_name)),
                     plane=plane,
                     client=client,
                     jobs=jobs,

@@ -164,6 +164,39 @@ def _figures(side: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
+def _dropped(side: Mapping[str, Any]) -> Any:
+    """Events the controller gave up on over the run (its metric, or client-go's log lines)."""
+    return side["whole_run"].get("events_dropped", "-")
+
+
+PEER_TARGET_SPEEDUP = 10.0
+"""Against the peer at its defaults: at least this many times faster to every pod and Service."""
+
+
+def _peer_targets(
+    run: Mapping[str, Any], name: str, *, ours: Mapping[str, float], theirs: Mapping[str, float]
+) -> str:
+    """One line: the targets against one peer at one size, each met or missed, with figures."""
+    label = PEER_LABELS.get(name, name)
+    dropped = _dropped(run)
+    checks = [
+        f"fewer writes per job ({ours['writes']} vs {theirs['writes']}): "
+        f"{_yes(ours['writes'] < theirs['writes'])}",
+        f"no Event dropped ({dropped}): {_yes(dropped == 0)}",
+    ]
+    if name.endswith("-best"):
+        faster = all(ours[k] < theirs[k] for k in ("pods_services_s", "running_s", "cleaned_s"))
+        checks.insert(0, f"faster at every step: {_yes(faster)}")
+    else:
+        speedup = theirs["pods_services_s"] / ours["pods_services_s"]
+        checks.insert(
+            0,
+            f"≥ {PEER_TARGET_SPEEDUP:.0f}x faster to every pod and Service ({speedup:.1f}x): "
+            f"{_yes(speedup >= PEER_TARGET_SPEEDUP)}",
+        )
+    return f"- {run['jobs']} jobs, against {label}: " + "; ".join(checks)
+
+
 def _over(ours: float, theirs: float) -> str:
     return f"{ours / theirs:.2f}" if theirs else "-"
 
@@ -202,6 +235,7 @@ def peer_section(report: Mapping[str, Any]) -> list[str]:
     ]
     rows: list[list[Any]] = []
     ratio_rows: list[list[Any]] = []
+    targets: list[str] = []
     for run in runs:
         ours = _figures(run)
         raw = run.get("raw_baseline")
@@ -211,15 +245,30 @@ def peer_section(report: Mapping[str, Any]) -> list[str]:
                 + ["-"] * (len(ours) - 1)
             )
         rows.append(
-            [run["jobs"], "**mxjob-operator**", run["phase_a"]["submit_seconds"], *ours.values()]
+            [
+                run["jobs"],
+                "**mxjob-operator**",
+                run["phase_a"]["submit_seconds"],
+                *ours.values(),
+                _dropped(run),
+            ]
         )
         for name, peer in run["peers"].items():
             if "phase_b" not in peer:
                 continue
             theirs = _figures(peer)
             label = PEER_LABELS.get(name, name)
-            rows.append([run["jobs"], label, peer["phase_a"]["submit_seconds"], *theirs.values()])
+            rows.append(
+                [
+                    run["jobs"],
+                    label,
+                    peer["phase_a"]["submit_seconds"],
+                    *theirs.values(),
+                    _dropped(peer),
+                ]
+            )
             ratio_rows.append([run["jobs"], label, *(_over(ours[k], theirs[k]) for k in ours)])
+            targets.append(_peer_targets(run, name, ours=ours, theirs=theirs))
     columns = [
         "every pod and Service s",
         "every job Running s",
@@ -228,9 +277,10 @@ def peer_section(report: Mapping[str, Any]) -> list[str]:
         "controller CPU s",
         "peak RSS MiB",
     ]
-    lines += _table(["jobs", "controller", "jobs submitted s", *columns], rows)
+    lines += _table(["jobs", "controller", "jobs submitted s", *columns, "Events dropped"], rows)
     lines += ["", "mxjob-operator / training-operator:", ""]
     lines += _table(["jobs", "against", *columns], ratio_rows)
+    lines += ["", "Targets:", "", *targets]
     lines += [
         "",
         "The raw row (when measured) is the API server's own limit for the same objects: "

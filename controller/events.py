@@ -18,7 +18,7 @@ import queue
 import secrets
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 
 COMPONENT: Final = "mxjob-controller"
 MAX_MESSAGE: Final = 1024
+QUEUE_FULL: Final = "queue_full"
+"""Why an Event was dropped: the queue was full when it was recorded."""
+WRITE_FAILED: Final = "write_failed"
+"""Why an Event was dropped: the API server refused or did not answer its write."""
 
 # Reasons besides the status ones (shared.conditions.Reason and controller.status).
 SUCCESSFUL_CREATE_POD: Final = "SuccessfulCreatePod"
@@ -73,8 +77,11 @@ class EventRecorder:
         queue_size: int = 1000,
         cache_size: int = 4096,
         warnings_only: bool = False,
+        on_drop: Callable[[str], None] | None = None,
     ) -> None:
         self.client = client
+        self.on_drop = on_drop
+        """Told the reason (:data:`QUEUE_FULL`, :data:`WRITE_FAILED`) of each dropped Event."""
         self.warnings_only = warnings_only
         self.host = host or socket.gethostname()
         self._queue: queue.Queue[_Item | None] = queue.Queue(maxsize=queue_size)
@@ -110,6 +117,11 @@ class EventRecorder:
             self._queue.put_nowait(item)
         except queue.Full:
             self.dropped += 1
+            self._dropped(QUEUE_FULL)
+
+    def _dropped(self, reason: str) -> None:
+        if self.on_drop is not None:
+            self.on_drop(reason)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
@@ -142,6 +154,7 @@ class EventRecorder:
                 # lost event is expected, not a permission problem worth a warning.
                 level = logging.DEBUG if namespace_terminating(error) else logging.WARNING
                 log.log(level, "event not recorded: %s", error, extra={"fields": fields})
+                self._dropped(WRITE_FAILED)
 
     def _write(self, item: _Item) -> None:
         key = (str(item.involved.get("uid")), item.type, item.reason, item.message)

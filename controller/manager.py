@@ -51,7 +51,11 @@ class Controller:
         self.queue = WorkQueue(metrics=self.metrics)
         self.metrics.track_queue(self.queue)
         self.expectations = Expectations(timeout=settings.expectations_timeout)
-        self.recorder = EventRecorder(self.client, warnings_only=settings.events == "warnings")
+        self.recorder = EventRecorder(
+            self.client,
+            warnings_only=settings.events == "warnings",
+            on_drop=self.metrics.event_dropped,
+        )
         namespaces = settings.namespaces or None
         informer_settings = InformerSettings(watch_timeout=settings.watch_timeout)
         # Ours, and training-operator's: its pods of a job taken over are adopted, not doubled.

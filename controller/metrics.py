@@ -16,12 +16,16 @@ from typing import Final, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from controller.events import QUEUE_FULL, WRITE_FAILED
+
 FRAMEWORK: Final = "mxnet"
 LABELS: Final = ("job_namespace", "framework")
 NAME: Final = "mxjob"
 """The ``name`` of the work queue and the ``controller`` of the reconcile metrics."""
 RESULTS: Final = ("success", "error", "requeue", "requeue_after")
 """controller-runtime's values of ``controller_runtime_reconcile_total{result}``."""
+EVENT_DROP_REASONS: Final = (QUEUE_FULL, WRITE_FAILED)
+"""Why an Event was dropped (``controller.events``): every series present from the start."""
 # client-go's workqueue buckets: 10 ns to 10 s, by tens.
 QUEUE_BUCKETS: Final = tuple(10.0**exponent for exponent in range(-8, 2))
 # controller-runtime's reconcile_time_seconds buckets.
@@ -56,6 +60,14 @@ class Metrics:
             ["verb", "resource"],
             registry=self.registry,
         )
+        self.events_dropped = Counter(
+            "mxjob_controller_events_dropped_total",
+            "Events not written: the queue was full or the API server refused the write.",
+            ["reason"],
+            registry=self.registry,
+        )
+        for reason in EVENT_DROP_REASONS:
+            self.events_dropped.labels(reason=reason)
         self.is_leader = Gauge(
             "mxjob_controller_is_leader",
             "1 while this process holds the leader Lease (or runs without election).",
@@ -176,6 +188,10 @@ class Metrics:
         if result == "error":
             self.reconcile_errors.labels(controller=NAME).inc()
         self.reconcile_time.labels(controller=NAME).observe(seconds)
+
+    def event_dropped(self, reason: str) -> None:
+        """``controller.events.EventRecorder`` could not write an Event, for ``reason``."""
+        self.events_dropped.labels(reason=reason).inc()
 
     def exposition(self) -> bytes:
         """The registry in Prometheus' text format."""

@@ -6,6 +6,11 @@ Choices, and why:
   review after review on them; the ``sync`` worker closes every connection after one request,
   which costs the API server a TLS handshake per admission. ``keepalive`` outlives the API
   server's idle timeout so the client always closes first.
+- ... but no connection lives longer than ``max_connection_age``: ``webhook.worker`` closes an
+  older one after its current response, so the API server redials and its Service resolution
+  spreads reviews over every ready replica, new ones included. The same worker class gives a new
+  connection's thread back after the TLS handshake until its first request arrives, so idle
+  connections cannot take every thread.
 - TLS 1.2 is the floor (``webhook.tls``); plain HTTP on the port fails the handshake.
 - Certificates are re-read when ``tls.crt``/``tls.key`` change, without a restart: gunicorn asks
   its ``ssl_context`` server hook for the context of each accepted connection, and the hook
@@ -34,6 +39,7 @@ from webhook.app import create_app
 from webhook.logconfig import logging_dict
 from webhook.settings import WebhookSettings, from_env_and_args
 from webhook.tls import new_server_context, reloader_for
+from webhook.worker import webhook_worker_class
 
 log = logging.getLogger("webhook.serve")
 
@@ -67,7 +73,7 @@ def gunicorn_options(settings: WebhookSettings) -> dict[str, Any]:
         raise ValueError("mxjob-webhook serves TLS only: a certificate directory is required")
     return {
         "bind": [settings.bind],
-        "worker_class": "gthread",
+        "worker_class": webhook_worker_class(max_connection_age=settings.max_connection_age),
         "workers": settings.workers,
         "threads": settings.threads,
         "keepalive": settings.keepalive,

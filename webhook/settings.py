@@ -53,6 +53,14 @@ class WebhookSettings:
     timeout (90 s), so the client, not the server, closes idle connections and never sends a
     review on a connection the server is closing at the same moment."""
 
+    max_connection_age: float = 30.0
+    """Seconds after which a kept-alive connection is closed once its current response is sent
+    (0: never). The API server picks one of the Service's ready endpoints only when it dials, so
+    without a limit a connection stays with the replica it first reached and a replica added by
+    a scale-up gets no reviews on it; with one, every connection is redialled within this time
+    and the API server's reviews spread over every ready replica (``webhook.worker``). The cost
+    is one TLS handshake per connection per period."""
+
     timeout: int = 30
     """Seconds a gunicorn worker may stay silent before the arbiter restarts it. Far above any
     review (the API server gives up after the webhook's ``timeoutSeconds``, at most 30 s)."""
@@ -83,7 +91,13 @@ class WebhookSettings:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
         if self.threads < 1:
             raise ValueError(f"threads must be at least 1, got {self.threads}")
-        for name in ("keepalive", "timeout", "graceful_timeout", "cert_check_interval"):
+        for name in (
+            "keepalive",
+            "max_connection_age",
+            "timeout",
+            "graceful_timeout",
+            "cert_check_interval",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
         if self.max_body_bytes < 1:
@@ -139,6 +153,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, help="gunicorn worker processes (default 1)")
     parser.add_argument("--threads", type=int, help="threads per worker (default 8)")
     parser.add_argument("--keepalive", type=int, help="idle connection seconds (default 100)")
+    parser.add_argument(
+        "--max-connection-age",
+        type=float,
+        help="seconds after which a kept-alive connection is closed after its current response,"
+        " so clients redial and reach every replica; 0: never (default 30)",
+    )
     parser.add_argument("--timeout", type=int, help="worker silence timeout seconds")
     parser.add_argument(
         "--graceful-timeout", type=int, help="seconds to finish reviews after SIGTERM"
@@ -158,6 +178,7 @@ _CONVERTERS: Final[dict[str, type]] = {
     "workers": int,
     "threads": int,
     "keepalive": int,
+    "max_connection_age": float,
     "timeout": int,
     "graceful_timeout": int,
     "cert_check_interval": float,

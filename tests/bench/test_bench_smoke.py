@@ -138,6 +138,8 @@ def test_controller_scale_attributes_creations_to_the_controller_and_finds_no_li
     assert phase_b["all_running_s"] > 0
     assert phase_b["succeeded_and_cleaned_s"] > 0
     assert run["whole_run"]["controller_lists_after_start"] == 0
+    # Read from the controller's own mxjob_controller_events_dropped_total.
+    assert run["whole_run"]["events_dropped"] == 0
 
 
 def test_controller_scale_runs_training_operator_on_the_same_jobs_at_defaults_and_patched(
@@ -161,6 +163,8 @@ def test_controller_scale_runs_training_operator_on_the_same_jobs_at_defaults_an
         assert peer["whole_run"]["controller_writes_per_job"] >= 8, name
         assert 0 < peer["whole_run"]["controller_peak_rss_mib"] < 1024, name
         assert peer["phase_b"]["succeeded_and_cleaned_s"] > 0, name
+        # Counted in its log (client-go's recorder names each Event it drops); none at 3 jobs.
+        assert peer["whole_run"]["events_dropped"] == 0, name
 
 
 def test_page_renders_every_item_with_its_baseline_and_command(
@@ -183,6 +187,8 @@ def test_page_renders_every_item_with_its_baseline_and_command(
     assert "| ceiling |" in page and "| validate-12 |" in page
     assert "| training-operator v1.8.1, at its best |" in page
     assert "| raw API server: jobs, pods, Services POSTed, no webhooks |" in page
+    assert "against training-operator v1.8.1, defaults: ≥ 10x faster" in page
+    assert "no Event dropped (0): **met**" in page
 
     saved = tmp_path / "results.json"
     saved.write_text(json.dumps(results))

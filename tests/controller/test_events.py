@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from controller.events import EventRecorder, namespace_terminating, summarize
-from controller.kube import ApiError
+from controller.events import (
+    QUEUE_FULL,
+    WRITE_FAILED,
+    EventRecorder,
+    namespace_terminating,
+    summarize,
+)
+from controller.kube import ApiError, error_for, events_path
+from controller.metrics import Metrics
 from tests.controller.fakes import FakeApi
 from tests.controller.samples import job
 
@@ -48,6 +55,31 @@ def test_a_full_queue_drops_events_instead_of_blocking() -> None:
     recorder.record(job(), "Normal", "A", "one")
     recorder.record(job(), "Normal", "B", "two")
     assert recorder.dropped == 1
+
+
+def test_every_dropped_event_is_reported_with_its_reason() -> None:
+    api = FakeApi()
+    reasons: list[str] = []
+    recorder = EventRecorder(api, queue_size=1, on_drop=reasons.append)
+    recorder.record(job(), "Normal", "A", "one")
+    recorder.record(job(), "Normal", "B", "two")  # the thread is not started: the queue is full
+    api.fail_next[("POST", events_path("ns"))] = error_for(
+        500, "InternalError", {"kind": "Status", "code": 500}
+    )
+    recorder.start()
+    recorder.stop()
+    assert reasons == [QUEUE_FULL, WRITE_FAILED]
+    assert recorded(api) == []
+
+
+def test_dropped_events_are_counted_by_reason_in_the_metrics() -> None:
+    metrics = Metrics()
+    recorder = EventRecorder(FakeApi(), queue_size=1, on_drop=metrics.event_dropped)
+    for reason in ("A", "B", "C"):
+        recorder.record(job(), "Normal", reason, "news")
+    text = metrics.exposition().decode()
+    assert 'mxjob_controller_events_dropped_total{reason="queue_full"} 2.0' in text
+    assert 'mxjob_controller_events_dropped_total{reason="write_failed"} 0.0' in text
 
 
 def test_summaries_list_names_and_cut_long_lists() -> None:

@@ -14,6 +14,7 @@ mounted where the pod says, and its readiness probe driving its Ready condition.
 from __future__ import annotations
 
 import atexit
+import datetime
 import json
 import re
 import shutil
@@ -53,6 +54,10 @@ class Install:
     ca_file: Path
     namespace: str
     """Where the tests' MXJobs go."""
+    overlay: Path
+    """The ``self-signed`` overlay as applied, Secret included: applied again, it restores."""
+    pod_logs: Path
+    """Where the test kubelet writes each pod's output, ``<namespace>_<pod>.log``."""
     seconds_to_ready: float
     """From ``kubectl apply -k`` to both Deployments rolled out."""
 
@@ -138,7 +143,7 @@ def install(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Install]:
         ca_file = work / "ca" / "ca.crt"
         namespace = "install-jobs"
         ensure_namespace(api, namespace)
-        yield Install(plane, api, kubelet, ca_file, namespace, seconds)
+        yield Install(plane, api, kubelet, ca_file, namespace, overlay, work / "pods", seconds)
     finally:
         if kubelet is not None:
             kubelet.stop()
@@ -159,6 +164,38 @@ def endpoint_addresses(install: Install, service: str) -> set[str]:
         if endpoint.get("conditions", {}).get("ready")
         for address in endpoint["addresses"]
     }
+
+
+def all_pods(install: Install, component: str) -> list[dict[str, Any]]:
+    """The component's pods, terminating ones included."""
+    items: list[dict[str, Any]] = install.api.request(
+        "GET",
+        f"/api/v1/namespaces/{SYSTEM}/pods",
+        query=[("labelSelector", f"app.kubernetes.io/component={component}")],
+    )["items"]
+    return items
+
+
+def webhook_settled(install: Install, *, replicas: int = 2, terminated: bool = True) -> None:
+    """Wait until ``replicas`` webhook pods serve and (``terminated``) every old one is gone."""
+    install.kubectl(
+        "-n", SYSTEM, "rollout", "status", "deployment/mxjob-webhook", "--timeout=90s"
+    )  # fmt: skip
+    wait_for(
+        f"{replicas} ready webhook endpoints",
+        lambda: endpoint_addresses(install, "mxjob-webhook"),
+        lambda found: len(found) == replicas,
+    )
+    if not terminated:
+        return
+    wait_for(
+        "the webhook's old pods to finish terminating",
+        lambda: all_pods(install, "webhook"),
+        lambda pods: (
+            len(pods) == replicas and not any(p["metadata"].get("deletionTimestamp") for p in pods)
+        ),
+        timeout=90,
+    )
 
 
 def mxjob(name: str, *, workers: int = 1, suspend: bool = False, image: str = "busybox") -> str:
@@ -248,56 +285,37 @@ def webhook_reviews(install: Install, address: str) -> int:
 def test_three_webhook_replicas_share_the_reviews_of_a_stream_of_applies(
     install: Install,
 ) -> None:
+    # The API server picks one of the Service's ready endpoints only when it dials, and keeps
+    # its connections: a replica added by a scale-up gets reviews because the webhook closes
+    # every connection older than --max-connection-age after its response (webhook/worker.py).
+    # 1 s instead of the default 30 s keeps this test short: the stream redials every second.
+    install.kubectl(
+        "-n", SYSTEM, "set", "env", "deployment/mxjob-webhook",
+        "MXJOB_WEBHOOK_MAX_CONNECTION_AGE=1",
+    )  # fmt: skip
     install.kubectl("-n", SYSTEM, "scale", "deployment/mxjob-webhook", "--replicas=3")
-    install.kubectl("-n", SYSTEM, "rollout", "status", "deployment/mxjob-webhook", "--timeout=60s")
-    addresses = wait_for(
-        "three ready webhook endpoints",
-        lambda: endpoint_addresses(install, "mxjob-webhook"),
-        lambda found: len(found) == 3,
-    )
+    # The old pods (no limit on age) serve their connections until they stop: wait them out.
+    webhook_settled(install, replicas=3)
+    addresses = endpoint_addresses(install, "mxjob-webhook")
     before = {a: webhook_reviews(install, a) for a in addresses}
-    # The API server keeps its connections to a webhook open and resolves the Service to one
-    # ready endpoint each time it dials a new connection: a replica added later gets reviews
-    # only once more reviews run at the same time than there are open connections. A stream of
-    # kubectl applies rarely overlaps that much (each kubectl takes longer to start than a
-    # review takes), so when it leaves a replica without reviews, bursts of simultaneous
-    # creates follow until every replica has answered.
-    applied = rounds = 0
+    # One kubectl apply after the other, never two at once: 30 of them (seconds long, so the API
+    # server redials several times at a 1 s age), more, up to 90, while a replica has none.
+    applied = 0
     answered = dict.fromkeys(addresses, 0)
-
-    def apply(name: str) -> None:
+    started = time.monotonic()
+    while applied < 90 and not (applied >= 30 and all(answered.values())):
         install.kubectl(
-            "apply", "-n", install.namespace, "-f", "-", input_text=mxjob(name, suspend=True)
+            "apply", "-n", install.namespace, "-f", "-",
+            input_text=mxjob(f"stream-{applied}", suspend=True),
         )  # fmt: skip
-
-    def create(name: str, barrier: threading.Barrier) -> None:
-        barrier.wait()
-        install.api.request(
-            "POST",
-            f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs",
-            body=json.loads(mxjob(name, suspend=True)),
-        )
-
-    # Bursts of 8: a burst of 24 once made the API server's calls time out (see docs/install.md).
-    plan: list[tuple[int, bool]] = [(6, True), *[(8, False)] * 5]
-    for width, with_kubectl in plan:
-        rounds += 1
-        barrier = threading.Barrier(width)
-        threads = [
-            threading.Thread(target=apply, args=(f"s{rounds}-{n}",))
-            if with_kubectl
-            else threading.Thread(target=create, args=(f"s{rounds}-{n}", barrier))
-            for n in range(width)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        applied += width
-        answered = {a: webhook_reviews(install, a) - before[a] for a in addresses}
-        if all(answered.values()):
-            break
-    print(f"\nwebhook reviews per replica for {applied} creates in {rounds} round(s): {answered}")
+        applied += 1
+        if applied >= 30:
+            answered = {a: webhook_reviews(install, a) - before[a] for a in addresses}
+    seconds = time.monotonic() - started
+    print(
+        f"\nwebhook reviews per replica for a stream of {applied} sequential kubectl apply"
+        f" ({seconds:.1f} s, max connection age 1 s): {answered}"
+    )
     assert sum(answered.values()) >= 2 * applied  # mutate + validate, at least
     assert all(count > 0 for count in answered.values()), answered
 
@@ -515,3 +533,337 @@ def test_rolling_updates_under_traffic_refuse_no_valid_job_and_admit_no_invalid_
         f" {len(names)} valid jobs admitted and run once, {len(names)} invalid refused;"
         f" longest admission {max(traffic.latencies) * 1000:.0f} ms"
     )
+
+
+class Flood:
+    """``threads`` clients creating valid (suspended) MXJobs without pause; refusals counted.
+
+    Suspended jobs start no pods, so the flood loads the webhook and the API server, not the
+    kubelet. Every refusal is a valid job the install failed to admit.
+    """
+
+    def __init__(self, api: Api, namespace: str, *, prefix: str, threads: int) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.prefix = prefix
+        self.admitted = 0
+        self.refused: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._run, args=(n,), daemon=True) for n in range(threads)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, client: int) -> None:
+        path = f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/mxjobs"
+        n = 0
+        while not self._stop.is_set():
+            body = json.loads(mxjob(f"{self.prefix}-{client}-{n}", suspend=True))
+            try:
+                self.api.request("POST", path, body=body)
+            except ApiError as error:
+                with self._lock:
+                    self.refused.append(str(error))
+            else:
+                with self._lock:
+                    self.admitted += 1
+            n += 1
+
+    def stop(self) -> Flood:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
+        return self
+
+    def reasons(self) -> dict[str, int]:
+        """Refusals by the part of the message that says why, without the object's name."""
+        counts: dict[str, int] = {}
+        for message in self.refused:
+            reason = re.sub(r"mxjobs?[\w. \"-]*\b" + self.prefix + r"-\d+-\d+", "…", message)
+            reason = re.sub(r"\d+\.\d+\.\d+\.\d+:\d+", "<pod>", reason)[-160:]
+            counts[reason] = counts.get(reason, 0) + 1
+        return counts
+
+
+class ReadyEndpoints:
+    """The fewest ready addresses the webhook Service's EndpointSlice had, sampled meanwhile."""
+
+    def __init__(self, install: Install) -> None:
+        self.install = install
+        self.fewest: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            count = len(endpoint_addresses(self.install, "mxjob-webhook"))
+            self.fewest = count if self.fewest is None else min(self.fewest, count)
+            self._stop.wait(0.05)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        assert self.fewest is not None
+        return self.fewest
+
+
+def evict(install: Install, pod: str) -> bool:
+    """POST a policy/v1 Eviction for ``pod``, as ``kubectl drain`` does; False on 429."""
+    try:
+        install.api.request(
+            "POST",
+            f"/api/v1/namespaces/{SYSTEM}/pods/{pod}/eviction",
+            body={
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": pod, "namespace": SYSTEM},
+            },
+        )
+    except ApiError as error:
+        if error.status == 429:  # the PodDisruptionBudget allows no disruption now
+            return False
+        raise
+    return True
+
+
+def drain_webhook(install: Install, *, budget: bool) -> tuple[int, int, float]:
+    """Evict every webhook pod as ``kubectl drain`` does (429: try again in a second).
+
+    Returns the evictions refused with 429, the fewest ready webhook endpoints seen, and the
+    seconds until every evicted pod had a Ready replacement.
+    """
+    # Pods still terminating from before are out of the endpoints already: no need to wait.
+    webhook_settled(install, terminated=False)
+    if budget:
+        wait_for(
+            "the PodDisruptionBudget to allow one disruption",
+            lambda: install.api.request(
+                "GET", f"/apis/policy/v1/namespaces/{SYSTEM}/poddisruptionbudgets/mxjob-webhook"
+            ).get("status", {}),
+            lambda status: status.get("disruptionsAllowed") == 1,
+        )
+    names = [p["metadata"]["name"] for p in install.pods("webhook")]
+    endpoints = ReadyEndpoints(install)
+    started = time.monotonic()
+    refused = 0
+    for name in names:
+        deadline = time.monotonic() + 60
+        while not evict(install, name):
+            refused += 1
+            assert time.monotonic() < deadline, f"{name} was never evicted"
+            time.sleep(1)
+    wait_for(
+        "two ready webhook endpoints, none of them an evicted pod",
+        lambda: [p for p in install.pods("webhook") if p["metadata"]["name"] not in names],
+        lambda fresh: (
+            len(fresh) == 2
+            and endpoint_addresses(install, "mxjob-webhook")
+            == {p["status"].get("podIP") for p in fresh}
+        ),
+        timeout=60,
+    )
+    seconds = time.monotonic() - started
+    return refused, endpoints.stop(), seconds
+
+
+def test_the_webhook_budget_keeps_a_replica_serving_through_a_drain(install: Install) -> None:
+    flood = Flood(install.api, install.namespace, prefix="drain-pdb", threads=2)
+    with_pdb = drain_webhook(install, budget=True)
+    time.sleep(1)
+    guarded = flood.stop()
+
+    install.kubectl(
+        "-n", SYSTEM, "delete", "poddisruptionbudget", "mxjob-webhook"
+    )  # fmt: skip
+    flood = Flood(install.api, install.namespace, prefix="drain-nopdb", threads=2)
+    without_pdb = drain_webhook(install, budget=False)
+    time.sleep(1)
+    unguarded = flood.stop()
+    install.kubectl("apply", "-k", str(install.overlay))  # the budget back
+
+    print(
+        f"\ndrain with the PDB: {with_pdb[0]} eviction(s) refused with 429, fewest ready"
+        f" webhook endpoints {with_pdb[1]}, {guarded.admitted} valid jobs admitted,"
+        f" {len(guarded.refused)} refused ({with_pdb[2]:.1f} s)"
+        f"\ndrain without it: {without_pdb[0]} eviction(s) refused, fewest ready endpoints"
+        f" {without_pdb[1]}, {unguarded.admitted} valid jobs admitted,"
+        f" {len(unguarded.refused)} refused ({without_pdb[2]:.1f} s): {unguarded.reasons()}"
+    )
+    assert with_pdb[0] >= 1 and with_pdb[1] >= 1
+    assert guarded.refused == [] and guarded.admitted > 0
+    assert without_pdb[0] == 0 and without_pdb[1] == 0
+    assert len(unguarded.refused) > 0
+    assert all("failed calling webhook" in m for m in unguarded.refused), unguarded.reasons()
+    wait_for(
+        "the PodDisruptionBudget to be back",
+        lambda: install.api.request(
+            "GET", f"/apis/policy/v1/namespaces/{SYSTEM}/poddisruptionbudgets/mxjob-webhook"
+        ).get("status", {}),
+        lambda status: status.get("disruptionsAllowed") == 1,
+    )
+
+
+class Timeline:
+    """When each webhook pod was seen deleted, and its address seen leaving the ready endpoints.
+
+    The API server chooses among the EndpointSlice's ready addresses, so the second time is when
+    it stopped dialling the pod (give or take its own watch's delay).
+    """
+
+    def __init__(self, install: Install) -> None:
+        self.install = install
+        self.deleted: dict[str, float] = {}
+        self.addresses: dict[str, str] = {}
+        self.left: dict[str, float] = {}
+        self._ready: dict[str, set[str]] = {}
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._watch, args=(path,), daemon=True)
+            for path in (
+                f"/api/v1/namespaces/{SYSTEM}/pods",
+                f"/apis/discovery.k8s.io/v1/namespaces/{SYSTEM}/endpointslices",
+            )
+        ]
+        for thread in self._threads:
+            thread.start()
+        time.sleep(0.5)  # both watches open
+
+    def _watch(self, path: str) -> None:
+        version = self.install.api.request("GET", path)["metadata"]["resourceVersion"]
+        while not self._stop.is_set():
+            query = [("resourceVersion", version), ("timeoutSeconds", "2")]
+            for event in self.install.api.watch(path, query=query):
+                item = event["object"]
+                version = item["metadata"]["resourceVersion"]
+                (self._pod if item["kind"] == "Pod" else self._slice)(item, time.time())
+
+    def _pod(self, pod: dict[str, Any], now: float) -> None:
+        name = pod["metadata"]["name"]
+        if pod["status"].get("podIP"):
+            self.addresses.setdefault(name, pod["status"]["podIP"])
+        if pod["metadata"].get("deletionTimestamp"):
+            self.deleted.setdefault(name, now)
+
+    def _slice(self, endpoint_slice: dict[str, Any], now: float) -> None:
+        if endpoint_slice["metadata"]["labels"].get("kubernetes.io/service-name") != (
+            "mxjob-webhook"
+        ):
+            return
+        before = set().union(*self._ready.values())
+        self._ready[endpoint_slice["metadata"]["name"]] = {
+            address
+            for endpoint in endpoint_slice.get("endpoints") or []
+            if endpoint.get("conditions", {}).get("ready")
+            for address in endpoint["addresses"]
+        }
+        for address in before - set().union(*self._ready.values()):
+            self.left.setdefault(address, now)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+    def logged(self, pod: str, prefix: str) -> float:
+        """When the pod's gunicorn first logged a message starting with ``prefix``."""
+        for line in (self.install.pod_logs / f"{SYSTEM}_{pod}.log").read_text().splitlines():
+            if line.startswith("{") and json.loads(line)["message"].startswith(prefix):
+                return datetime.datetime.fromisoformat(json.loads(line)["time"]).timestamp()
+        raise AssertionError(f"{pod} never logged {prefix!r}")
+
+    def stages(self, pod: str) -> tuple[float, float, float]:
+        """Seconds from the pod's deletion to its SIGTERM, to its leaving the endpoints, and to
+        its gunicorn worker's exit (the listening socket closes with it)."""
+        deleted = self.deleted[pod]
+        return (
+            self.logged(pod, "Handling signal: term") - deleted,
+            self.left[self.addresses[pod]] - deleted,
+            self.logged(pod, "Worker exiting") - deleted,
+        )
+
+
+@dataclass
+class Roll:
+    """One webhook roll under a flood: what the clients saw, and each old pod's stages."""
+
+    flood: Flood
+    seconds: float
+    stages: dict[str, tuple[float, float, float]]
+
+    def describe(self) -> str:
+        stages = ", ".join(
+            f"SIGTERM at {signal:+.2f} s, out of the endpoints at {left:+.2f} s,"
+            f" worker gone at {exited:+.2f} s"
+            for signal, left, exited in self.stages.values()
+        )
+        return (
+            f"{self.flood.admitted} admitted, {len(self.flood.refused)} refused"
+            f" ({self.seconds:.1f} s); old pods after their deletion: {stages}"
+        )
+
+
+def roll_webhook_under_flood(
+    install: Install, change: Callable[[], object], *, prefix: str
+) -> Roll:
+    """Apply ``change`` to the webhook Deployment while four clients create MXJobs flat out.
+
+    The flood runs until every old pod is gone, so the SIGTERM at the end of each one's
+    termination falls inside it.
+    """
+    webhook_settled(install)
+    old = [p["metadata"]["name"] for p in install.pods("webhook")]
+    timeline = Timeline(install)
+    flood = Flood(install.api, install.namespace, prefix=prefix, threads=4)
+    time.sleep(0.5)
+    started = time.monotonic()
+    change()
+    webhook_settled(install)
+    seconds = time.monotonic() - started
+    time.sleep(0.5)
+    flood.stop()
+    timeline.stop()
+    return Roll(flood, seconds, {pod: timeline.stages(pod) for pod in old})
+
+
+def test_the_pre_stop_sleep_keeps_a_rolling_update_from_refusing_reviews(
+    install: Install,
+) -> None:
+    # Patching the hook out rolls pods that still have it: the "with" measurement.
+    remove_hook = [{"op": "remove", "path": "/spec/template/spec/containers/0/lifecycle"}]
+    patch = ["-n", SYSTEM, "patch", "deployment/mxjob-webhook", "--type=json"]
+    with_hook = roll_webhook_under_flood(
+        install,
+        lambda: install.kubectl(*patch, "-p", json.dumps(remove_hook)),
+        prefix="prestop",
+    )
+    # Applying the overlay again puts it back, rolling the pods without it: "without".
+    without_hook = roll_webhook_under_flood(
+        install,
+        lambda: install.kubectl("apply", "-k", str(install.overlay)),
+        prefix="noprestop",
+    )
+    print(
+        f"\nwebhook roll under 4 flat-out clients, old pods with the preStop sleep:"
+        f" {with_hook.describe()}"
+        f"\nold pods without it: {without_hook.describe()} {without_hook.flood.reasons()}"
+    )
+    # With the hook, each old pod left the API server's endpoints ~10 s before its SIGTERM:
+    # no review can be sent to a pod that has stopped taking connections.
+    assert with_hook.flood.refused == [] and with_hook.flood.admitted > 0
+    assert all(signal - left > 8 for signal, left, _ in with_hook.stages.values())
+    # Without it, SIGTERM and leaving the endpoints come within the same fraction of a second
+    # (docs/install.md, "Stopping a webhook pod"): the hook's separation is gone.
+    assert all(
+        signal < 1 and abs(signal - left) < 1 for signal, left, _ in without_hook.stages.values()
+    )
+    assert without_hook.flood.admitted > 0
+    # What it can cost: a worker with no connection left exits at once, and the API server,
+    # still listing the pod, dials it and is refused (seen in some runs, not all).
+    assert all("failed calling webhook" in m for m in without_hook.flood.refused)
+    template = install.api.request(
+        "GET", f"/apis/apps/v1/namespaces/{SYSTEM}/deployments/mxjob-webhook"
+    )["spec"]["template"]["spec"]["containers"][0]
+    assert template["lifecycle"]["preStop"]  # the install is whole again

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from cryptography import x509
+from gunicorn.workers.gthread import ThreadWorker
 
 from certs import CertificateAuthority, KeyPair
 from webhook.app import MUTATE_PATH, VALIDATE_PATH
@@ -31,8 +32,11 @@ MARKER = "secret-argument-never-logged"
 
 
 def test_gunicorn_runs_gthread_workers_over_tls(tmp_path: Path) -> None:
-    options = gunicorn_options(WebhookSettings(cert_dir=tmp_path, threads=6, keepalive=120))
-    assert options["worker_class"] == "gthread"
+    options = gunicorn_options(
+        WebhookSettings(cert_dir=tmp_path, threads=6, keepalive=120, max_connection_age=7)
+    )
+    assert issubclass(options["worker_class"], ThreadWorker)
+    assert options["worker_class"].max_connection_age == 7
     assert options["threads"] == 6
     assert options["keepalive"] == 120
     assert options["certfile"] == str(tmp_path / "tls.crt")
@@ -387,3 +391,104 @@ def test_sigterm_lets_an_in_flight_review_finish(start_webhook: Callable[..., We
     assert json.loads(response.read())["response"] == {"uid": "in-flight", "allowed": True}
     connection.close()
     assert webhook.process.wait(timeout=15) == 0
+
+
+def test_a_connection_is_closed_after_the_first_response_past_its_max_age(
+    start_webhook: Callable[..., Webhook],
+) -> None:
+    webhook = start_webhook("--max-connection-age", "1")
+    connection = webhook.connection()
+    connection.connect()
+    opened = time.monotonic()
+    sock = connection.sock
+    assert sock is not None
+    # A second descriptor of the same TCP connection: it outlives http.client's close, so
+    # reading it shows whether the server closed its end.
+    raw = socket.socket(fileno=os.dup(sock.fileno()))
+    raw.settimeout(5)
+    kept = 0
+    while True:
+        status, document, response = _review(connection, uid=f"aging-{kept}")
+        assert status == 200 and document["response"]["uid"] == f"aging-{kept}"
+        if (response.getheader("Connection") or "").lower() == "close":
+            break
+        assert connection.sock is sock  # still the first connection
+        kept += 1
+        assert time.monotonic() - opened < 10, "the connection was never closed"
+        time.sleep(0.1)
+    age = time.monotonic() - opened
+    # Not before the age (the server's clock starts after this client's connect began), and
+    # not one response after the first past it: requests every 0.1 s came in the meantime.
+    assert age >= 1.0 and kept >= 5, (age, kept)
+    while raw.recv(4096):  # the TLS close_notify, then the server's FIN
+        pass
+    raw.close()
+    connection.close()
+
+
+def test_no_review_is_lost_while_connections_are_closed_for_age(
+    start_webhook: Callable[..., Webhook],
+) -> None:
+    webhook = start_webhook("--max-connection-age", "0.3")
+    results: list[tuple[str, int, str]] = []
+    connections: list[set[tuple[str, int]]] = [set(), set(), set()]
+    errors: list[str] = []
+
+    def client(index: int) -> None:
+        connection = webhook.connection()  # http.client redials after "Connection: close"
+        deadline = time.monotonic() + 2.5
+        n = 0
+        while time.monotonic() < deadline:
+            uid = f"client-{index}-{n}"
+            try:
+                status, document, _ = _review(connection, path=VALIDATE_PATH, uid=uid)
+            except Exception as err:
+                errors.append(f"{uid}: {type(err).__name__}: {err}")
+            else:
+                results.append((uid, status, document["response"]["uid"]))
+            if connection.sock is not None:
+                connections[index].add(connection.sock.getsockname())
+            n += 1
+        connection.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == []
+    assert all(status == 200 and uid == answered for uid, status, answered in results)
+    assert len(results) > 30
+    # Each client was made to redial several times in 2.5 s, and lost nothing doing so.
+    assert all(len(local) >= 4 for local in connections), [len(c) for c in connections]
+
+
+def test_idle_tls_connections_hold_no_thread(start_webhook: Callable[..., Webhook]) -> None:
+    # Twice as many connections as threads, each handshaken and then silent, as an HTTP client's
+    # pool may leave them: a thread each would leave none for anyone else.
+    webhook = start_webhook("--threads", "2")
+    context = webhook.client_context()
+    idle = []
+    for _ in range(4):
+        raw = socket.create_connection(("127.0.0.1", webhook.port), timeout=10)
+        idle.append(context.wrap_socket(raw, server_hostname="127.0.0.1"))
+    time.sleep(0.5)
+    connection = webhook.connection()
+    started = time.monotonic()
+    status, document, _ = _review(connection, path=VALIDATE_PATH, uid="beside-idle")
+    assert status == 200 and document["response"]["uid"] == "beside-idle"
+    assert time.monotonic() - started < 5
+    connection.close()
+    # The silent connections were kept, not dropped: each still gets its review answered.
+    body = json.dumps(admission_review(_job(), uid="late")).encode()
+    for sock in idle:
+        sock.sendall(
+            f"POST {VALIDATE_PATH} HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        assert response.status == 200
+        assert json.loads(response.read())["response"]["uid"] == "late"
+        sock.close()

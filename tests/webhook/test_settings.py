@@ -22,6 +22,7 @@ def test_in_process_defaults_need_no_tls() -> None:
     assert settings.bind == "0.0.0.0:9443"
     assert settings.max_body_bytes == 3 * MIB
     assert settings.keepalive > 90  # outlives the API server's idle-connection timeout
+    assert 0 < settings.max_connection_age < settings.keepalive
 
 
 def test_process_defaults_serve_tls_from_the_conventional_directory() -> None:
@@ -40,6 +41,7 @@ def test_environment_sets_values_and_flags_win(tmp_path: Path) -> None:
         "MXJOB_WEBHOOK_LOG_FORMAT": "json",
         "MXJOB_WEBHOOK_MAX_BODY_BYTES": "1024",
         "MXJOB_WEBHOOK_CERT_CHECK_INTERVAL": "0.25",
+        "MXJOB_WEBHOOK_MAX_CONNECTION_AGE": "2.5",
     }
     settings = from_env_and_args(["--threads", "16", "--log-format", "text"], environ=environ)
     assert settings == WebhookSettings(
@@ -50,7 +52,9 @@ def test_environment_sets_values_and_flags_win(tmp_path: Path) -> None:
         log_format="text",
         max_body_bytes=1024,
         cert_check_interval=0.25,
+        max_connection_age=2.5,
     )
+    assert from_env_and_args(["--max-connection-age", "0"], environ=environ).max_connection_age == 0
 
 
 @pytest.mark.parametrize(
@@ -64,6 +68,7 @@ def test_environment_sets_values_and_flags_win(tmp_path: Path) -> None:
         ([], {"MXJOB_WEBHOOK_LOG_FORMAT": "xml"}),
         ([], {"MXJOB_WEBHOOK_WORKERS": "many"}),
         ([], {"MXJOB_WEBHOOK_MAX_BODY_BYTES": "0"}),
+        (["--max-connection-age", "-1"], {}),
     ],
 )
 def test_bad_values_exit_with_usage_error(argv: list[str], environ: dict[str, str]) -> None:
