@@ -532,7 +532,12 @@ def scheduler_section(report: Mapping[str, Any]) -> list[str]:
                 ],
             ],
         )
-        lines += ["", f"Controller writes: {_requests(run['controller_writes'])}.", ""]
+        dropped = run.get("controller_events_dropped", "not measured")
+        lines += [
+            "",
+            f"Controller writes: {_requests(run['controller_writes'])}; Events dropped: {dropped}.",
+            "",
+        ]
     flat = report.get("flatness") or {}
     if flat:
         lines += [

@@ -89,6 +89,20 @@ def own_writes(metrics_text: str) -> collections.Counter[RequestKey]:
     return counts
 
 
+_DROPPED_SERIES: Final = re.compile(
+    r'^mxjob_controller_events_dropped_total\{reason="[^"]*"\} (?P<value>\S+)$'
+)
+
+
+def events_dropped(metrics_text: str) -> int:
+    """``mxjob_controller_events_dropped_total``, every reason together."""
+    return sum(
+        int(float(match["value"]))
+        for line in metrics_text.splitlines()
+        if (match := _DROPPED_SERIES.match(line)) is not None
+    )
+
+
 def scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         return str(response.read().decode())
@@ -173,7 +187,8 @@ def measure(
     start = sample_process(controller_pid)
     cpu_0 = component_cpu(plane)
     requests_0 = apiserver_requests(plane, groups=CONTROLLER_GROUPS)
-    own_0 = own_writes(scrape(metrics_port))
+    metrics_0 = scrape(metrics_port)
+    own_0, dropped_0 = own_writes(metrics_0), events_dropped(metrics_0)
     paths = (pods_path(namespace), services_path(namespace), mxjobs_path(namespace))
     with watching(driver, *paths) as (pods, services, mxjobs):
         time.sleep(0.5)  # the watches are open before the first job
@@ -229,7 +244,8 @@ def measure(
         # What the API server saw on the controller's resources, less the driver's requests:
         # it still holds kube-scheduler's bindings and kwok's pod status writes and deletes.
         seen = subtract(requests, delta(driver.snapshot(), driver_0))
-        ours = delta(own_writes(scrape(metrics_port)), own_0) + event_writes(seen)
+        metrics_text = scrape(metrics_port)
+        ours = delta(own_writes(metrics_text), own_0) + event_writes(seen)
         cpu = component_cpu(plane)
     controller_cpu = end.cpu_seconds - start.cpu_seconds
     growth_kib_per_pod = (cached.rss_mib - start.rss_mib) * 1024 / wanted
@@ -251,6 +267,7 @@ def measure(
         "api_server_requests": keyed(seen, (*RESOURCES, "nodes")),
         "controller_writes": keyed(ours, RESOURCES),
         "controller_writes_per_job": _per_job(sum(ours.values()), jobs),
+        "controller_events_dropped": events_dropped(metrics_text) - dropped_0,
         "controller_cpu_s": round(controller_cpu, 2),
         "controller_cpu_ms_per_job": _per_job(controller_cpu, jobs, scale=1000),
         "controller_start_rss_mib": round(start.rss_mib, 1),

@@ -14,6 +14,7 @@ import pytest
 from bench import scheduler_scale
 from bench.report import render
 from bench.scheduler_scale import (
+    events_dropped,
     every_job,
     every_pod_bound,
     flatness,
@@ -34,6 +35,17 @@ def test_own_writes_reads_the_controllers_counter_by_verb_and_resource() -> None
         ]
     )
     assert own_writes(text) == {("CREATE", "pods"): 12, ("UPDATE", "mxjobs/status"): 9}
+
+
+def test_events_dropped_adds_up_every_reason() -> None:
+    text = "\n".join(
+        [
+            'mxjob_controller_events_dropped_total{reason="queue_full"} 2.0',
+            'mxjob_controller_events_dropped_total{reason="refused"} 1.0',
+            'mxjob_controller_events_dropped_created{reason="refused"} 1.7e9',
+        ]
+    )
+    assert events_dropped(text) == 3
 
 
 def test_the_predicates_wait_for_every_object() -> None:
@@ -94,6 +106,8 @@ def test_a_tiny_run_goes_running_succeeded_and_cleaned_on_kwok_nodes() -> None:
     assert writes["DELETE pods"] == SMOKE_JOBS * 3
     assert writes["PATCH pods"] == pods  # the tracking finalizer, once per pod
     assert run["controller_writes_per_job"] == sum(writes.values()) / SMOKE_JOBS
+    assert run["controller_events_dropped"] == 0
+    assert writes["POST events"] >= SMOKE_JOBS
     assert 0 < run["all_created_s"] <= run["all_bound_s"] <= run["all_running_s"]
     assert run["succeeded_and_cleaned_s"] > 0
     assert 0 < run["controller_start_rss_mib"] <= run["controller_peak_rss_mib"] < 1024
