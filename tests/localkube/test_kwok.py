@@ -2,28 +2,47 @@
 
 from __future__ import annotations
 
+import yaml
+
 from localkube.kwok import (
     EXIT_CODE_ANNOTATION,
     EXIT_STAGE,
     NODE_ANNOTATION,
     NODE_ANNOTATION_VALUE,
     PODS_PER_NODE,
+    READY_STAGE,
+    module_source,
     node,
     nodes_for,
     stages,
 )
 
 
-def test_kwoks_own_fast_stages_come_from_the_pinned_module_then_the_exit_stage() -> None:
+def test_kwoks_own_fast_stages_come_from_the_pinned_module_then_ours() -> None:
     played = stages()
     assert [s["metadata"]["name"] for s in played] == [
         "node-initialize",
-        "pod-ready",
         "pod-delete",
+        "pod-ready",
         "pod-exit",
     ]
     assert all(s["kind"] == "Stage" for s in played)
-    assert played[-1] is EXIT_STAGE
+    assert played[-2:] == [READY_STAGE, EXIT_STAGE]
+
+
+def test_a_ready_pod_gets_running_containers_and_no_ip() -> None:
+    """kwok's own pod-ready hands out an IP per attempt: a retried patch carries two, which
+    the API server refuses, and the pod would stay Pending."""
+    template = READY_STAGE["spec"]["next"]["statusTemplate"]
+    assert "phase: Running" in template and "running:" in template
+    assert "podIP" not in template and "PodIPsWith" not in template
+    kwoks = yaml.safe_load(
+        (module_source() / "kustomize" / "stage" / "pod" / "fast" / "pod-ready.yaml").read_text()
+    )
+    assert (
+        READY_STAGE["spec"]["selector"]["matchExpressions"][:2]
+        == kwoks["spec"]["selector"]["matchExpressions"][:2]
+    )
 
 
 def test_the_exit_stage_ends_only_running_pods_the_driver_annotated() -> None:
