@@ -485,7 +485,13 @@ def scheduler_section(report: Mapping[str, Any]) -> list[str]:
         "",
     ]
     for run in runs:
-        lines += [f"### {run['jobs']:,} jobs ({run['pods']:,} pods, {run['nodes']} nodes)", ""]
+        load = ", ".join(str(x) for x in run.get("machine", {}).get("load_average", []))
+        lines += [
+            f"### {run['jobs']:,} jobs ({run['pods']:,} pods, {run['nodes']} nodes)",
+            "",
+            f"Load average (1, 5, 15 min) at the end: {load or 'not measured'}.",
+            "",
+        ]
         lines += _table(
             ["figure", "value", "per job"],
             [
