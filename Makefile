@@ -40,10 +40,11 @@ $(SDK_STAMP): $(SDK_REQUIREMENTS)
 
 sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
 
-binaries: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and training-operator once per machine
+binaries: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, training-operator and kwok once per machine
 	@hack/build-binaries.sh >/dev/null
 	@hack/build-training-operator.sh >/dev/null
 	@hack/build-training-operator.sh client-rate-limits.patch >/dev/null
+	@hack/build-kwok.sh >/dev/null
 
 cluster-up: venv binaries ## start etcd, kube-apiserver, kube-controller-manager on loopback
 	@$(PY) -m localkube up --state-dir $(LOCAL)

@@ -10,11 +10,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import admission_cost, admission_overhead, controller_scale, webhook_load
+from bench import (
+    admission_cost,
+    admission_overhead,
+    controller_scale,
+    scheduler_scale,
+    webhook_load,
+)
 from bench.common import BENCH_DIR
 from bench.report import render
 from localkube.cluster import PROJECT_ROOT
@@ -32,6 +39,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--scale-jobs", type=int, nargs="+", default=[100, 500], help="growth sizes"
     )
+    parser.add_argument(
+        "--scheduler-jobs",
+        type=int,
+        nargs="*",
+        default=list(scheduler_scale.SIZES),
+        help="sizes on kube-scheduler and kwok nodes (none: skip)",
+    )
     parser.add_argument("--admission-jobs", type=int, default=500)
     parser.add_argument("--webhook-duration", type=float, default=5.0)
     args = parser.parse_args(argv)
@@ -41,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         args.results.parent.mkdir(parents=True, exist_ok=True)
         results = {}
+        started = time.monotonic()
 
         def save() -> None:
             args.results.write_text(json.dumps(results, indent=2) + "\n")
@@ -60,6 +75,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["controller_scale"] = controller_scale.main(
             ["--jobs", *map(str, args.scale_jobs), "--output", "/dev/null"]
         )
+        save()
+        if args.scheduler_jobs:
+            results["scheduler_scale"] = scheduler_scale.main(
+                ["--jobs", *map(str, args.scheduler_jobs), "--output", "/dev/null"]
+            )
+            save()
+        results["run"] = {
+            "seconds": round(time.monotonic() - started),
+            "argv": list(sys.argv[1:] if argv is None else argv),
+        }
         save()
     notes = FINDINGS.read_text() if FINDINGS.exists() else ""
     args.output.write_text(render(results, notes=notes))

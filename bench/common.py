@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -154,15 +154,28 @@ def component_cpu(plane: ControlPlane) -> dict[str, float]:
 
 
 # -- control planes ---------------------------------------------------------------------------
-def bench_plane(name: str, *, extra_apiserver_args: tuple[str, ...] = ()) -> ControlPlane:
+def bench_plane(
+    name: str,
+    *,
+    extra_apiserver_args: tuple[str, ...] = (),
+    scheduler: bool = False,
+    extra_scheduler_args: tuple[str, ...] = (),
+) -> ControlPlane:
     """A fresh control plane of the benchmarks' own under ``.local/bench/<name>``.
+
+    With ``scheduler``, kube-scheduler runs too (without the alpha gang features).
 
     Fresh: what a previous run left in etcd would make the first and the last measurement of a
     growth series differ for a reason that is not the code.
     """
     state_dir = BENCH_DIR / name
     plane = ControlPlane(
-        ControlPlaneSettings(state_dir=state_dir, extra_apiserver_args=extra_apiserver_args)
+        ControlPlaneSettings(
+            state_dir=state_dir,
+            extra_apiserver_args=extra_apiserver_args,
+            scheduler=scheduler,
+            extra_scheduler_args=extra_scheduler_args,
+        )
     )
     plane.down()
     shutil.rmtree(state_dir, ignore_errors=True)
@@ -178,8 +191,14 @@ _SERIES = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
-def apiserver_requests(plane: ControlPlane) -> collections.Counter[RequestKey]:
-    """``apiserver_request_total`` summed by verb and resource (subresources kept apart)."""
+def apiserver_requests(
+    plane: ControlPlane, *, groups: Collection[str] | None = None
+) -> collections.Counter[RequestKey]:
+    """``apiserver_request_total`` summed by verb and resource (subresources kept apart).
+
+    ``groups`` keeps only the API groups named (``""`` is the core group): e.g. the core
+    ``events`` a controller writes apart from kube-scheduler's ``events.k8s.io`` ones.
+    """
     state = plane.state()
     if state is None:
         raise RuntimeError("the control plane is not running")
@@ -193,6 +212,8 @@ def apiserver_requests(plane: ControlPlane) -> collections.Counter[RequestKey]:
         if match is None:
             continue
         labels = dict(_LABEL.findall(match["labels"]))
+        if groups is not None and labels.get("group", "") not in groups:
+            continue
         resource = labels.get("resource", "")
         if labels.get("subresource"):
             resource = f"{resource}/{labels['subresource']}"

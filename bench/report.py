@@ -629,6 +629,123 @@ def raw_limit_section(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def scheduler_section(report: Mapping[str, Any]) -> list[str]:
+    """Growth on kube-scheduler and kwok nodes: a table per size, then what stayed flat."""
+    runs = report["runs"]
+    lines = [
+        "## Growth on a real scheduler: cost per job from 100 to 5,000 jobs",
+        "",
+        "A fresh control plane per size running kube-scheduler (client raised to 500 "
+        "requests/s, burst 1,000: its default 50/s would make it the clock) and kwok "
+        "(`localkube.kwok`: simulated nodes of 110 pods, enough for every pod; its stages make "
+        "a bound pod Running and end a pod the driver annotates with its exit code), the "
+        "webhook registered and `mxjob-controller` watching the run's namespace. Jobs of 1 "
+        "scheduler, 1 server and 2 workers (`cleanPodPolicy: Running`, no grace period) are "
+        "submitted at once from 8 threads; once every job is Running every scheduler pod exits "
+        "0, and the run ends when every job is Succeeded and only the schedulers are left. "
+        "Times from the driver's watches; the controller's writes are its own count plus the "
+        "Events the API server counted; CPU and RSS from `/proc`.",
+        "",
+    ]
+    for run in runs:
+        load = ", ".join(str(x) for x in run.get("machine", {}).get("load_average", []))
+        lines += [
+            f"### {run['jobs']:,} jobs ({run['pods']:,} pods, {run['nodes']} nodes)",
+            "",
+            f"Load average (1, 5, 15 min) at the end: {load or 'not measured'}.",
+            "",
+        ]
+        lines += _table(
+            ["figure", "value", "per job"],
+            [
+                [
+                    "every pod and Service exists",
+                    f"{run['all_created_s']} s",
+                    f"{run['ms_per_job']['created']} ms",
+                ],
+                ["every pod bound", f"{run['all_bound_s']} s", "-"],
+                [
+                    "every job Running",
+                    f"{run['all_running_s']} s",
+                    f"{run['ms_per_job']['running']} ms",
+                ],
+                [
+                    "every job Succeeded and cleaned",
+                    f"{run['succeeded_and_cleaned_s']} s",
+                    f"{run['ms_per_job']['succeeded_and_cleaned']} ms",
+                ],
+                [
+                    "controller writes",
+                    sum(run["controller_writes"].values()),
+                    run["controller_writes_per_job"],
+                ],
+                [
+                    "controller CPU",
+                    f"{run['controller_cpu_s']} s",
+                    f"{run['controller_cpu_ms_per_job']} ms",
+                ],
+                [
+                    "controller RSS, every pod cached",
+                    f"{run['controller_rss_every_pod_cached_mib']} MiB",
+                    f"{run['rss_growth_kib_per_pod']} KiB per pod over its start",
+                ],
+                ["controller peak RSS", f"{run['controller_peak_rss_mib']} MiB", "-"],
+                [
+                    "kube-apiserver / etcd / kube-scheduler / kwok CPU",
+                    " / ".join(
+                        f"{run['control_plane_cpu_s'].get(name, 0)} s"
+                        for name in ("kube-apiserver", "etcd", "kube-scheduler")
+                    )
+                    + f" / {run['kwok_cpu_s']} s",
+                    "-",
+                ],
+            ],
+        )
+        dropped = run.get("controller_events_dropped", "not measured")
+        lines += [
+            "",
+            f"Controller writes: {_requests(run['controller_writes'])}; Events dropped: {dropped}.",
+            "",
+        ]
+    flat = report.get("flatness") or {}
+    if flat:
+        lines += [
+            f"Flat from {flat['from_jobs']:,} to {flat['to_jobs']:,} jobs (largest size's "
+            "per-job figure over the smallest's; flat within 1.25; times are shown, not "
+            "judged: the API server, etcd, kube-scheduler and kwok share the two cores):",
+            "",
+        ]
+        lines += _table(
+            ["per job", "ratio", "flat"],
+            [
+                [name, value["ratio"], (_yes(value["flat"]) if value["judged"] else "(shown)")]
+                for name, value in flat.items()
+                if isinstance(value, Mapping)
+            ],
+        )
+        lines.append("")
+    lines += [
+        f"RSS predicted at {report['target_pods']:,} pods from the largest size's growth per "
+        f"pod: {report['predicted_rss_at_target_mib']} MiB (target ≤ "
+        f"{report['target_rss_mib']:.0f} MiB: {_yes(report['meets_rss_target'])}).",
+        "",
+        f"Reproduce: `{report['command']}` ({report.get('duration_s', '?')} s).",
+        "",
+    ]
+    return lines
+
+
+def _run_length(run: Mapping[str, Any] | None) -> list[str]:
+    """How long the whole run took, and with which arguments (none: the defaults)."""
+    if not run:
+        return []
+    argv = " ".join(run["argv"]) or "no arguments: the default sizes"
+    return [
+        "",
+        f"The whole run took {run['seconds'] / 60:.0f} min (`python -m bench` with {argv}).",
+    ]
+
+
 def render(results: Mapping[str, Any], *, notes: str = "") -> str:
     """The whole page from ``{"webhook_load": ..., "admission_overhead": ..., ...}``."""
     info: Mapping[str, Any] = next(
@@ -642,15 +759,19 @@ def render(results: Mapping[str, Any], *, notes: str = "") -> str:
         f"Measured {stamp} by `make bench` (`.venv/bin/python -m bench`); every figure is "
         "compared with a baseline measured in the same run. `make test` runs every benchmark "
         "at a tiny size (`tests/bench/`), so these scripts keep working.",
+        *_run_length(results.get("run")),
         "",
         "## Machine",
         "",
         *machine_section(info),
         "",
     ]
+    # The table against the peer first, then the physical limit, then growth; the detail after.
     if "controller_scale" in results:
         lines += peer_section(results["controller_scale"])
         lines += raw_limit_section(results["controller_scale"])
+    if "scheduler_scale" in results:
+        lines += scheduler_section(results["scheduler_scale"])
     if "webhook_load" in results:
         lines += webhook_section(results["webhook_load"])
     if "admission_overhead" in results:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -66,6 +67,30 @@ def _newer_or_equal(candidate: Mapping[str, Any], current: Mapping[str, Any]) ->
     return True
 
 
+INTERN_MAX_LENGTH: Final = 64
+"""Strings up to this length are interned in the cache: field names, label keys and values,
+enum-like values ("Running", "TCP", "True"), names, uids and timestamps."""
+
+
+def compact(value: Any) -> Any:
+    """The same JSON value with every dict key and every short string interned.
+
+    ``json.loads`` makes a new string for every key and value of every object, so 20,000
+    cached pods hold 20,000 copies of ``"metadata"``, of each label key and of each repeated
+    value: about half of a cached object's memory. Interned, each distinct string is held once.
+    CPython frees an interned string with its last reference (``sys.intern``; checked by
+    tests/controller/test_informers.py), so unique values (uids, timestamps) do not pile up
+    once their object leaves the cache.
+    """
+    if isinstance(value, dict):
+        return {sys.intern(k) if isinstance(k, str) else k: compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [compact(item) for item in value]
+    if isinstance(value, str) and len(value) <= INTERN_MAX_LENGTH:
+        return sys.intern(value)
+    return value
+
+
 def strip_managed_fields(obj: Obj) -> Obj:
     """Drop ``metadata.managedFields``: large, and nothing here reads it."""
     meta = obj.get("metadata")
@@ -74,13 +99,26 @@ def strip_managed_fields(obj: Obj) -> Obj:
     return obj
 
 
+def cached_object(obj: Obj) -> Obj:
+    """An MXJob or Service as cached: without ``managedFields``, its strings interned."""
+    compacted: Obj = compact(strip_managed_fields(obj))
+    return compacted
+
+
 SLIM_POD_SPEC: Final = ("nodeName", "restartPolicy", "terminationGracePeriodSeconds")
 """What a cached pod keeps of its spec: the grace period is how long a pod of a finished job
 may take to end by itself (controller/status.py) before cleanPodPolicy deletes it."""
+SLIM_POD_STATUS: Final = ("phase", "reason", "containerStatuses")
+"""What a cached pod keeps of its status (controller/observed.py reads no more): not its
+conditions, IPs, QoS class or start time."""
+SLIM_CONTAINER_STATUS: Final = ("name", "state", "lastState", "restartCount")
+"""What a cached pod keeps of each container's status: which container, how it ended (exit
+code and reason, now and before its last restart) and how often the kubelet restarted it."""
 
 
 def slim_pod(pod: Obj) -> Obj:
-    """Keep what status computation reads of a pod; drop the spec's bulk (env, volumes...).
+    """Keep what the controller reads of a pod; drop the spec's bulk (env, volumes...) and the
+    status it never reads, and intern the strings (:func:`compact`).
 
     With thousands of pods cached this is most of the controller's memory.
     """
@@ -88,7 +126,18 @@ def slim_pod(pod: Obj) -> Obj:
     spec = pod.get("spec")
     if isinstance(spec, dict):
         pod["spec"] = {k: spec[k] for k in SLIM_POD_SPEC if k in spec}
-    return pod
+    status = pod.get("status")
+    if isinstance(status, dict):
+        slim_status = {k: status[k] for k in SLIM_POD_STATUS if k in status}
+        containers = slim_status.get("containerStatuses")
+        if isinstance(containers, list):
+            slim_status["containerStatuses"] = [
+                {k: c[k] for k in SLIM_CONTAINER_STATUS if k in c} if isinstance(c, dict) else c
+                for c in containers
+            ]
+        pod["status"] = slim_status
+    slimmed: Obj = compact(pod)
+    return slimmed
 
 
 class WatchError(Exception):
@@ -98,8 +147,12 @@ class WatchError(Exception):
 class Store:
     """The cached objects of one resource, by ``namespace/name`` and by an index label."""
 
-    def __init__(self, *, index_label: str | None = None) -> None:
+    def __init__(
+        self, *, index_label: str | None = None, transform: Transform | None = None
+    ) -> None:
         self._lock = threading.Lock()
+        self._transform = transform
+        """What the informer does to what it caches: applied to written-through objects too."""
         self._objects: dict[str, Obj] = {}
         self._index_label = index_label
         self._index: dict[tuple[str, str], set[str]] = {}
@@ -195,6 +248,8 @@ class Store:
         while the write was on its way, putting it back would keep a deleted object in the
         cache for good (no later event removes it), and every reconcile would write to it.
         """
+        if self._transform is not None:
+            obj = self._transform(obj)
         key = object_key(obj)
         with self._lock:
             old = self._objects.get(key)
@@ -258,12 +313,12 @@ class Informer:
         namespaces: tuple[str, ...] | None = None,
         label_selector: str | None = None,
         index_label: str | None = None,
-        transform: Transform = strip_managed_fields,
+        transform: Transform = cached_object,
         settings: InformerSettings | None = None,
     ) -> None:
         self.client = client
         self.name = name
-        self.store = Store(index_label=index_label)
+        self.store = Store(index_label=index_label, transform=transform)
         self._path_for = path_for
         self._namespaces: tuple[str | None, ...] = namespaces if namespaces else (None,)
         self._label_selector = label_selector

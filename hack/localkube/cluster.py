@@ -78,6 +78,11 @@ class ControlPlaneSettings:
     """Run kube-scheduler and serve ``scheduling.k8s.io/v1alpha2`` with the gang-scheduling
     feature gates. Pods are then bound by the scheduler, so test kubelets on this plane must be
     started with ``bind=False`` and nodes need capacity for what the pods request."""
+    scheduler: bool = False
+    """Run kube-scheduler as released, without the alpha gang features (``workload_scheduling``
+    implies it): for pods placed on simulated nodes (``localkube.kwok``)."""
+    extra_scheduler_args: tuple[str, ...] = ()
+    """Flags for kube-scheduler, e.g. a client rate that keeps up with thousands of pods."""
 
 
 @dataclass
@@ -261,9 +266,13 @@ class ControlPlane:
         tmp.chmod(0o600)
         tmp.replace(self.kubeconfig)
 
+    @property
+    def runs_scheduler(self) -> bool:
+        return self.settings.scheduler or self.settings.workload_scheduling
+
     def _components(self) -> tuple[str, ...]:
         """The processes this plane runs, in start order."""
-        return (*COMPONENTS, SCHEDULER) if self.settings.workload_scheduling else COMPONENTS
+        return (*COMPONENTS, SCHEDULER) if self.runs_scheduler else COMPONENTS
 
     # -- processes -----------------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> int:
@@ -348,10 +357,16 @@ class ControlPlane:
             "--bind-address=127.0.0.1",
             f"--secure-port={state.scheduler_port}",
             f"--cert-dir={self.dir / 'scheduler-certs'}",
-            f"--feature-gates={WORKLOAD_FEATURE_GATES}",
+            *self._workload_scheduler_args(),
             "--leader-elect=false",
             "--v=1",
+            *self.settings.extra_scheduler_args,
         ]
+
+    def _workload_scheduler_args(self) -> list[str]:
+        if not self.settings.workload_scheduling:
+            return []
+        return [f"--feature-gates={WORKLOAD_FEATURE_GATES}"]
 
     def _controller_manager_argv(self, state: ControlPlaneState) -> list[str]:
         return [
@@ -449,7 +464,7 @@ class ControlPlane:
             etcd_peer_port=free_port(),
             apiserver_port=free_port(),
             controller_manager_port=free_port(),
-            scheduler_port=free_port() if self.settings.workload_scheduling else 0,
+            scheduler_port=free_port() if self.runs_scheduler else 0,
         )
         self._write_kubeconfig(state)
         self.kubectl_path.parent.mkdir(parents=True, exist_ok=True)
@@ -468,7 +483,7 @@ class ControlPlane:
                 "kube-controller-manager", self._controller_manager_argv(state)
             )
             self._save(state)
-            if self.settings.workload_scheduling:
+            if self.runs_scheduler:
                 state.pids[SCHEDULER] = self._spawn(SCHEDULER, self._scheduler_argv(state))
                 self._save(state)
         except BaseException:

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import copy
+import gc
+import json
+import tracemalloc
 from typing import Any
+
+import pytest
 
 from controller.informers import (
     DELETED,
+    INTERN_MAX_LENGTH,
     Informer,
     InformerSettings,
     Store,
+    cached_object,
+    compact,
     slim_pod,
 )
 from controller.kube import Gone
+from controller.observed import controller_uid, is_tracked, main_container_status, observe
 from tests.controller.fakes import ScriptedWatchApi
 
 Obj = dict[str, Any]
@@ -199,7 +209,7 @@ def test_slim_pods_keep_only_what_status_needs() -> None:
             "terminationGracePeriodSeconds": 1,
             "containers": [{}],
         },
-        status={"phase": "Running"},
+        status={"phase": "Running", "podIP": "10.0.0.1", "conditions": [{"type": "Ready"}]},
     )
     slim = slim_pod(pod)
     assert slim["spec"] == {
@@ -208,3 +218,150 @@ def test_slim_pods_keep_only_what_status_needs() -> None:
         "terminationGracePeriodSeconds": 1,
     }
     assert slim["status"] == {"phase": "Running"}
+    assert "managedFields" not in slim["metadata"]
+
+
+def _kubelet_pod(state: Obj, *, phase: str, restarts: int = 0) -> Obj:
+    """A pod as a kubelet reports it: every status field the API server fills in."""
+    return {
+        "metadata": {
+            "name": "job-worker-0",
+            "namespace": "ns",
+            "uid": "9f0c6a1e-2a4b-4c8e-9d3f-0b1a2c3d4e5f",
+            "resourceVersion": "42",
+            "labels": {
+                "training.kubeflow.org/job-name": "job",
+                "training.kubeflow.org/replica-type": "worker",
+                "training.kubeflow.org/replica-index": "0",
+            },
+            "annotations": {"training.kubeflow.org/restarts-before": "2"},
+            "finalizers": ["training.kubeflow.org/mxjob-tracking"],
+            "ownerReferences": [{"kind": "MXJob", "uid": "u", "controller": True}],
+            "deletionTimestamp": "2026-01-01T00:00:09Z",
+            "managedFields": [{"manager": "kubelet"}],
+        },
+        "spec": {
+            "nodeName": "n",
+            "restartPolicy": "OnFailure",
+            "terminationGracePeriodSeconds": 7,
+            "containers": [{"name": "mxnet", "image": "i", "env": [{"name": "A", "value": "b"}]}],
+        },
+        "status": {
+            "phase": phase,
+            "reason": "Evicted" if phase == "Failed" else None,
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "hostIP": "10.0.0.1",
+            "podIP": "10.1.0.1",
+            "podIPs": [{"ip": "10.1.0.1"}],
+            "qosClass": "BestEffort",
+            "startTime": "2026-01-01T00:00:00Z",
+            "containerStatuses": [
+                {
+                    "name": "sidecar",
+                    "image": "s",
+                    "imageID": "s@sha256:0",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {"terminated": {"exitCode": 9, "reason": "Error"}},
+                },
+                {
+                    "name": "mxnet",
+                    "image": "i",
+                    "imageID": "i@sha256:1",
+                    "containerID": "containerd://x",
+                    "ready": False,
+                    "started": False,
+                    "restartCount": restarts,
+                    "state": state,
+                    "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+                },
+            ],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("state", "phase"),
+    [
+        ({"running": {"startedAt": "2026-01-01T00:00:01Z"}}, "Running"),
+        ({"terminated": {"exitCode": 0, "reason": "Completed"}}, "Succeeded"),
+        ({"terminated": {"exitCode": 1, "reason": "Error"}}, "Failed"),
+        ({"waiting": {"reason": "CrashLoopBackOff"}}, "Running"),
+    ],
+)
+def test_a_slim_pod_reads_as_the_full_pod_does(state: Obj, phase: str) -> None:
+    """Everything the controller reads of a pod survives the cache (controller/observed.py)."""
+    full = _kubelet_pod(state, phase=phase, restarts=3)
+    slim = slim_pod(copy.deepcopy(full))
+    assert observe(slim) == observe(full)
+    assert controller_uid(slim) == controller_uid(full)
+    assert is_tracked(slim) and slim["metadata"]["finalizers"] == full["metadata"]["finalizers"]
+    assert slim["metadata"]["labels"] == full["metadata"]["labels"]
+    assert main_container_status(slim)["lastState"] == {
+        "terminated": {"exitCode": 137, "reason": "OOMKilled"}
+    }
+    assert "conditions" not in slim["status"] and "podIP" not in slim["status"]
+    assert set(slim["status"]["containerStatuses"][1]) == {
+        "name",
+        "state",
+        "lastState",
+        "restartCount",
+    }
+
+
+def test_cached_objects_share_one_copy_of_each_key_and_short_value() -> None:
+    first = cached_object(json.loads(json.dumps(_kubelet_pod({}, phase="Running"))))
+    second = cached_object(json.loads(json.dumps(_kubelet_pod({}, phase="Running"))))
+    key_1 = next(k for k in first["metadata"]["labels"] if k.endswith("job-name"))
+    key_2 = next(k for k in second["metadata"]["labels"] if k.endswith("job-name"))
+    assert key_1 is key_2
+    assert first["status"]["phase"] is second["status"]["phase"]
+    assert first["metadata"]["uid"] is second["metadata"]["uid"]
+    assert first == json.loads(json.dumps(_kubelet_pod({}, phase="Running"))) | {
+        "metadata": {k: v for k, v in first["metadata"].items() if k != "managedFields"}
+    }
+    assert "managedFields" not in first["metadata"]
+
+
+def test_long_strings_are_not_interned() -> None:
+    text = "x" * (INTERN_MAX_LENGTH + 1)
+    a, b = compact({"v": "".join(text)}), compact({"v": "".join(text)})
+    assert a == b and a["v"] is not b["v"]
+
+
+def test_interned_values_are_freed_with_the_objects_that_held_them() -> None:
+    """Unique values (uids, timestamps) must not outlive their object in the interpreter's
+    table of interned strings, or a long-running controller would grow with every pod: a second
+    generation of as many unique values takes no more memory once the first is gone (the
+    table keeps its size, not its strings)."""
+
+    def generation(number: int) -> list[Any]:
+        return [compact({"uid": f"{number}-{n:034d}"}) for n in range(20_000)]
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        cached = generation(1)
+        held = tracemalloc.get_traced_memory()[0] - before
+        del cached
+        gc.collect()
+        after_first = tracemalloc.get_traced_memory()[0]
+        cached = generation(2)
+        del cached
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - after_first
+    finally:
+        tracemalloc.stop()
+    assert held > 20_000 * 36
+    assert grown < held / 10
+
+
+def test_a_write_through_is_cached_as_the_informer_caches_its_objects() -> None:
+    store = Store(transform=slim_pod)
+    store.apply("ADDED", slim_pod(obj("a", "1", spec={"containers": [{}]})))
+    assert store.write_through(obj("a", "2", spec={"containers": [{}]}, status={"podIP": "x"}))
+    cached = store.get("ns/a")
+    assert cached is not None
+    assert cached["metadata"]["resourceVersion"] == "2"
+    assert "managedFields" not in cached["metadata"]
+    assert cached["spec"] == {} and cached["status"] == {}
