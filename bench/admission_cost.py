@@ -41,7 +41,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.admission_overhead import defaulted_scale_job, scale_job
-from bench.common import CLOCK_TICKS, bench_plane, component_cpu, emit, machine, ratio
+from bench.common import (
+    CLOCK_TICKS,
+    apiserver_metrics,
+    bench_plane,
+    component_cpu,
+    emit,
+    machine,
+    ratio,
+)
 from controller.kube import ApiError, KubeClient, mxjobs_path
 from localkube.api import ensure_namespace
 from localkube.cluster import ControlPlane
@@ -105,13 +113,7 @@ WEBHOOK_KINDS: Final = {
 def webhook_calls(plane: ControlPlane) -> collections.Counter[str]:
     """Calls the API server made to our webhooks so far: ``mutate``/``validate`` by operation
     (``mutate CREATE``, …) and ``convert`` (every conversion request, any direction)."""
-    state = plane.state()
-    if state is None:
-        raise RuntimeError("the control plane is not running")
-    with urllib.request.urlopen(
-        f"{state.server}/metrics", context=plane.ssl_context(), timeout=30
-    ) as response:
-        text = response.read().decode()
+    text = apiserver_metrics(plane)
     calls: collections.Counter[str] = collections.Counter()
     for line in text.splitlines():
         match = _SAMPLE.match(line)

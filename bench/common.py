@@ -191,6 +191,17 @@ _SERIES = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
+def apiserver_metrics(plane: ControlPlane) -> str:
+    """kube-apiserver's ``/metrics``, in Prometheus' text format."""
+    state = plane.state()
+    if state is None:
+        raise RuntimeError("the control plane is not running")
+    with urllib.request.urlopen(
+        f"{state.server}/metrics", context=plane.ssl_context(), timeout=30
+    ) as response:
+        return str(response.read().decode())
+
+
 def apiserver_requests(
     plane: ControlPlane, *, groups: Collection[str] | None = None
 ) -> collections.Counter[RequestKey]:
@@ -199,13 +210,7 @@ def apiserver_requests(
     ``groups`` keeps only the API groups named (``""`` is the core group): e.g. the core
     ``events`` a controller writes apart from kube-scheduler's ``events.k8s.io`` ones.
     """
-    state = plane.state()
-    if state is None:
-        raise RuntimeError("the control plane is not running")
-    with urllib.request.urlopen(
-        f"{state.server}/metrics", context=plane.ssl_context(), timeout=30
-    ) as response:
-        text = response.read().decode()
+    text = apiserver_metrics(plane)
     totals: collections.Counter[RequestKey] = collections.Counter()
     for line in text.splitlines():
         match = _SERIES.match(line)

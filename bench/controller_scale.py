@@ -131,6 +131,19 @@ def lifecycle_job(name: str) -> dict[str, Any]:
     return job
 
 
+def submit_jobs(client: KubeClient, namespace: str, names: Sequence[str], *, threads: int) -> None:
+    """POST a ``lifecycle_job`` of each name from ``threads`` threads at once, as users would."""
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(
+            pool.map(
+                lambda name: client.request(
+                    "POST", mxjobs_path(namespace), body=lifecycle_job(name)
+                ),
+                names,
+            )
+        )
+
+
 def _condition(job: Mapping[str, Any], kind: str) -> bool:
     """Whether the job has condition ``kind`` True (both operators write the same conditions)."""
     conditions = (job.get("status") or {}).get("conditions") or []
@@ -201,15 +214,7 @@ def measure(
             time.sleep(0.5)  # the watches are open before the first job
             names = [f"job-{number}" for number in range(jobs)]
             started = time.monotonic()
-            with concurrent.futures.ThreadPoolExecutor(submit_threads) as pool:
-                list(
-                    pool.map(
-                        lambda name: driver.request(
-                            "POST", mxjobs_path(namespace), body=lifecycle_job(name)
-                        ),
-                        names,
-                    )
-                )
+            submit_jobs(driver, namespace, names, threads=submit_threads)
             submitted = time.monotonic()
             wanted = jobs * 4
             pods.wait(lambda o: len(o) >= wanted, timeout=timeout, what=f"{wanted} pods")

@@ -53,7 +53,7 @@ from bench.common import (
     subtract,
     watching,
 )
-from bench.controller_scale import RESOURCES, _condition, lifecycle_job
+from bench.controller_scale import RESOURCES, _condition, submit_jobs
 from controller.kube import KubeClient, mxjobs_path, pods_path, services_path
 from localkube.api import ensure_namespace
 from localkube.cluster import ControlPlane
@@ -194,15 +194,7 @@ def measure(
         time.sleep(0.5)  # the watches are open before the first job
         driver_0 = driver.snapshot()
         started = time.monotonic()
-        with concurrent.futures.ThreadPoolExecutor(submit_threads) as pool:
-            list(
-                pool.map(
-                    lambda name: driver.request(
-                        "POST", mxjobs_path(namespace), body=lifecycle_job(name)
-                    ),
-                    names,
-                )
-            )
+        submit_jobs(driver, namespace, names, threads=submit_threads)
         submitted = time.monotonic()
         poll(pods, lambda o: len(o) >= wanted, timeout=timeout, what=f"{wanted} pods")
         poll(services, lambda o: len(o) >= wanted, timeout=timeout, what=f"{wanted} Services")

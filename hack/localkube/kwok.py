@@ -26,9 +26,7 @@ node NotReady, and heartbeats would only add writes to what is measured.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
-import os
 import subprocess
 import time
 import urllib.error
@@ -42,6 +40,7 @@ import yaml
 
 from localkube.api import AlreadyExists, Api
 from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.gomodule import download_module, pinned_version, run_build_script
 from localkube.operator import OperatorError, stop_process
 
 MODULE: Final = "sigs.k8s.io/kwok"
@@ -157,37 +156,18 @@ phase: {{{{ if eq $code "0" }}}}Succeeded{{{{ else }}}}Failed{{{{ end }}}}
 
 def version() -> str:
     """The pinned version, as ``hack/versions.env`` names it."""
-    for line in (PROJECT_ROOT / "hack" / "versions.env").read_text().splitlines():
-        if line.startswith("KWOK_VERSION="):
-            return line.split("=", 1)[1].strip()
-    raise OperatorError("hack/versions.env names no KWOK_VERSION")
+    return pinned_version("KWOK_VERSION")
 
 
 def build() -> Path:
     """The ``kwok`` binary, built the first time (about a minute or two), cached per machine."""
-    result = subprocess.run(
-        [str(BUILD_SCRIPT)], check=False, stdout=subprocess.PIPE, text=True, timeout=1800
-    )
-    if result.returncode != 0:
-        raise OperatorError(f"{BUILD_SCRIPT} failed with exit code {result.returncode}")
-    return Path(result.stdout.strip().splitlines()[-1])
+    return run_build_script(BUILD_SCRIPT)
 
 
 @cache
 def module_source() -> Path:
     """The downloaded (read-only) source of the pinned module, in the Go module cache."""
-    result = subprocess.run(
-        ["go", "mod", "download", "-json", f"{MODULE}@{version()}"],
-        cwd=MODULE_DIR,
-        env={**os.environ, "GOFLAGS": "-mod=mod"},
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if result.returncode != 0:
-        raise OperatorError(f"go mod download {MODULE}@{version()} failed: {result.stderr}")
-    return Path(json.loads(result.stdout)["Dir"])
+    return download_module(MODULE, version(), module_dir=MODULE_DIR)
 
 
 def stages() -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ import yaml
 from certs import CertificateAuthority
 from localkube.api import Api, ensure_namespace
 from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.gomodule import download_module, pinned_version, run_build_script
 from localkube.operator import OperatorError, stop_process, wait_established
 
 MODULE: Final = "github.com/kubeflow/training-operator"
@@ -63,10 +64,7 @@ OPERATOR_NAME: Final = "mxjob-controller"
 
 def version() -> str:
     """The pinned version, as ``hack/versions.env`` names it."""
-    for line in (PROJECT_ROOT / "hack" / "versions.env").read_text().splitlines():
-        if line.startswith("TRAINING_OPERATOR_VERSION="):
-            return line.split("=", 1)[1].strip()
-    raise OperatorError("hack/versions.env names no TRAINING_OPERATOR_VERSION")
+    return pinned_version("TRAINING_OPERATOR_VERSION")
 
 
 def build(*patches: str) -> Path:
@@ -75,29 +73,13 @@ def build(*patches: str) -> Path:
     ``patches`` name files of ``hack/training-operator/patches/`` applied to its source first;
     without them, the release as its users ran it.
     """
-    result = subprocess.run(
-        [str(BUILD_SCRIPT), *patches], check=False, stdout=subprocess.PIPE, text=True, timeout=1800
-    )
-    if result.returncode != 0:
-        raise OperatorError(f"{BUILD_SCRIPT} failed with exit code {result.returncode}")
-    return Path(result.stdout.strip().splitlines()[-1])
+    return run_build_script(BUILD_SCRIPT, *patches)
 
 
 @cache
 def module_source() -> Path:
     """The downloaded (read-only) source of the pinned module, in the Go module cache."""
-    result = subprocess.run(
-        ["go", "mod", "download", "-json", f"{MODULE}@{version()}"],
-        cwd=MODULE_DIR,
-        env={**os.environ, "GOFLAGS": "-mod=mod"},
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if result.returncode != 0:
-        raise OperatorError(f"go mod download {MODULE}@{version()} failed: {result.stderr}")
-    return Path(json.loads(result.stdout)["Dir"])
+    return download_module(MODULE, version(), module_dir=MODULE_DIR)
 
 
 def crd_file() -> Path:
