@@ -685,6 +685,11 @@ def scheduler_section(report: Mapping[str, Any]) -> list[str]:
                     f"{run['controller_cpu_ms_per_job']} ms",
                 ],
                 [
+                    "controller reconciles (changes seen, and every job each resync period)",
+                    f"{run.get('controller_cpu_ms_per_reconcile', '-')} ms CPU each",
+                    run.get("controller_reconciles_per_job", "-"),
+                ],
+                [
                     "controller RSS, every pod cached",
                     f"{run['controller_rss_every_pod_cached_mib']} MiB",
                     f"{run['rss_growth_kib_per_pod']} KiB per pod over its start",

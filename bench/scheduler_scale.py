@@ -89,6 +89,9 @@ def own_writes(metrics_text: str) -> collections.Counter[RequestKey]:
     return counts
 
 
+_RECONCILE_SERIES: Final = re.compile(
+    r"^controller_runtime_reconcile_total\{[^}]*\} (?P<value>\S+)$"
+)
 _DROPPED_SERIES: Final = re.compile(
     r'^mxjob_controller_events_dropped_total\{reason="[^"]*"\} (?P<value>\S+)$'
 )
@@ -100,6 +103,20 @@ def events_dropped(metrics_text: str) -> int:
         int(float(match["value"]))
         for line in metrics_text.splitlines()
         if (match := _DROPPED_SERIES.match(line)) is not None
+    )
+
+
+def reconciles(metrics_text: str) -> int:
+    """``controller_runtime_reconcile_total``, every result together.
+
+    A job is reconciled once per change seen and once per resync period (every cached job is
+    queued again then), so a long run reconciles each job more often: CPU per reconcile tells a
+    cost that grows with the run's length from one that grows with its size.
+    """
+    return sum(
+        int(float(match["value"]))
+        for line in metrics_text.splitlines()
+        if (match := _RECONCILE_SERIES.match(line)) is not None
     )
 
 
@@ -189,6 +206,7 @@ def measure(
     requests_0 = apiserver_requests(plane, groups=CONTROLLER_GROUPS)
     metrics_0 = scrape(metrics_port)
     own_0, dropped_0 = own_writes(metrics_0), events_dropped(metrics_0)
+    reconciles_0 = reconciles(metrics_0)
     paths = (pods_path(namespace), services_path(namespace), mxjobs_path(namespace))
     with watching(driver, *paths) as (pods, services, mxjobs):
         time.sleep(0.5)  # the watches are open before the first job
@@ -237,6 +255,7 @@ def measure(
         # it still holds kube-scheduler's bindings and kwok's pod status writes and deletes.
         seen = subtract(requests, delta(driver.snapshot(), driver_0))
         metrics_text = scrape(metrics_port)
+        done = reconciles(metrics_text) - reconciles_0
         ours = delta(own_writes(metrics_text), own_0) + event_writes(seen)
         cpu = component_cpu(plane)
     controller_cpu = end.cpu_seconds - start.cpu_seconds
@@ -262,6 +281,8 @@ def measure(
         "controller_events_dropped": events_dropped(metrics_text) - dropped_0,
         "controller_cpu_s": round(controller_cpu, 2),
         "controller_cpu_ms_per_job": _per_job(controller_cpu, jobs, scale=1000),
+        "controller_reconciles_per_job": _per_job(done, jobs),
+        "controller_cpu_ms_per_reconcile": round(controller_cpu / done * 1000, 3) if done else 0.0,
         "controller_start_rss_mib": round(start.rss_mib, 1),
         "controller_rss_every_pod_cached_mib": round(cached.rss_mib, 1),
         "controller_peak_rss_mib": round(end.peak_rss_mib, 1),

@@ -20,6 +20,7 @@ from bench.scheduler_scale import (
     flatness,
     only_schedulers_left,
     own_writes,
+    reconciles,
 )
 
 SMOKE_JOBS = 3
@@ -46,6 +47,17 @@ def test_events_dropped_adds_up_every_reason() -> None:
         ]
     )
     assert events_dropped(text) == 3
+
+
+def test_reconciles_add_up_every_result() -> None:
+    text = "\n".join(
+        [
+            'controller_runtime_reconcile_total{controller="mxjob",result="success"} 40.0',
+            'controller_runtime_reconcile_total{controller="mxjob",result="requeue_after"} 2.0',
+            'controller_runtime_reconcile_errors_total{controller="mxjob"} 5.0',
+        ]
+    )
+    assert reconciles(text) == 42
 
 
 def test_the_predicates_wait_for_every_object() -> None:
@@ -107,6 +119,9 @@ def test_a_tiny_run_goes_running_succeeded_and_cleaned_on_kwok_nodes() -> None:
     assert writes["PATCH pods"] == pods  # the tracking finalizer, once per pod
     assert run["controller_writes_per_job"] == sum(writes.values()) / SMOKE_JOBS
     assert run["controller_events_dropped"] == 0
+    # Each job at least once per change it went through: created, Running, Succeeded, cleaned.
+    assert run["controller_reconciles_per_job"] >= 4
+    assert run["controller_cpu_ms_per_reconcile"] > 0
     assert writes["POST events"] >= SMOKE_JOBS
     assert 0 < run["all_created_s"] <= run["all_bound_s"] <= run["all_running_s"]
     assert run["succeeded_and_cleaned_s"] > 0
