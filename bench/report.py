@@ -37,9 +37,9 @@ def machine_section(info: Mapping[str, Any]) -> list[str]:
             else []
         ),
         "- The API server, etcd, kube-controller-manager, the webhook, the controller and the "
-        "load generator all share these cores (and, while this was measured, other sessions' "
-        "test runs did too): absolute figures are noisy, ratios to a baseline measured in the "
-        "same run are the result.",
+        "load generator all share these cores, and anything else the machine runs at the time "
+        "shows in the load averages: absolute figures are noisy, ratios to a baseline measured "
+        "in the same run are the result.",
     ]
 
 
