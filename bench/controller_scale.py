@@ -558,9 +558,8 @@ def run(
             ratio(phase_a["seconds"], report["raw_baseline"]["seconds"]), 3
         )
 
-        # -- training-operator v1.8.1 on its own CRD and webhook ------------------------------
+        # -- training-operator v1.8.1 on its own CRD and webhook (ours unregistered above) ----
         if peers:
-            operator.unregister_webhooks()
             peer.replace_crd()
         report["peers"] = {}
         for name in peers:
