@@ -7,7 +7,9 @@ therefore the ceiling of the stack on this machine, and ``mutate / ceiling`` say
 parsing, validation, defaulting, patching, logging and metrics cost. It lives in ``bench/``, not
 in ``webhook/``, so no production route can answer without deciding.
 
-Run as ``python -m bench.constant_webhook`` with ``mxjob-webhook``'s flags.
+Run as ``python -m bench.constant_webhook`` with ``mxjob-webhook``'s flags, plus
+``--worker=gthread`` to serve with gunicorn's own ``gthread`` worker instead of
+``webhook.worker``'s subclass: the benchmark's A/B of the two workers on the same stack.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from flask import Flask, Response, request
 
 from webhook.app import MUTATE_PATH, VALIDATE_PATH
 from webhook.serve import WebhookServer
-from webhook.settings import from_env_and_args
+from webhook.settings import WebhookSettings, from_env_and_args
 
 CONSTANT_REVIEW: Final = json.dumps(
     {
@@ -50,15 +52,37 @@ def constant_app() -> Flask:
     return app
 
 
+WORKERS: Final = ("webhook", "gthread")
+"""``webhook``: ``webhook.worker.WebhookWorker``, as ``mxjob-webhook`` serves; ``gthread``:
+gunicorn's own worker, which the former subclasses."""
+
+
 class ConstantServer(WebhookServer):
     """``mxjob-webhook``'s server with the constant app in place of the real one."""
+
+    def __init__(self, settings: WebhookSettings, *, worker: str = "webhook") -> None:
+        if worker not in WORKERS:
+            raise ValueError(f"worker must be one of {', '.join(WORKERS)}, not {worker!r}")
+        self.worker = worker
+        super().__init__(settings)
+
+    def load_config(self) -> None:
+        super().load_config()
+        if self.worker == "gthread":
+            self.cfg.set("worker_class", "gthread")
 
     def load(self) -> Flask:
         return constant_app()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ConstantServer(from_env_and_args(argv)).run()
+    args = list(sys.argv[1:] if argv is None else argv)
+    worker = "webhook"
+    for arg in list(args):
+        if arg.startswith("--worker="):
+            worker = arg.removeprefix("--worker=")
+            args.remove(arg)
+    ConstantServer(from_env_and_args(args), worker=worker).run()
     return 0
 
 

@@ -90,7 +90,41 @@ def webhook_section(report: Mapping[str, Any]) -> list[str]:
         rows,
     )
     lines += ["", f"Ceiling: {ceiling['saturation_rps']} reviews/s.", ""]
+    if "worker_ab" in report:
+        lines += worker_ab_lines(report["worker_ab"])
     lines += [f"Reproduce: `{report['command']}`", ""]
+    return lines
+
+
+def worker_ab_lines(ab: Mapping[str, Any]) -> list[str]:
+    """The ceiling under the project's gunicorn worker and under gunicorn's own gthread."""
+    lines = [
+        "The ceiling's server under its two possible gunicorn workers, fresh server per "
+        "segment, in the order shown: `webhook/worker.py` (the connection-age limit; what "
+        "`mxjob-webhook` runs) and gunicorn's own `gthread`, which it subclasses. Latency at "
+        f"one offered rate for both, {ab['offered_rps']} reviews/s (half the ceiling above).",
+        "",
+    ]
+    rows = [
+        [
+            segment["worker"],
+            segment["saturation_rps"],
+            f"{segment['p50_ms']:.2f} / {segment['p99_ms']:.2f}",
+            segment["errors"],
+        ]
+        for segment in ab["segments"]
+    ]
+    lines += _table(
+        ["worker", "reviews/s at saturation", "p50 / p99 ms at the offered rate", "errors"],
+        rows,
+    )
+    over = ab["webhook_over_gthread"]
+    lines += [
+        "",
+        f"`webhook/worker.py` over `gthread` (means of their segments): saturation "
+        f"{over['saturation_rps']:.2f}, p50 {over['p50_ms']:.2f}, p99 {over['p99_ms']:.2f}.",
+        "",
+    ]
     return lines
 
 

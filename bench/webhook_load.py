@@ -31,6 +31,7 @@ import json
 import multiprocessing
 import shutil
 import ssl
+import statistics
 import subprocess
 import sys
 import time
@@ -38,7 +39,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from bench import loadgen
 from bench.common import BENCH_DIR, emit, machine, percentile, ratio
@@ -156,8 +157,11 @@ def _certificates(directory: Path) -> Path:
     return directory / "ca.crt"
 
 
-def server_argv(kind: str, *, port: int, cert_dir: Path) -> list[str]:
-    """The production webhook (flags of ``manifests/base/webhook.yaml``) or the baseline."""
+def server_argv(kind: str, *, port: int, cert_dir: Path, worker: str = "webhook") -> list[str]:
+    """The production webhook (flags of ``manifests/base/webhook.yaml``) or the baseline.
+
+    ``worker`` picks the baseline's gunicorn worker (``bench.constant_webhook.WORKERS``).
+    """
     flags = [
         f"--bind=127.0.0.1:{port}",
         f"--cert-dir={cert_dir}",
@@ -167,14 +171,16 @@ def server_argv(kind: str, *, port: int, cert_dir: Path) -> list[str]:
     ]
     if kind == "webhook":
         return [str(Path(sys.executable).parent / "mxjob-webhook"), *flags]
-    return [sys.executable, "-m", "bench.constant_webhook", *flags]
+    return [sys.executable, "-m", "bench.constant_webhook", f"--worker={worker}", *flags]
 
 
-def start_server(kind: str, *, work_dir: Path, cafile: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_server(
+    kind: str, *, work_dir: Path, cafile: Path, worker: str = "webhook"
+) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     log = (work_dir / f"{kind}.log").open("ab")
     process = subprocess.Popen(
-        server_argv(kind, port=port, cert_dir=cafile.parent),
+        server_argv(kind, port=port, cert_dir=cafile.parent, worker=worker),
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -309,6 +315,75 @@ def measure_target(
     }
 
 
+WORKER_ORDER: Final = ("webhook", "gthread", "gthread", "webhook")
+"""The A/B of the baseline's two gunicorn workers, each measured twice, in A B B A order so
+that a drift of the machine during the run weighs on both alike."""
+
+
+def worker_ab(
+    load: LoadGenerator,
+    *,
+    work_dir: Path,
+    cafile: Path,
+    bodies: tuple[bytes, ...],
+    offered_rps: float,
+    warmup: float,
+    duration: float,
+) -> dict[str, Any]:
+    """The ceiling served by ``webhook.worker``'s subclass and by gunicorn's own ``gthread``.
+
+    Each segment starts a fresh server and measures its saturation (closed loop) and its
+    latency at one offered rate, the same for both workers; the figure of a worker is the mean
+    of its two segments, and ``webhook_over_gthread`` says what the subclass costs.
+    """
+    segments: list[dict[str, Any]] = []
+    for worker in WORKER_ORDER:
+        process, port = start_server("constant", work_dir=work_dir, cafile=cafile, worker=worker)
+
+        def at(rate: float | None, port: int = port) -> dict[str, float]:
+            return load.run(
+                port=port,
+                cafile=cafile,
+                path=MUTATE_PATH,
+                bodies=bodies,
+                warmup=warmup,
+                duration=duration,
+                rate=rate,
+            )
+
+        try:
+            saturation, point = at(None), at(offered_rps)
+        finally:
+            stop_process(process.pid)
+        segments.append(
+            {
+                "worker": worker,
+                "saturation_rps": saturation["achieved_rps"],
+                "p50_ms": point["p50_ms"],
+                "p99_ms": point["p99_ms"],
+                "errors": saturation["errors"] + point["errors"],
+            }
+        )
+    summary = {
+        worker: {
+            figure: round(
+                statistics.fmean(float(s[figure]) for s in segments if s["worker"] == worker), 3
+            )
+            for figure in ("saturation_rps", "p50_ms", "p99_ms")
+        }
+        for worker in dict.fromkeys(WORKER_ORDER)
+    }
+    return {
+        "offered_rps": round(offered_rps, 1),
+        "segments": segments,
+        "workers": summary,
+        "webhook_over_gthread": {
+            figure: round(ratio(summary["webhook"][figure], summary["gthread"][figure]), 3)
+            for figure in ("saturation_rps", "p50_ms", "p99_ms")
+        },
+    }
+
+
 def run(
     *,
     duration: float = 5.0,
@@ -344,6 +419,15 @@ def run(
             )
         finally:
             stop_process(process.pid)
+        workers = worker_ab(
+            load,
+            work_dir=work_dir,
+            cafile=cafile,
+            bodies=ceiling_bodies,
+            offered_rps=targets["ceiling"]["saturation_rps"] * 0.5,
+            warmup=warmup,
+            duration=duration,
+        )
         process, port = start_server("webhook", work_dir=work_dir, cafile=cafile)
         try:
             for templates in (3, 12):
@@ -380,6 +464,7 @@ def run(
             "server": "gunicorn gthread, 1 worker x 8 threads, TLS, keep-alive, JSON logs (info)",
         },
         "targets": targets,
+        "worker_ab": workers,
         "command": command_line(duration=duration, warmup=warmup, processes=processes),
     }
 

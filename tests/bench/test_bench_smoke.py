@@ -103,6 +103,24 @@ def test_webhook_load_measures_the_ceiling_and_every_endpoint_without_errors(
     assert webhook_report["machine"]["cores"] >= 1
 
 
+def test_webhook_load_measures_the_ceiling_under_both_gunicorn_workers_in_abba_order(
+    webhook_report: dict[str, Any],
+) -> None:
+    ab = webhook_report["worker_ab"]
+    assert [s["worker"] for s in ab["segments"]] == ["webhook", "gthread", "gthread", "webhook"]
+    assert all(s["errors"] == 0 and s["saturation_rps"] > 0 for s in ab["segments"])
+    gthread = [s["saturation_rps"] for s in ab["segments"] if s["worker"] == "gthread"]
+    assert ab["workers"]["gthread"]["saturation_rps"] == pytest.approx(sum(gthread) / 2, abs=0.01)
+    assert ab["webhook_over_gthread"]["saturation_rps"] == pytest.approx(
+        ab["workers"]["webhook"]["saturation_rps"] / ab["workers"]["gthread"]["saturation_rps"],
+        rel=0.01,
+    )
+    # Each server says which worker it runs: gunicorn logs the class at start.
+    log = (BENCH_DIR / "webhook-load" / "constant.log").read_text()
+    assert log.count("Using worker: gthread") == 2
+    assert log.count("Using worker: WebhookWorker") == 3  # the ceiling, then its two segments
+
+
 def test_admission_overhead_runs_the_three_configurations_in_abccba_order(
     admission_report: dict[str, Any],
 ) -> None:
