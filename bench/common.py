@@ -160,10 +160,12 @@ def bench_plane(
     extra_apiserver_args: tuple[str, ...] = (),
     scheduler: bool = False,
     extra_scheduler_args: tuple[str, ...] = (),
+    scheduler_config: Mapping[str, Any] | None = None,
 ) -> ControlPlane:
     """A fresh control plane of the benchmarks' own under ``.local/bench/<name>``.
 
-    With ``scheduler``, kube-scheduler runs too (without the alpha gang features).
+    With ``scheduler``, kube-scheduler runs too (without the alpha gang features), configured by
+    ``scheduler_config`` when given (``ControlPlaneSettings.scheduler_config``).
 
     Fresh: what a previous run left in etcd would make the first and the last measurement of a
     growth series differ for a reason that is not the code.
@@ -175,6 +177,7 @@ def bench_plane(
             extra_apiserver_args=extra_apiserver_args,
             scheduler=scheduler,
             extra_scheduler_args=extra_scheduler_args,
+            scheduler_config=scheduler_config,
         )
     )
     plane.down()

@@ -670,7 +670,10 @@ def scheduler_section(report: Mapping[str, Any]) -> list[str]:
         "## Growth on a real scheduler: cost per job from 100 to 5,000 jobs",
         "",
         "A fresh control plane per size running kube-scheduler (client raised to 500 "
-        "requests/s, burst 1,000: its default 50/s would make it the clock) and kwok "
+        "requests/s, burst 1,000: its default 50/s would make it the clock; PodTopologySpread's "
+        "cluster-wide default constraints off: with them, placing a pod costs more the more "
+        "Services and pods the namespace holds, and binding fell to 6 pods/s at 13,000 pods, "
+        "see docs/operations.md) and kwok "
         "(`localkube.kwok`: simulated nodes of 110 pods, enough for every pod; its stages make "
         "a bound pod Running and end a pod the driver annotates with its exit code), the "
         "webhook registered and `mxjob-controller` watching the run's namespace. Jobs of 1 "

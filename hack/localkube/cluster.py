@@ -30,8 +30,10 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from certs import CertificateAuthority, new_signing_key_pem
 
@@ -83,6 +85,12 @@ class ControlPlaneSettings:
     implies it): for pods placed on simulated nodes (``localkube.kwok``)."""
     extra_scheduler_args: tuple[str, ...] = ()
     """Flags for kube-scheduler, e.g. a client rate that keeps up with thousands of pods."""
+    scheduler_config: Mapping[str, Any] | None = None
+    """A ``KubeSchedulerConfiguration`` (``kubescheduler.config.k8s.io/v1``) for kube-scheduler's
+    ``--config``, for what only the file can set (plugin arguments, profiles). The plane fills in
+    ``clientConnection.kubeconfig`` and turns leader election off, as its flags do otherwise:
+    kube-scheduler ignores ``--kubeconfig``, ``--kube-api-qps`` and ``--leader-elect`` once it
+    is given a file."""
 
 
 @dataclass
@@ -349,19 +357,39 @@ class ControlPlane:
         ]
 
     def _scheduler_argv(self, state: ControlPlaneState) -> list[str]:
+        if self.settings.scheduler_config is None:
+            client = [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false"]
+        else:
+            client = [f"--config={self._write_scheduler_config(self.settings.scheduler_config)}"]
         return [
             str(Path(state.bin_dir) / SCHEDULER),
-            f"--kubeconfig={self.kubeconfig}",
+            *client,
             f"--authentication-kubeconfig={self.kubeconfig}",
             f"--authorization-kubeconfig={self.kubeconfig}",
             "--bind-address=127.0.0.1",
             f"--secure-port={state.scheduler_port}",
             f"--cert-dir={self.dir / 'scheduler-certs'}",
             *self._workload_scheduler_args(),
-            "--leader-elect=false",
             "--v=1",
             *self.settings.extra_scheduler_args,
         ]
+
+    def _write_scheduler_config(self, config: Mapping[str, Any]) -> Path:
+        """``config`` with this plane's kubeconfig and no leader election, as a file (JSON is
+        YAML, which kube-scheduler reads)."""
+        completed = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            **config,
+            "clientConnection": {
+                **(config.get("clientConnection") or {}),
+                "kubeconfig": str(self.kubeconfig),
+            },
+            "leaderElection": {"leaderElect": False},
+        }
+        path = self.dir / "scheduler-config.json"
+        path.write_text(json.dumps(completed, indent=2) + "\n")
+        return path
 
     def _workload_scheduler_args(self) -> list[str]:
         if not self.settings.workload_scheduling:
