@@ -38,6 +38,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -223,40 +224,45 @@ def check_answer(port: int, cafile: Path, path: str, body: bytes, *, expect_patc
 
 
 # -- load -------------------------------------------------------------------------------------
-class LoadGenerator:
-    """A pool of spawned ``bench.loadgen`` processes, reused for every measurement."""
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the load goes: a server's port, the CA that signed it, a path and the reviews."""
 
-    def __init__(self, processes: int) -> None:
+    port: int
+    cafile: Path
+    path: str
+    bodies: tuple[bytes, ...]
+
+
+class LoadGenerator:
+    """A pool of spawned ``bench.loadgen`` processes, reused for every measurement; each
+    measurement is ``warmup`` unmeasured seconds, then ``duration`` measured ones."""
+
+    def __init__(self, processes: int, *, warmup: float, duration: float) -> None:
         self.processes = processes
+        self.warmup = warmup
+        self.duration = duration
         self.pool = concurrent.futures.ProcessPoolExecutor(
             max_workers=processes, mp_context=multiprocessing.get_context("spawn")
         )
         # Spawn every process before any measurement, not during the first one.
         list(self.pool.map(loadgen.ready, range(processes)))
 
-    def run(
-        self,
-        *,
-        port: int,
-        cafile: Path,
-        path: str,
-        bodies: tuple[bytes, ...],
-        warmup: float,
-        duration: float,
-        rate: float | None,
-    ) -> dict[str, float]:
-        start_at = time.time() + 0.3 + warmup
+    def run(self, endpoint: Endpoint, *, rate: float | None) -> dict[str, float]:
+        """One measurement: closed loop when ``rate`` is None, else that many reviews/s."""
+        start_at = time.time() + 0.3 + self.warmup
         per_process = None if rate is None else rate / self.processes
+        bodies = endpoint.bodies
         specs = [
             loadgen.LoadSpec(
                 host="127.0.0.1",
-                port=port,
-                cafile=str(cafile),
-                path=path,
+                port=endpoint.port,
+                cafile=str(endpoint.cafile),
+                path=endpoint.path,
                 bodies=bodies[number:] + bodies[:number],  # processes start at different reviews
                 start_at=start_at,
-                warmup=warmup,
-                duration=duration,
+                warmup=self.warmup,
+                duration=self.duration,
                 rate_per_second=per_process,
             )
             for number in range(self.processes)
@@ -265,7 +271,7 @@ class LoadGenerator:
         latencies = [value for result in results for value in result.latencies]
         completed = sum(result.completed for result in results)
         return {
-            "achieved_rps": round(completed / duration, 1),
+            "achieved_rps": round(completed / self.duration, 1),
             "errors": sum(result.errors for result in results),
             "p50_ms": round(percentile(latencies, 0.50) * 1000, 3),
             "p99_ms": round(percentile(latencies, 0.99) * 1000, 3),
@@ -276,41 +282,20 @@ class LoadGenerator:
         self.pool.shutdown(cancel_futures=True)
 
 
-def measure_target(
-    load: LoadGenerator,
-    *,
-    port: int,
-    cafile: Path,
-    path: str,
-    bodies: tuple[bytes, ...],
-    warmup: float,
-    duration: float,
-) -> dict[str, Any]:
+def measure_target(load: LoadGenerator, endpoint: Endpoint) -> dict[str, Any]:
     """Saturation, then the three fixed offered rates relative to it."""
-
-    def at(rate: float | None) -> dict[str, float]:
-        return load.run(
-            port=port,
-            cafile=cafile,
-            path=path,
-            bodies=bodies,
-            warmup=warmup,
-            duration=duration,
-            rate=rate,
-        )
-
-    saturation = at(None)
+    saturation = load.run(endpoint, rate=None)
     points = []
     for fraction in FRACTIONS:
         offered = saturation["achieved_rps"] * fraction
-        point = at(offered)
+        point = load.run(endpoint, rate=offered)
         points.append({"fraction": fraction, "offered_rps": round(offered, 1), **point})
     return {
         "saturation_rps": saturation["achieved_rps"],
         "saturation_p50_ms": saturation["p50_ms"],
         "saturation_p99_ms": saturation["p99_ms"],
         "errors": saturation["errors"] + sum(int(p["errors"]) for p in points),
-        "request_bytes": len(bodies[0]),
+        "request_bytes": len(endpoint.bodies[0]),
         "points": points,
     }
 
@@ -327,8 +312,6 @@ def worker_ab(
     cafile: Path,
     bodies: tuple[bytes, ...],
     offered_rps: float,
-    warmup: float,
-    duration: float,
 ) -> dict[str, Any]:
     """The ceiling served by ``webhook.worker``'s subclass and by gunicorn's own ``gthread``.
 
@@ -339,20 +322,10 @@ def worker_ab(
     segments: list[dict[str, Any]] = []
     for worker in WORKER_ORDER:
         process, port = start_server("constant", work_dir=work_dir, cafile=cafile, worker=worker)
-
-        def at(rate: float | None, port: int = port) -> dict[str, float]:
-            return load.run(
-                port=port,
-                cafile=cafile,
-                path=MUTATE_PATH,
-                bodies=bodies,
-                warmup=warmup,
-                duration=duration,
-                rate=rate,
-            )
-
+        endpoint = Endpoint(port=port, cafile=cafile, path=MUTATE_PATH, bodies=bodies)
         try:
-            saturation, point = at(None), at(offered_rps)
+            saturation = load.run(endpoint, rate=None)
+            point = load.run(endpoint, rate=offered_rps)
         finally:
             stop_process(process.pid)
         segments.append(
@@ -403,19 +376,13 @@ def run(
     work_dir.mkdir(parents=True)
     cafile = _certificates(work_dir / "certs")
     targets: dict[str, dict[str, Any]] = {}
-    load = LoadGenerator(processes)
+    load = LoadGenerator(processes, warmup=warmup, duration=duration)
     try:
         ceiling_bodies = review_bodies("mutate", templates=3, count=bodies_per_target)
         process, port = start_server("constant", work_dir=work_dir, cafile=cafile)
         try:
             targets["ceiling"] = measure_target(
-                load,
-                port=port,
-                cafile=cafile,
-                path=MUTATE_PATH,
-                bodies=ceiling_bodies,
-                warmup=warmup,
-                duration=duration,
+                load, Endpoint(port=port, cafile=cafile, path=MUTATE_PATH, bodies=ceiling_bodies)
             )
         finally:
             stop_process(process.pid)
@@ -425,8 +392,6 @@ def run(
             cafile=cafile,
             bodies=ceiling_bodies,
             offered_rps=targets["ceiling"]["saturation_rps"] * 0.5,
-            warmup=warmup,
-            duration=duration,
         )
         process, port = start_server("webhook", work_dir=work_dir, cafile=cafile)
         try:
@@ -435,13 +400,7 @@ def run(
                     bodies = review_bodies(endpoint, templates=templates, count=bodies_per_target)
                     check_answer(port, cafile, path, bodies[0], expect_patch=endpoint == "mutate")
                     targets[f"{endpoint}-{templates}"] = measure_target(
-                        load,
-                        port=port,
-                        cafile=cafile,
-                        path=path,
-                        bodies=bodies,
-                        warmup=warmup,
-                        duration=duration,
+                        load, Endpoint(port=port, cafile=cafile, path=path, bodies=bodies)
                     )
         finally:
             stop_process(process.pid)
