@@ -26,7 +26,6 @@ candidate's configuration makes.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import collections
 import concurrent.futures
@@ -44,10 +43,8 @@ from bench.admission_overhead import defaulted_scale_job, scale_job
 from bench.common import (
     CLOCK_TICKS,
     apiserver_metrics,
-    bench_plane,
     component_cpu,
-    emit,
-    machine,
+    jobs_main,
     ratio,
 )
 from controller.kube import ApiError, KubeClient, mxjobs_path
@@ -502,24 +499,16 @@ def run(
     }
 
 
-def command_line(*, jobs: int, threads: int) -> str:
-    return f".venv/bin/python -m bench.admission_cost --jobs {jobs} --threads {threads}"
-
-
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="What admission costs the API server, per job.")
-    parser.add_argument("--jobs", type=int, default=500, help="jobs per candidate")
-    parser.add_argument("--threads", type=int, default=THREADS, help="client threads")
-    parser.add_argument("--output", type=Path, help="write the report as JSON here")
-    args = parser.parse_args(argv)
-    plane = bench_plane("admission-cost")
-    try:
-        report = run(plane=plane, jobs=args.jobs, threads=args.threads)
-        report["machine"] = machine(plane)
-    finally:
-        plane.down()
-    report["command"] = command_line(jobs=args.jobs, threads=args.threads)
-    return emit(report, args.output)
+    return jobs_main(
+        argv,
+        module="bench.admission_cost",
+        description="What admission costs the API server, per job.",
+        plane_name="admission-cost",
+        run=run,
+        default_threads=THREADS,
+        jobs_help="jobs per candidate",
+    )
 
 
 if __name__ == "__main__":

@@ -20,16 +20,14 @@ two reviews per job with the webhooks registered and by none without them.
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import ssl
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
-from bench.common import bench_plane, emit, machine, ratio
+from bench.common import jobs_main, ratio
 from controller.kube import KubeClient, mxjobs_path
 from localkube.api import ensure_namespace
 from localkube.cluster import ControlPlane
@@ -202,24 +200,16 @@ def run(*, plane: ControlPlane, jobs: int = 500, threads: int = 4) -> dict[str, 
     }
 
 
-def command_line(*, jobs: int, threads: int) -> str:
-    return f".venv/bin/python -m bench.admission_overhead --jobs {jobs} --threads {threads}"
-
-
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="MXJob creation with and without admission.")
-    parser.add_argument("--jobs", type=int, default=500, help="jobs per configuration")
-    parser.add_argument("--threads", type=int, default=4, help="client threads")
-    parser.add_argument("--output", type=Path, help="write the report as JSON here")
-    args = parser.parse_args(argv)
-    plane = bench_plane("admission")
-    try:
-        report = run(plane=plane, jobs=args.jobs, threads=args.threads)
-        report["machine"] = machine(plane)
-    finally:
-        plane.down()
-    report["command"] = command_line(jobs=args.jobs, threads=args.threads)
-    return emit(report, args.output)
+    return jobs_main(
+        argv,
+        module="bench.admission_overhead",
+        description="MXJob creation with and without admission.",
+        plane_name="admission",
+        run=run,
+        default_threads=4,
+        jobs_help="jobs per configuration",
+    )
 
 
 if __name__ == "__main__":

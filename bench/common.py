@@ -8,6 +8,7 @@ helpers here only measure, they never judge.
 
 from __future__ import annotations
 
+import argparse
 import collections
 import contextlib
 import json
@@ -24,7 +25,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from controller.kube import KubeClient, Query, WatchStream
 from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
@@ -47,6 +48,40 @@ def emit(report: dict[str, Any], output: Path | None) -> dict[str, Any]:
     else:
         print(text)
     return report
+
+
+class JobsRun(Protocol):
+    """A benchmark's ``run``: ``jobs`` MXJobs from ``threads`` client threads on ``plane``."""
+
+    def __call__(self, *, plane: ControlPlane, jobs: int, threads: int) -> dict[str, Any]: ...
+
+
+def jobs_main(
+    argv: Sequence[str] | None,
+    *,
+    module: str,
+    description: str,
+    plane_name: str,
+    run: JobsRun,
+    default_threads: int,
+    jobs_help: str,
+) -> dict[str, Any]:
+    """The command line of a benchmark that measures ``--jobs`` MXJobs from ``--threads`` client
+    threads on one fresh plane (``bench_plane(plane_name)``), down again afterwards; the report
+    gets the machine and the command that reproduces it."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--jobs", type=int, default=500, help=jobs_help)
+    parser.add_argument("--threads", type=int, default=default_threads, help="client threads")
+    parser.add_argument("--output", type=Path, help="write the report as JSON here")
+    args = parser.parse_args(argv)
+    plane = bench_plane(plane_name)
+    try:
+        report = run(plane=plane, jobs=args.jobs, threads=args.threads)
+        report["machine"] = machine(plane)
+    finally:
+        plane.down()
+    report["command"] = f".venv/bin/python -m {module} --jobs {args.jobs} --threads {args.threads}"
+    return emit(report, args.output)
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

@@ -14,6 +14,7 @@ Run as ``python -m bench.constant_webhook`` with ``mxjob-webhook``'s flags, plus
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -76,13 +77,11 @@ class ConstantServer(WebhookServer):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    worker = "webhook"
-    for arg in list(args):
-        if arg.startswith("--worker="):
-            worker = arg.removeprefix("--worker=")
-            args.remove(arg)
-    ConstantServer(from_env_and_args(args), worker=worker).run()
+    """``--worker`` is this module's own flag; every other one is ``mxjob-webhook``'s."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--worker", choices=WORKERS, default="webhook")
+    own, webhook_args = parser.parse_known_args(argv)
+    ConstantServer(from_env_and_args(webhook_args), worker=own.worker).run()
     return 0
 
 
