@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
 DEMO_ARGS ?=
 
-.PHONY: help venv sdk-venv binaries cluster-up cluster-down dev-up dev-down demo demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries node-packages cluster-up cluster-down dev-up dev-down demo demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ binaries: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kube
 	@hack/build-training-operator.sh >/dev/null
 	@hack/build-training-operator.sh client-rate-limits.patch >/dev/null
 	@hack/build-kwok.sh >/dev/null
+
+node-packages: ## the Debian packages of the real node and the image builds (runc, CNI plugins, nftables, buildah, debootstrap); root
+	@hack/install-node-packages.sh
 
 cluster-up: venv binaries ## start etcd, kube-apiserver, kube-controller-manager on loopback
 	@$(PY) -m localkube up --state-dir $(LOCAL)
