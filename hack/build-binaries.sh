@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd from the pinned
+# Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, and the real
+# node's kubelet and kube-proxy from the pinned
 # modules in hack/k8s and hack/etcd into a per-machine cache outside the work tree, once per pinned
 # version. A cache built before a binary joined the list is extended with the missing ones only
 # (they share Go's build cache, so kube-scheduler alone takes seconds after the others).
@@ -19,7 +20,7 @@ CACHE_ROOT="${MXJOB_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/mxjob-operator}
 BIN_DIR="${CACHE_ROOT}/kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}/bin"
 STAMP="${BIN_DIR}/.complete"
 
-KUBE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+KUBE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 missing=()
 for command in "${KUBE_COMMANDS[@]}"; do
   [[ -x "${BIN_DIR}/${command}" ]] || missing+=("${command}")

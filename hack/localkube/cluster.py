@@ -50,7 +50,10 @@ WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
 WORKLOAD_CONTROLLERS = "podgroup-protection-controller"
 # csrsigning signs the test kubelets' serving certificates (see localkube.kubelet_tls).
 CONTROLLERS = "garbagecollector,namespace,serviceaccount,root-ca-cert-publisher,csrsigning"
-SERVICE_CIDR = "10.96.0.0/16"
+# Service addresses stay inside 198.18.0.0/15, the range this project's tests may create networks
+# in: the real node (localkube.node) routes them with kube-proxy. The first is `kubernetes`'s.
+SERVICE_CIDR = "198.19.0.0/16"
+KUBERNETES_SERVICE_IP = "198.19.0.1"
 # What running the install (manifests/) needs beyond CONTROLLERS: Deployments make ReplicaSets
 # make Pods; a Service's EndpointSlice lists its ready pods (the API server routes webhook calls
 # to them with --enable-aggregator-routing); PodDisruptionBudgets get their status.
@@ -85,6 +88,11 @@ class ControlPlaneSettings:
     implies it): for pods placed on simulated nodes (``localkube.kwok``)."""
     extra_scheduler_args: tuple[str, ...] = ()
     """Flags for kube-scheduler, e.g. a client rate that keeps up with thousands of pods."""
+    node_address: str | None = None
+    """Serve on this address instead of loopback, for a real kubelet and its pods
+    (``localkube.node``): kube-apiserver listens and advertises there, publishes itself as the
+    ``kubernetes`` Service's endpoint (so in-cluster clients reach it through kube-proxy), and
+    authorizes kubelets as a cluster does (``Node,RBAC`` with ``NodeRestriction``)."""
     scheduler_config: Mapping[str, Any] | None = None
     """A ``KubeSchedulerConfiguration`` (``kubescheduler.config.k8s.io/v1``) for kube-scheduler's
     ``--config``, for what only the file can set (plugin arguments, profiles). The plane fills in
@@ -105,10 +113,12 @@ class ControlPlaneState:
     pids: dict[str, int] = field(default_factory=dict)
     scheduler_port: int = 0
     """kube-scheduler's secure port; 0 when this plane runs no scheduler."""
+    address: str = "127.0.0.1"
+    """Where kube-apiserver listens (``ControlPlaneSettings.node_address`` or loopback)."""
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.apiserver_port}"
+        return f"https://{self.address}:{self.apiserver_port}"
 
     @property
     def etcd_url(self) -> str:
@@ -203,7 +213,8 @@ class ControlPlane:
                 "kubernetes",
                 "kubernetes.default",
                 "kubernetes.default.svc",
-                "10.96.0.1",
+                KUBERNETES_SERVICE_IP,
+                *((self.settings.node_address,) if self.settings.node_address else ()),
             ),
             common_name="kube-apiserver",
         )
@@ -319,12 +330,10 @@ class ControlPlane:
         return [
             str(Path(state.bin_dir) / "kube-apiserver"),
             f"--etcd-servers={state.etcd_url}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={state.address}",
+            f"--advertise-address={state.address}",
             f"--secure-port={state.apiserver_port}",
-            # No kubelet and no real Service network: do not publish the API server's own
-            # Endpoints (a loopback address is not a valid endpoint).
-            "--endpoint-reconciler-type=none",
+            *self._network_apiserver_args(),
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
@@ -335,7 +344,6 @@ class ControlPlane:
             f"--kubelet-certificate-authority={pki / 'ca.crt'}",
             f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
             f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
-            "--authorization-mode=RBAC",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
@@ -346,6 +354,17 @@ class ControlPlane:
             "--v=1",
             *self._workload_apiserver_args(),
             *self.settings.extra_apiserver_args,
+        ]
+
+    def _network_apiserver_args(self) -> list[str]:
+        if self.settings.node_address is None:
+            # No kubelet and no real Service network: do not publish the API server's own
+            # Endpoints (a loopback address is not a valid endpoint).
+            return ["--endpoint-reconciler-type=none", "--authorization-mode=RBAC"]
+        return [
+            "--endpoint-reconciler-type=lease",
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
         ]
 
     def _workload_apiserver_args(self) -> list[str]:
@@ -493,6 +512,7 @@ class ControlPlane:
             apiserver_port=free_port(),
             controller_manager_port=free_port(),
             scheduler_port=free_port() if self.runs_scheduler else 0,
+            address=self.settings.node_address or "127.0.0.1",
         )
         self._write_kubeconfig(state)
         self.kubectl_path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,130 @@
+"""A control plane with the real node, and the operator installed on it as a user installs it.
+
+``make dev-up DEV_ARGS=--real-node``, ``make demo DEMO_ARGS=--real-node`` and the real-node tests
+all start the same thing through ``RealCluster.start``: the project's images (built or found by
+``localkube.images``), the node bridge, a control plane listening on the node address with
+kube-scheduler and the controllers Deployments need, and the real node. ``install_operator``
+applies an overlay that differs from ``manifests/overlays/self-signed`` only by the images it
+names (the ones just built) and ``imagePullPolicy: Never`` (no registry is reachable here).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from localkube.cluster import INSTALL_CONTROLLERS, PROJECT_ROOT, ControlPlane, ControlPlaneSettings
+from localkube.images import ProjectImages, ensure_images
+from localkube.node.network import NodeNetwork
+from localkube.node.realnode import RealNode, RealNodeSettings, RealNodeState
+
+SYSTEM_NAMESPACE = "mxjob-system"
+OVERLAY_NAME = "real-node"
+
+
+def plane_settings(state_dir: Path, *, network: NodeNetwork) -> ControlPlaneSettings:
+    """The control plane a real node joins: on the node address, scheduling pods itself."""
+    return ControlPlaneSettings(
+        state_dir=state_dir,
+        node_address=network.node_ip,
+        scheduler=True,
+        extra_controllers=INSTALL_CONTROLLERS,
+    )
+
+
+def image_overlay(work: Path, *, images: ProjectImages) -> Path:
+    """``manifests/`` copied to ``work`` with the self-signed certificate made as docs/install.md
+    says, and an overlay of ``self-signed`` that names the built images; its path."""
+    manifests = work / "manifests"
+    shutil.rmtree(manifests, ignore_errors=True)
+    shutil.copytree(
+        PROJECT_ROOT / "manifests",
+        manifests,
+        ignore=shutil.ignore_patterns("webhook-tls-secret.yaml"),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "certs", "webhook", "--out",
+         str(manifests / "overlays" / "self-signed"), "--ca-dir", str(work / "ca")],
+        check=True, cwd=PROJECT_ROOT, capture_output=True,
+    )  # fmt: skip
+    overlay = manifests / "overlays" / OVERLAY_NAME
+    overlay.mkdir()
+    never = [{"op": "add", "path": "/spec/template/spec/containers/0/imagePullPolicy",
+              "value": "Never"}]  # fmt: skip
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": ["../self-signed"],
+        "images": [
+            _image_entry("mxjob-operator/webhook", images.webhook.ref),
+            _image_entry("mxjob-operator/controller", images.controller.ref),
+        ],
+        "patches": [
+            {"target": {"kind": "Deployment", "name": name}, "patch": json.dumps(never)}
+            for name in ("mxjob-webhook", "mxjob-controller")
+        ],
+    }
+    (overlay / "kustomization.yaml").write_text(json.dumps(kustomization, indent=2) + "\n")
+    return overlay
+
+
+def _image_entry(name: str, ref: str) -> dict[str, str]:
+    repository, tag = ref.rsplit(":", 1)
+    return {"name": name, "newName": repository, "newTag": tag}
+
+
+@dataclass
+class RealCluster:
+    """A started control plane and real node."""
+
+    plane: ControlPlane
+    node: RealNode
+    images: ProjectImages
+    node_state: RealNodeState
+    seconds_to_ready: float
+    """From the start (images found) to a Ready node with DNS and kube-proxy."""
+
+    @classmethod
+    def start(cls, state_dir: Path, *, log: Callable[[str], None] = print) -> RealCluster:
+        images = ensure_images(log=log)
+        started = time.monotonic()
+        node = RealNode(RealNodeSettings(state_dir=state_dir / "node"))
+        node.down()
+        node.prepare_network()
+        plane = ControlPlane(plane_settings(state_dir, network=node.net))
+        try:
+            plane.up()
+            log(f"control plane ready at {plane.state().server}")  # type: ignore[union-attr]
+            archives = [images.pause.archive, images.webhook.archive,
+                        images.controller.archive, images.examples.archive]  # fmt: skip
+            node_state = node.up(
+                plane, images=archives, sandbox_image=images.pause.ref, log=log
+            )
+        except BaseException:
+            node.down()
+            plane.down()
+            raise
+        return cls(plane, node, images, node_state, time.monotonic() - started)
+
+    def install_operator(self, work: Path, *, timeout: float = 180) -> float:
+        """``kubectl apply -k`` of the image overlay, then both rollouts; seconds it took."""
+        overlay = image_overlay(work, images=self.images)
+        started = time.monotonic()
+        self.plane.kubectl("apply", "-k", str(overlay), timeout=90)
+        self.plane.kubectl(
+            "-n", SYSTEM_NAMESPACE, "rollout", "status", f"--timeout={timeout:g}s",
+            "deployment/mxjob-webhook", "deployment/mxjob-controller",
+            timeout=timeout + 10,
+        )  # fmt: skip
+        return time.monotonic() - started
+
+    def down(self) -> None:
+        """The node first (its kubelet still reaches the API server), then the plane."""
+        self.node.down()
+        self.plane.down()

@@ -1,0 +1,174 @@
+"""Leave the host as it was before the real node: processes, mounts, cgroups, files.
+
+Each step works from names and paths the node always uses (its cgroup root, its state directory,
+its containerd socket), not only from what a ``node.json`` recorded, so it also cleans up after a
+run that was killed before it could record anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+CGROUP_FS = Path("/sys/fs/cgroup")
+CONTAINER_LOG_LINKS = Path("/var/log/containers")
+"""The kubelet links every container's log here, whatever its ``podLogsDir``."""
+CNI_CACHE = Path("/var/lib/cni/results")
+"""libcni's result cache (containerd gives it no other place): ``<network>-<container>-<if>``."""
+
+
+def cgroup_dirs(cgroup_root: str) -> list[Path]:
+    """The node's cgroup root in every mounted hierarchy (v1 controllers and the unified one)."""
+    relative = cgroup_root.strip("/")
+    if not CGROUP_FS.is_dir():
+        return []
+    if (CGROUP_FS / "cgroup.controllers").exists():  # cgroup v2 only
+        return [CGROUP_FS / relative]
+    return [h / relative for h in sorted(CGROUP_FS.iterdir()) if h.is_dir() and not h.is_symlink()]
+
+
+def _pids_in(directory: Path) -> set[int]:
+    pids: set[int] = set()
+    for procs in directory.rglob("cgroup.procs") if directory.is_dir() else ():
+        with contextlib.suppress(OSError, ValueError):
+            pids.update(int(line) for line in procs.read_text().split())
+    return pids
+
+
+def kill_cgroup_processes(cgroup_root: str, *, timeout: float = 10) -> int:
+    """SIGKILL every process in the node's cgroups until none is left; how many there were."""
+    directories = cgroup_dirs(cgroup_root)
+    killed: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = set().union(*(_pids_in(d) for d in directories)) if directories else set()
+        pids.discard(os.getpid())
+        if not pids or time.monotonic() > deadline:
+            return len(killed)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        killed |= pids
+        time.sleep(0.1)
+
+
+def remove_cgroups(cgroup_root: str) -> list[Path]:
+    """rmdir the node's cgroups, deepest first; the ones that would not go (still busy)."""
+    left: list[Path] = []
+    for top in cgroup_dirs(cgroup_root):
+        if not top.is_dir():
+            continue
+        directories = sorted(
+            (p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
+        )
+        for directory in [*directories, top]:
+            try:
+                directory.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                left.append(directory)
+    return left
+
+
+def mounts_under(directory: Path) -> list[str]:
+    """Mount points at or below ``directory``, deepest first (``/proc/self/mountinfo``)."""
+    prefix = str(directory.resolve())
+    points: list[str] = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            point = line.split()[4].replace("\\040", " ")
+            if point == prefix or point.startswith(prefix + "/"):
+                points.append(point)
+    return sorted(points, key=lambda p: p.count("/"), reverse=True)
+
+
+def unmount_all(directory: Path) -> list[str]:
+    """Unmount everything below ``directory`` (overlay roots, netns pins, pod volumes); a busy
+    mount is detached lazily. Returns what was mounted."""
+    points = mounts_under(directory)
+    for point in points:
+        result = subprocess.run(["umount", point], capture_output=True, check=False)
+        if result.returncode != 0:
+            subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+    return points
+
+
+def processes_mentioning(needle: str) -> Iterator[int]:
+    """Pids whose command line contains ``needle`` (e.g. the node's state directory)."""
+    encoded = needle.encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if encoded in (entry / "cmdline").read_bytes():
+                yield int(entry.name)
+
+
+def stop_pids(pids: Iterable[int], *, timeout: float = 10) -> None:
+    """SIGTERM, then SIGKILL what is still there after ``timeout``."""
+    pending = {p for p in pids if p > 0}
+    for pid in pending:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        for pid in list(pending):
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            if not _alive(pid):
+                pending.discard(pid)
+        time.sleep(0.05)
+    for pid in pending:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def remove_container_log_links(state_dir: Path) -> int:
+    """Unlink the kubelet's ``/var/log/containers`` links that point into ``state_dir``."""
+    removed = 0
+    prefix = str(state_dir.resolve()) + "/"
+    for link in CONTAINER_LOG_LINKS.iterdir() if CONTAINER_LOG_LINKS.is_dir() else ():
+        with contextlib.suppress(OSError):
+            if link.is_symlink() and os.readlink(link).startswith(prefix):
+                link.unlink()
+                removed += 1
+    return removed
+
+
+def remove_cni_cache(network_name: str) -> int:
+    removed = 0
+    for entry in CNI_CACHE.glob(f"{network_name}-*") if CNI_CACHE.is_dir() else ():
+        entry.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+def delete_nft_tables(name: str) -> None:
+    """kube-proxy's tables (``ip``/``ip6`` families, both named ``kube-proxy``)."""
+    for family in ("ip", "ip6"):
+        subprocess.run(
+            ["nft", "delete", "table", family, name], capture_output=True, check=False
+        )
+
+
+def nft_table_exists(family: str, name: str) -> bool:
+    result = subprocess.run(
+        ["nft", "list", "table", family, name], capture_output=True, check=False
+    )
+    return result.returncode == 0
