@@ -81,6 +81,11 @@ class LeaderElector:
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self._last_renew = 0.0
+        self._holding = False
+        """This process acquired the Lease (and has not released it). A Lease held under our
+        identity that this process never acquired is a previous incarnation's (a restarted
+        container keeps its pod name): it is waited out like anyone else's, so the standby,
+        whose cache is warm, takes over rather than the process that just started."""
         self._leading = threading.Event()
 
     @property
@@ -125,9 +130,9 @@ class LeaderElector:
             self._observed = record
             self._observed_at = mono
         duration = spec.get("leaseDurationSeconds") or self.settings.lease_duration
-        if holder and holder != self.settings.identity and mono < self._observed_at + duration:
+        ours = holder == self.settings.identity and self._holding
+        if holder and not ours and mono < self._observed_at + duration:
             return False
-        ours = holder == self.settings.identity
         transitions = int(spec.get("leaseTransitions") or 0) + (0 if ours else 1)
         lease["spec"] = self._spec(
             acquire_time=(spec.get("acquireTime") or now) if ours else now,
@@ -144,6 +149,7 @@ class LeaderElector:
         return True
 
     def _mark_renewed(self) -> None:
+        self._holding = True
         self._last_renew = self._clock()
         self._observed = None
 
@@ -197,6 +203,7 @@ class LeaderElector:
         if not self._leading.is_set():
             return
         self._leading.clear()
+        self._holding = False
         try:
             lease = self.client.request("GET", self._path())
             spec = lease.get("spec") or {}

@@ -67,6 +67,24 @@ def test_a_renewed_lease_is_not_taken_and_an_expired_one_is() -> None:
     assert not a.try_acquire_or_renew()  # b renews now: a must wait for it to expire
 
 
+def test_a_lease_held_under_its_identity_by_a_previous_process_is_waited_out() -> None:
+    """A restarted container keeps its pod name as identity: the new process must not take
+    over a lease its dead predecessor renewed, but wait for it to expire like the standby."""
+    api = FakeApi()
+    assert elector(api, "pod-a").try_acquire_or_renew()
+    clock = Clock()
+    restarted = elector(api, "pod-a", clock)
+    assert not restarted.try_acquire_or_renew()
+    clock.now += 14.9
+    assert not restarted.try_acquire_or_renew()
+    clock.now += 0.2
+    assert restarted.try_acquire_or_renew()
+    assert api.objects[LEASE]["spec"]["leaseTransitions"] == 1
+    clock.now += 1
+    assert restarted.try_acquire_or_renew()  # now its own: renewed at once
+    assert api.objects[LEASE]["spec"]["leaseTransitions"] == 1
+
+
 def test_a_lost_race_for_the_lease_is_a_failed_attempt() -> None:
     api = FakeApi()
     a = elector(api, "a")
