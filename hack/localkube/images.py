@@ -1,0 +1,436 @@
+"""``make images``: the project's container images, built with buildah, rebuilt only when needed.
+
+Why: the install a user applies runs ``Dockerfile.webhook`` and ``Dockerfile.controller`` images;
+the real node (``localkube.node``) runs exactly those, built unmodified from the repository, plus
+the image of the runnable training example (``examples/Dockerfile``) and the pod sandbox. No
+registry is reachable here, so the Dockerfiles' Python base is made locally with debootstrap
+(``--build-arg PYTHON_IMAGE=...``) and the sandbox ("pause") is compiled from Kubernetes' own
+``pause.c`` of the pinned module.
+
+Each image is identified by a digest of its inputs (Dockerfile, the files its ignore file lets
+into the context, build arguments, the base's digest) and kept in the per-machine cache as a
+docker-archive that ``ctr images import`` loads under its name. buildah runs with the host's
+network (it would otherwise create a bridge on 10.88.0.0/16), runc (crun refuses this machine's
+hybrid cgroups) and the host's CA bundle (pip reaches PyPI through a proxy with its own CA).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import fnmatch
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from localkube.cluster import PROJECT_ROOT
+from localkube.gomodule import download_module, pinned_version
+
+RUNC = "/usr/sbin/runc"
+CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+DEBIAN_SUITE = "bookworm"
+BASE_PACKAGES = ("python3", "python3-venv", "python3-pip", "python-is-python3", "ca-certificates")
+BASE_REF = "localhost/mxjob-operator/python:3.11-bookworm"
+EXAMPLES_REF = "docker.io/mxjob/mxnet-examples:1.9.1-cpu"
+"""The name ``examples/v1/train/mx_job_dist_cpu.yaml`` gives its image."""
+
+
+class ImageBuildError(RuntimeError):
+    """An image could not be built; the message names the image, the step and buildah's output."""
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    ref: str
+    archive: Path
+    """A docker-archive, importable with ``ctr images import``."""
+    size_bytes: int
+    """The image's uncompressed size, as buildah reports it."""
+    archive_bytes: int
+    build_seconds: float
+    """Of the build that made it (a cached image keeps its original figure)."""
+    rebuilt: bool
+    """Built by this call (not found in the cache)."""
+
+
+@dataclass(frozen=True)
+class ProjectImages:
+    base: BuiltImage
+    pause: BuiltImage
+    webhook: BuiltImage
+    controller: BuiltImage
+    examples: BuiltImage
+
+    def all(self) -> list[BuiltImage]:
+        return [self.base, self.pause, self.webhook, self.controller, self.examples]
+
+
+@dataclass(frozen=True)
+class DockerfileImage:
+    """One image built from a Dockerfile of the repository."""
+
+    name: str
+    dockerfile: Path
+    context: Path
+    ignore_file: Path
+    repository: str
+    """The image's name without tag; the tag is ``fixed_tag`` or ``dev-<inputs digest>``."""
+    fixed_tag: str | None = None
+
+
+DOCKERFILE_IMAGES = (
+    DockerfileImage(
+        name="webhook",
+        dockerfile=PROJECT_ROOT / "Dockerfile.webhook",
+        context=PROJECT_ROOT,
+        ignore_file=PROJECT_ROOT / "Dockerfile.webhook.dockerignore",
+        repository="docker.io/mxjob-operator/webhook",
+    ),
+    DockerfileImage(
+        name="controller",
+        dockerfile=PROJECT_ROOT / "Dockerfile.controller",
+        context=PROJECT_ROOT,
+        ignore_file=PROJECT_ROOT / "Dockerfile.controller.dockerignore",
+        repository="docker.io/mxjob-operator/controller",
+    ),
+    DockerfileImage(
+        name="examples",
+        dockerfile=PROJECT_ROOT / "examples" / "Dockerfile",
+        context=PROJECT_ROOT / "examples",
+        ignore_file=PROJECT_ROOT / "examples" / "Dockerfile.dockerignore",
+        repository=EXAMPLES_REF.rsplit(":", 1)[0],
+        fixed_tag=EXAMPLES_REF.rsplit(":", 1)[1],
+    ),
+)
+
+
+# -- inputs (pure) ---------------------------------------------------------------------------------
+def ignore_patterns(text: str) -> list[str]:
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+
+
+def _matches(pattern: str, relative: str) -> bool:
+    """Does a .dockerignore ``pattern`` cover ``relative`` (a file) or one of its folders?"""
+    pattern = pattern.strip("/")
+    parts = relative.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    if pattern.startswith("**/"):
+        tail = pattern[3:]
+        return any(fnmatch.fnmatchcase(part, tail) for part in parts)
+    return any(fnmatch.fnmatchcase(prefix, pattern) for prefix in prefixes)
+
+
+def included(relative: str, patterns: Sequence[str]) -> bool:
+    """The last pattern that matches decides; ``!`` lets a path back in."""
+    keep = True
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        if _matches(pattern.lstrip("!"), relative):
+            keep = negated
+    return keep
+
+
+def context_files(context: Path, patterns: Sequence[str]) -> list[Path]:
+    """The files of ``context`` the ignore patterns let in, sorted."""
+    found = []
+    for path in sorted(context.rglob("*")):
+        if path.is_file() and included(path.relative_to(context).as_posix(), patterns):
+            found.append(path)
+    return found
+
+
+def inputs_digest(
+    *, dockerfile: Path, context: Path, patterns: Sequence[str], build_args: dict[str, str]
+) -> str:
+    """sha256 over everything a build reads: a change to any of it is a new image."""
+    digest = hashlib.sha256()
+    digest.update(dockerfile.read_bytes())
+    for key in sorted(build_args):
+        digest.update(f"\0arg {key}={build_args[key]}".encode())
+    for path in context_files(context, patterns):
+        digest.update(f"\0file {path.relative_to(context).as_posix()}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+# -- cache -----------------------------------------------------------------------------------------
+def cache_root() -> Path:
+    base = os.environ.get("MXJOB_CACHE_DIR") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mxjob-operator"
+    )
+    return Path(base) / "images"
+
+
+@dataclass(frozen=True)
+class ImageRecord:
+    """What the cache keeps of one built image (``<name>.json``)."""
+
+    ref: str
+    digest: str
+    archive: str
+    size_bytes: int
+    archive_bytes: int
+    build_seconds: float
+    built_at: str
+
+    def image(self, *, rebuilt: bool) -> BuiltImage:
+        return BuiltImage(
+            ref=self.ref,
+            archive=Path(self.archive),
+            size_bytes=self.size_bytes,
+            archive_bytes=self.archive_bytes,
+            build_seconds=self.build_seconds,
+            rebuilt=rebuilt,
+        )
+
+
+def load_record(cache: Path, name: str, digest: str) -> ImageRecord | None:
+    """The cached record of ``name`` when it is for ``digest`` and its archive exists."""
+    try:
+        record = ImageRecord(**json.loads((cache / f"{name}.json").read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if record.digest != digest or not Path(record.archive).is_file():
+        return None
+    return record
+
+
+def save_record(cache: Path, name: str, record: ImageRecord) -> None:
+    staging = cache / f".{name}.json.tmp"
+    staging.write_text(json.dumps(asdict(record), indent=2) + "\n")
+    staging.replace(cache / f"{name}.json")
+
+
+@contextlib.contextmanager
+def cache_lock(cache: Path) -> Iterator[None]:
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+# -- buildah ---------------------------------------------------------------------------------------
+class Buildah:
+    """buildah with its storage in the cache, never the host's ``/var/lib/containers``."""
+
+    def __init__(self, cache: Path) -> None:
+        self.cache = cache
+        self.storage = ["--root", str(cache / "storage"), "--runroot", str(cache / "run"),
+                        "--storage-driver", "overlay"]  # fmt: skip
+
+    def run(self, image: str, step: str, *args: str, timeout: float = 1800) -> str:
+        result = subprocess.run(
+            ["buildah", *self.storage, *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+        )
+        if result.returncode != 0:
+            output = (result.stdout + result.stderr).strip().splitlines()
+            raise ImageBuildError(
+                f"image {image}: {step} failed (buildah {args[0]}, exit {result.returncode}):\n"
+                + "\n".join(output[-25:])
+            )
+        return result.stdout
+
+    def image_id(self, ref: str) -> str:
+        return self.run(ref, "inspect", "inspect", "--type", "image", "--format", "{{.FromImageID}}",
+                        ref).strip()  # fmt: skip
+
+    def export(self, ref: str, archive: Path) -> None:
+        staging = archive.with_name(f".{archive.name}.tmp")
+        staging.unlink(missing_ok=True)
+        self.run(ref, "export", "push", ref, f"docker-archive:{staging}:{ref}")
+        staging.replace(archive)
+
+
+def layers_size(archive: Path) -> int:
+    """The image's uncompressed size: its layers, as the docker-archive stores them."""
+    with tarfile.open(archive) as tar:
+        return sum(m.size for m in tar.getmembers() if m.name.endswith((".tar", "layer.tar")))
+
+
+def _record_build(
+    cache: Path, buildah: Buildah, *, name: str, ref: str, digest: str, started: float
+) -> BuiltImage:
+    """Export ``ref``, keep its record, drop older archives of ``name``; the new image."""
+    archive = cache / f"{name}-{digest[:12]}.tar"
+    buildah.export(ref, archive)
+    for old in cache.glob(f"{name}-*.tar"):
+        if old != archive:
+            old.unlink(missing_ok=True)
+    record = ImageRecord(
+        ref=ref,
+        digest=digest,
+        archive=str(archive),
+        size_bytes=layers_size(archive),
+        archive_bytes=archive.stat().st_size,
+        build_seconds=round(time.monotonic() - started, 1),
+        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    save_record(cache, name, record)
+    return record.image(rebuilt=True)
+
+
+# -- the images ------------------------------------------------------------------------------------
+def ensure_base(cache: Path, buildah: Buildah, log: Callable[[str], None]) -> BuiltImage:
+    """Debian bookworm with Python 3.11 and pip, from debootstrap: the Dockerfiles' base."""
+    digest = hashlib.sha256(
+        json.dumps([DEBIAN_MIRROR, DEBIAN_SUITE, BASE_PACKAGES, BASE_REF]).encode()
+    ).hexdigest()
+    record = load_record(cache, "base", digest)
+    if record is not None:
+        return record.image(rebuilt=False)
+    if shutil.which("debootstrap") is None:
+        raise ImageBuildError("image base: debootstrap is not installed: run make node-packages")
+    log(f"building {BASE_REF} with debootstrap (first time only, a few minutes)")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(dir=cache) as work:
+        rootfs = Path(work) / "rootfs"
+        result = subprocess.run(
+            ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+             DEBIAN_SUITE, str(rootfs), DEBIAN_MIRROR],
+            capture_output=True, text=True, check=False, timeout=1800,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise ImageBuildError(
+                f"image base: debootstrap failed (exit {result.returncode}):\n"
+                + "\n".join((result.stdout + result.stderr).splitlines()[-25:])
+            )
+        for trimmed in ("var/lib/apt/lists", "var/cache/apt", "usr/share/doc", "usr/share/man",
+                        "usr/share/locale", "var/log"):  # fmt: skip
+            shutil.rmtree(rootfs / trimmed, ignore_errors=True)
+            (rootfs / trimmed).mkdir(parents=True, exist_ok=True)
+        tarball = Path(work) / "rootfs.tar"
+        subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True)
+        container = buildah.run("base", "from", "from", "scratch").strip()
+        try:
+            buildah.run("base", "add", "add", container, str(tarball), "/")
+            buildah.run(
+                "base", "config", "config",
+                "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                "--env", "LANG=C.UTF-8", "--cmd", "python3", container,
+            )  # fmt: skip
+            buildah.run("base", "commit", "commit", "--rm", container, BASE_REF)
+        except ImageBuildError:
+            buildah.run("base", "rm", "rm", container)
+            raise
+    return _record_build(cache, buildah, name="base", ref=BASE_REF, digest=digest, started=started)
+
+
+def ensure_pause(cache: Path, buildah: Buildah, log: Callable[[str], None]) -> BuiltImage:
+    """Kubernetes' pause, compiled from ``build/pause/linux/pause.c`` of the pinned module."""
+    version = pinned_version("KUBE_VERSION")
+    source_dir = download_module("k8s.io/kubernetes", version, module_dir=PROJECT_ROOT / "hack" / "k8s")
+    source = source_dir / "build" / "pause" / "linux" / "pause.c"
+    if not source.is_file():
+        raise ImageBuildError(f"image pause: {source} is not in the pinned Kubernetes module")
+    ref = f"localhost/mxjob-operator/pause:{version}"
+    digest = hashlib.sha256(source.read_bytes() + ref.encode()).hexdigest()
+    record = load_record(cache, "pause", digest)
+    if record is not None:
+        return record.image(rebuilt=False)
+    log(f"building {ref} from {source.name}")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(dir=cache) as work:
+        binary = Path(work) / "pause"
+        result = subprocess.run(
+            ["gcc", "-Os", "-static", "-Wall", f'-DVERSION="{version}"', "-o", str(binary),
+             str(source)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise ImageBuildError(f"image pause: gcc failed:\n{result.stderr[-2000:]}")
+        subprocess.run(["strip", str(binary)], check=False)
+        container = buildah.run("pause", "from", "from", "scratch").strip()
+        buildah.run("pause", "copy", "copy", "--chmod", "0755", container, str(binary), "/pause")
+        buildah.run("pause", "config", "config", "--entrypoint", '["/pause"]', "--cmd", "",
+                    "--user", "65535:65535", container)  # fmt: skip
+        buildah.run("pause", "commit", "commit", "--rm", container, ref)
+    return _record_build(cache, buildah, name="pause", ref=ref, digest=digest, started=started)
+
+
+def ensure_dockerfile_image(
+    spec: DockerfileImage, cache: Path, buildah: Buildah, *, base: BuiltImage,
+    log: Callable[[str], None],
+) -> BuiltImage:  # fmt: skip
+    build_args = {"PYTHON_IMAGE": base.ref}
+    patterns = ignore_patterns(spec.ignore_file.read_text())
+    digest = inputs_digest(
+        dockerfile=spec.dockerfile,
+        context=spec.context,
+        patterns=patterns,
+        build_args={**build_args, "base-archive": base.archive.name},
+    )
+    ref = f"{spec.repository}:{spec.fixed_tag or 'dev-' + digest[:12]}"
+    record = load_record(cache, spec.name, digest)
+    if record is not None and record.ref == ref:
+        return record.image(rebuilt=False)
+    log(f"building {ref} from {spec.dockerfile.relative_to(PROJECT_ROOT)}")
+    started = time.monotonic()
+    buildah.run(
+        spec.name, "build", "bud", "--layers", "--network", "host", "--runtime", RUNC,
+        "--volume", f"{CA_BUNDLE}:{CA_BUNDLE}:ro", "--ignorefile", str(spec.ignore_file),
+        "--build-arg", f"PYTHON_IMAGE={base.ref}", "--file", str(spec.dockerfile),
+        "--tag", ref, str(spec.context),
+    )  # fmt: skip
+    return _record_build(cache, buildah, name=spec.name, ref=ref, digest=digest, started=started)
+
+
+def ensure_images(
+    *, cache_dir: Path | None = None, log: Callable[[str], None] = lambda line: None
+) -> ProjectImages:
+    """Every image of the project, built where its inputs changed, found in the cache where not."""
+    if shutil.which("buildah") is None:
+        raise ImageBuildError("buildah is not installed: run make node-packages")
+    if os.geteuid() != 0:
+        raise ImageBuildError("building the images needs root (buildah's overlay storage)")
+    cache = cache_dir or cache_root()
+    with cache_lock(cache):
+        buildah = Buildah(cache)
+        base = ensure_base(cache, buildah, log)
+        pause = ensure_pause(cache, buildah, log)
+        built = {
+            spec.name: ensure_dockerfile_image(spec, cache, buildah, base=base, log=log)
+            for spec in DOCKERFILE_IMAGES
+        }
+    return ProjectImages(base=base, pause=pause, **built)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m localkube.images", description=__doc__)
+    parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        images = ensure_images(log=lambda line: print(line, flush=True))
+    except ImageBuildError as error:
+        print(f"make images failed: {error}", file=sys.stderr)
+        return 1
+    print(f"{'image':58} {'size':>9} {'archive':>9} {'build':>8}")
+    for image in images.all():
+        print(
+            f"{image.ref:58} {image.size_bytes / 2**20:7.1f}Mi {image.archive_bytes / 2**20:7.1f}Mi"
+            f" {image.build_seconds:6.0f} s  {'built' if image.rebuilt else 'cached'}"
+        )
+    print(f"done in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
