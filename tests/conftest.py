@@ -24,8 +24,9 @@ from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
 
 E2E_DIR = Path(__file__).parent / "e2e"
 
-# The controller fixtures (`start_controller`, `controller`) for every end-to-end test module.
-pytest_plugins = ["tests.e2e.controller_fixtures"]
+# The controller fixtures (`start_controller`, `controller`) and the real node (`real_cluster`) for
+# every end-to-end test module.
+pytest_plugins = ["tests.e2e.controller_fixtures", "tests.e2e.real_node_fixtures"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -34,7 +34,8 @@ def plane_settings(state_dir: Path, *, network: NodeNetwork) -> ControlPlaneSett
         state_dir=state_dir,
         node_address=network.node_ip,
         scheduler=True,
-        extra_controllers=INSTALL_CONTROLLERS,
+        # nodelifecycle lifts the not-ready taint a registering kubelet's node starts with.
+        extra_controllers=(*INSTALL_CONTROLLERS, "nodelifecycle"),
     )
 
 

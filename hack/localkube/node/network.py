@@ -54,7 +54,7 @@ class NodeNetwork:
 def cni_config(network: NodeNetwork, *, ipam_dir: Path) -> dict[str, Any]:
     """The CNI conflist containerd hands to the bridge and loopback plugins.
 
-    ``isDefaultGateway`` routes pod traffic to ClusterIPs through the host, where kube-proxy's
+    ``isDefaultGateway`` (which adds the pods' default route itself) routes pod traffic to ClusterIPs through the host, where kube-proxy's
     rules translate it; ``hairpinMode`` lets a pod reach itself through its own Service;
     ``ipMasq`` stays off (nothing here leaves the machine). host-local keeps its leases in
     ``ipam_dir``, inside the node's state, not in ``/var/lib/cni``.
@@ -74,7 +74,6 @@ def cni_config(network: NodeNetwork, *, ipam_dir: Path) -> dict[str, Any]:
                     "type": "host-local",
                     "dataDir": str(ipam_dir),
                     "ranges": [[{"subnet": network.pod_cidr, "gateway": network.pod_gateway}]],
-                    "routes": [{"dst": "0.0.0.0/0"}],
                 },
             },
         ],

@@ -1,0 +1,78 @@
+"""The real node for the end-to-end tests that need real containers: one per test session.
+
+``real_cluster`` starts what ``make dev-up DEV_ARGS=--real-node`` starts (``RealCluster.start``:
+the project's images, a control plane on the node address, the real node) and installs the
+operator as a user does (``kubectl apply -k`` of an overlay naming the built images), once; every
+real-node test shares it. When the node cannot run here the reason is given by name: a failure
+under ``CI=true``, a visible skip otherwise.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from localkube.api import Api
+from localkube.cluster import PROJECT_ROOT, ControlPlane
+from localkube.node.cluster import RealCluster
+from localkube.node.network import NodeNetwork
+from localkube.node.realnode import RealNode, RealNodeSettings, preflight
+from localkube.node.cluster import plane_settings
+
+STATE_ROOT = PROJECT_ROOT / ".local" / "real-node-tests"
+
+
+@dataclass
+class InstalledCluster:
+    cluster: RealCluster
+    api: Api
+    seconds_to_rollout: float
+    """From ``kubectl apply -k`` to both Deployments rolled out, in real containers."""
+
+    @property
+    def plane(self) -> ControlPlane:
+        return self.cluster.plane
+
+    @property
+    def node(self) -> RealNode:
+        return self.cluster.node
+
+
+def _remove_stale_runs() -> None:
+    """Planes and nodes a killed session left (its pid is gone)."""
+    for stale in STATE_ROOT.glob("*") if STATE_ROOT.is_dir() else ():
+        if stale.name.isdigit() and not Path(f"/proc/{stale.name}").exists():
+            RealNode(RealNodeSettings(state_dir=stale / "node")).down()
+            ControlPlane(plane_settings(stale, network=NodeNetwork())).down()
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def require_real_node() -> None:
+    problems = preflight()
+    if not problems:
+        return
+    reason = "the real node cannot run here: " + "; ".join(problems)
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def real_cluster() -> Iterator[InstalledCluster]:
+    require_real_node()
+    _remove_stale_runs()
+    state_dir = STATE_ROOT / str(os.getpid())
+    cluster = RealCluster.start(state_dir, log=lambda line: None)
+    atexit.register(cluster.down)
+    try:
+        seconds = cluster.install_operator(state_dir / "install")
+        yield InstalledCluster(cluster, Api.from_kubeconfig(cluster.plane.kubeconfig), seconds)
+    finally:
+        cluster.down()
+        atexit.unregister(cluster.down)
