@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
 DEMO_ARGS ?=
 
-.PHONY: help venv sdk-venv binaries node-packages cluster-up cluster-down dev-up dev-down demo demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries node-packages images cluster-up cluster-down dev-up dev-down demo demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -40,14 +40,18 @@ $(SDK_STAMP): $(SDK_REQUIREMENTS)
 
 sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
 
-binaries: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, training-operator and kwok once per machine
+binaries: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd and CoreDNS once per machine
 	@hack/build-binaries.sh >/dev/null
 	@hack/build-training-operator.sh >/dev/null
 	@hack/build-training-operator.sh client-rate-limits.patch >/dev/null
 	@hack/build-kwok.sh >/dev/null
+	@hack/build-node-binaries.sh >/dev/null
 
 node-packages: ## the Debian packages of the real node and the image builds (runc, CNI plugins, nftables, buildah, debootstrap); root
 	@hack/install-node-packages.sh
+
+images: venv node-packages binaries ## the webhook, controller, training-example and pause images (buildah, cached per machine); root
+	@$(PY) -m localkube.images
 
 cluster-up: venv binaries ## start etcd, kube-apiserver, kube-controller-manager on loopback
 	@$(PY) -m localkube up --state-dir $(LOCAL)
@@ -76,7 +80,7 @@ crd: venv binaries ## regenerate manifests/crd/ from the pinned kube-apiserver's
 lint: venv ## ruff (lint + format check), hadolint (Dockerfiles)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/hadolint Dockerfile.webhook Dockerfile.controller
+	$(VENV)/bin/hadolint Dockerfile.webhook Dockerfile.controller examples/Dockerfile
 
 # The SDK driver is checked against the packages it runs with (.venv-sdk), not the operator's.
 typecheck: venv sdk-venv ## mypy (strict on shared/, webhook/, controller/, certs/)
@@ -87,10 +91,10 @@ typecheck: venv sdk-venv ## mypy (strict on shared/, webhook/, controller/, cert
 unit: venv ## the tests that need no control plane
 	$(VENV)/bin/pytest -m "not e2e" $(PYTEST_ARGS)
 
-e2e: venv sdk-venv binaries ## the tests against the local control plane
+e2e: venv sdk-venv binaries images ## the tests against the local control plane
 	$(VENV)/bin/pytest -m e2e $(PYTEST_ARGS)
 
-test: venv sdk-venv binaries lint typecheck ## lint, typecheck, then every test (unit and e2e)
+test: venv sdk-venv binaries images lint typecheck ## lint, typecheck, then every test (unit and e2e)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 bench: venv binaries ## measure webhook, admission and controller at full size; writes docs/benchmarks.md

@@ -71,8 +71,8 @@ def kubelet_config(
         "readOnlyPort": 0,
         "healthzBindAddress": network.node_ip,
         "healthzPort": healthz_port,
-        "tlsCertFile": str(paths.pki / "kubelet.crt"),
-        "tlsPrivateKeyFile": str(paths.pki / "kubelet.key"),
+        "tlsCertFile": str(paths.pki / "kubelet-serving.crt"),
+        "tlsPrivateKeyFile": str(paths.pki / "kubelet-serving.key"),
         "authentication": {
             "anonymous": {"enabled": False},
             "webhook": {"enabled": True},

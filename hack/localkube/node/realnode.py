@@ -159,13 +159,15 @@ class RealNode:
         sandbox_image: str,
         log: Callable[[str], None] = lambda line: None,
     ) -> RealNodeState:
-        """Start the node against ``plane`` (started with ``node_address`` = the node IP).
+        """Start the node against ``plane``: after ``prepare_network``, then ``plane.up()`` with
+        ``node_address`` = the node IP (kube-apiserver listens on the node bridge, so it must
+        not be removed from under it).
 
         ``images`` are docker-archives imported into containerd before the kubelet starts;
         ``sandbox_image`` (one of them) is containerd's pod sandbox.
         """
-        self.down()
-        self.prepare_network()
+        if not network.link_exists(self.net.node_bridge):
+            raise RealNodeError("RealNode.prepare_network must run before the control plane")
         state = RealNodeState(ip_forward_before=network.read_ip_forward())
         self._save(state)
         kube_bin, node_bin = find_binaries(), node_bin_dir()
@@ -245,8 +247,8 @@ class RealNode:
         assert state is not None
         node = self.settings.node_name
         serving = ca.issue_serving(hosts=(self.net.node_ip, node), common_name=node)
-        (self.paths.pki / "kubelet.crt").write_bytes(serving.cert_pem)
-        (self.paths.pki / "kubelet.key").write_bytes(serving.key_pem)
+        (self.paths.pki / "kubelet-serving.crt").write_bytes(serving.cert_pem)
+        (self.paths.pki / "kubelet-serving.key").write_bytes(serving.key_pem)
         users = {
             "kubelet": ca.issue_client(
                 common_name=f"system:node:{node}", organizations=("system:nodes",)
