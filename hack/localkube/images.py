@@ -249,10 +249,6 @@ class Buildah:
             )
         return result.stdout
 
-    def image_id(self, ref: str) -> str:
-        return self.run(ref, "inspect", "inspect", "--type", "image", "--format", "{{.FromImageID}}",
-                        ref).strip()  # fmt: skip
-
     def export(self, ref: str, archive: Path) -> None:
         staging = archive.with_name(f".{archive.name}.tmp")
         staging.unlink(missing_ok=True)
@@ -337,7 +333,9 @@ def ensure_base(cache: Path, buildah: Buildah, log: Callable[[str], None]) -> Bu
 def ensure_pause(cache: Path, buildah: Buildah, log: Callable[[str], None]) -> BuiltImage:
     """Kubernetes' pause, compiled from ``build/pause/linux/pause.c`` of the pinned module."""
     version = pinned_version("KUBE_VERSION")
-    source_dir = download_module("k8s.io/kubernetes", version, module_dir=PROJECT_ROOT / "hack" / "k8s")
+    source_dir = download_module(
+        "k8s.io/kubernetes", version, module_dir=PROJECT_ROOT / "hack" / "k8s"
+    )
     source = source_dir / "build" / "pause" / "linux" / "pause.c"
     if not source.is_file():
         raise ImageBuildError(f"image pause: {source} is not in the pinned Kubernetes module")

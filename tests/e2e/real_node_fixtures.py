@@ -20,10 +20,9 @@ import pytest
 
 from localkube.api import Api
 from localkube.cluster import PROJECT_ROOT, ControlPlane
-from localkube.node.cluster import RealCluster
+from localkube.node.cluster import RealCluster, plane_settings
 from localkube.node.network import NodeNetwork
 from localkube.node.realnode import RealNode, RealNodeSettings, preflight
-from localkube.node.cluster import plane_settings
 
 STATE_ROOT = PROJECT_ROOT / ".local" / "real-node-tests"
 

@@ -44,7 +44,7 @@ def container_id(pod: dict[str, Any]) -> str:
     status = pod["status"]["containerStatuses"][0]
     runtime, _, identifier = status["containerID"].partition("://")
     assert runtime == "containerd", status
-    return identifier
+    return str(identifier)
 
 
 def oci_spec(installed: InstalledCluster, identifier: str) -> dict[str, Any]:
@@ -194,9 +194,7 @@ def test_a_killed_leader_container_hands_over_to_the_standby_and_a_job_runs_once
     # The container's process dies (SIGKILL through containerd), the pod stays: the kubelet
     # restarts the container in place, under the same pod name.
     real_cluster.node.ctr("tasks", "kill", "--signal", "SIGKILL", container_id(pods[leader]))
-    real_cluster.plane.kubectl(
-        "apply", "-n", namespace, "-f", "-", input_text=json.dumps(job)
-    )
+    real_cluster.plane.kubectl("apply", "-n", namespace, "-f", "-", input_text=json.dumps(job))
     holder = wait_for(
         "the standby to take the Lease",
         lambda: lease_holder(real_cluster),
@@ -218,9 +216,7 @@ def test_a_killed_leader_container_hands_over_to_the_standby_and_a_job_runs_once
         p for p in pods_of(real_cluster, "controller") if p["metadata"]["name"] == leader
     )
     assert restarted["status"]["containerStatuses"][0]["restartCount"] == restarts_before + 1
-    logs = real_cluster.plane.kubectl(
-        "logs", "-n", namespace, "during-takeover-worker-0"
-    ).stdout
+    logs = real_cluster.plane.kubectl("logs", "-n", namespace, "during-takeover-worker-0").stdout
     assert logs.strip() == "ran once"
     print(f"{holder} took the Lease {takeover:.1f} s after the leader's container was killed")
 

@@ -64,7 +64,7 @@ def test_the_cpu_train_example_succeeds_in_containers_with_falling_loss_and_equa
     assert final == "Succeeded", logs
     epochs = 5
     digests = []
-    for index, text in logs.items():
+    for text in logs.values():
         losses = [float(loss) for _, _, loss in EPOCH.findall(text)]
         assert len(losses) == epochs, text
         assert all(later < earlier for earlier, later in itertools.pairwise(losses)), losses

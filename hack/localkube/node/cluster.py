@@ -104,9 +104,7 @@ class RealCluster:
             log(f"control plane ready at {plane.state().server}")  # type: ignore[union-attr]
             archives = [images.pause.archive, images.webhook.archive,
                         images.controller.archive, images.examples.archive]  # fmt: skip
-            node_state = node.up(
-                plane, images=archives, sandbox_image=images.pause.ref, log=log
-            )
+            node_state = node.up(plane, images=archives, sandbox_image=images.pause.ref, log=log)
         except BaseException:
             node.down()
             plane.down()

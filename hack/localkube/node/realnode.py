@@ -279,9 +279,7 @@ class RealNode:
         network.write_cni_config(
             self.net, conf_dir=self.containerd_paths.cni_conf_dir, ipam_dir=self.paths.ipam
         )
-        self._spawn(
-            state, "containerd", [str(node_bin / "containerd"), f"--config={config}"]
-        )
+        self._spawn(state, "containerd", [str(node_bin / "containerd"), f"--config={config}"])
 
         def answers() -> bool:
             try:

@@ -162,9 +162,7 @@ def remove_cni_cache(network_name: str) -> int:
 def delete_nft_tables(name: str) -> None:
     """kube-proxy's tables (``ip``/``ip6`` families, both named ``kube-proxy``)."""
     for family in ("ip", "ip6"):
-        subprocess.run(
-            ["nft", "delete", "table", family, name], capture_output=True, check=False
-        )
+        subprocess.run(["nft", "delete", "table", family, name], capture_output=True, check=False)
 
 
 def nft_table_exists(family: str, name: str) -> bool:
