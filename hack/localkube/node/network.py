@@ -55,9 +55,10 @@ def cni_config(network: NodeNetwork, *, ipam_dir: Path) -> dict[str, Any]:
     """The CNI conflist containerd hands to the bridge plugin.
 
     ``isDefaultGateway`` (which adds the pods' default route itself) routes pod traffic to
-    ClusterIPs through the host, where kube-proxy's rules translate it; ``hairpinMode`` lets a pod reach itself through its own Service;
-    ``ipMasq`` stays off (nothing here leaves the machine). host-local keeps its leases in
-    ``ipam_dir``, inside the node's state, not in ``/var/lib/cni``.
+    ClusterIPs through the host, where kube-proxy's rules translate it; ``hairpinMode`` lets a
+    pod reach itself through its own Service; ``ipMasq`` stays off (nothing here leaves the
+    machine). host-local keeps its leases in ``ipam_dir``, inside the node's state, not in
+    ``/var/lib/cni``.
     """
     return {
         "cniVersion": "1.0.0",
