@@ -16,8 +16,12 @@ LOCAL := .local
 PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
 DEMO_ARGS ?=
+DEV_ARGS ?=
+# With --real-node, the demo and dev-up run the operator's images on the real node: they need
+# its Debian packages and the images first.
+REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages images)
 
-.PHONY: help venv sdk-venv binaries node-packages images cluster-up cluster-down dev-up dev-down demo demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries node-packages images cluster-up cluster-down dev-up dev-down demo demo-node demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -59,14 +63,17 @@ cluster-up: venv binaries ## start etcd, kube-apiserver, kube-controller-manager
 cluster-down: venv ## stop the local control plane
 	@$(PY) -m localkube down --state-dir $(LOCAL)
 
-dev-up: venv binaries ## control plane + CRD + webhook (TLS, registered) + controller, in the background
-	@$(PY) -m localkube dev-up --state-dir $(LOCAL)
+dev-up: venv binaries $(call REAL_NODE_NEEDS,$(DEV_ARGS)) ## control plane + CRD + webhook (TLS, registered) + controller, in the background (DEV_ARGS=--real-node: installed as images on the real node, root)
+	@$(PY) -m localkube dev-up --state-dir $(LOCAL) $(DEV_ARGS)
 
-dev-down: venv ## stop make demo's test kubelet, the controller, the webhook and the control plane
+dev-down: venv ## stop what dev-up, demo and demo-node started (test kubelet, operator, control plane, real node)
 	@$(PY) -m localkube dev-down --state-dir $(LOCAL)
 
-demo: venv binaries ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train; DEMO_ARGS=--real-scheduling for kube-scheduler)
+demo: venv binaries $(call REAL_NODE_NEEDS,$(DEMO_ARGS)) ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train; DEMO_ARGS=--real-scheduling for kube-scheduler, --real-node for containers)
 	@$(PY) -m localkube.demo --state-dir $(LOCAL) --job $(JOB) $(DEMO_ARGS)
+
+demo-node: venv binaries node-packages images ## the demo in containers on the real node: the operator's images and the job's (root; first run builds ~5 min)
+	@$(PY) -m localkube.demo --state-dir $(LOCAL) --job $(JOB) --real-node $(DEMO_ARGS)
 
 demo-gang: venv binaries ## two GPU jobs on 6 GPUs under kube-scheduler, without and with native gang scheduling
 	@$(PY) -m localkube.gang_demo --state-dir $(LOCAL)/gang-demo

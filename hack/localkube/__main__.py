@@ -2,6 +2,8 @@
 
 The Makefile's ``cluster-up``/``cluster-down`` and ``dev-up``/``dev-down`` call this;
 ``--state-dir`` lets two control planes (the developer's and the test session's) live side by side.
+``dev-up --real-node`` starts the control plane with the real node in ``<state-dir>/real-node``
+and installs the operator's images on it (``localkube.node``); ``dev-down`` stops both kinds.
 """
 
 from __future__ import annotations
@@ -18,7 +20,32 @@ from localkube.cluster import (
     ControlPlaneSettings,
     find_binaries,
 )
+from localkube.images import ImageBuildError
+from localkube.node.cluster import REAL_NODE_SUBDIR, RealCluster
+from localkube.node.realnode import RealNodeError
 from localkube.operator import LocalOperator, OperatorError
+
+
+def real_node_up(state_dir: Path) -> int:
+    """The control plane and the real node in ``state_dir``, the operator installed on it."""
+    started = time.monotonic()
+    try:
+        cluster = RealCluster.start(state_dir, log=lambda line: print(line, flush=True))
+        rollout = cluster.install_operator(state_dir / "install")
+    except (ImageBuildError, RealNodeError, ControlPlaneError) as error:
+        print(f"dev-up --real-node failed: {error}", file=sys.stderr)
+        return 1
+    plane = cluster.plane
+    print(
+        f"control plane and node Ready in {cluster.seconds_to_ready:.1f} s, operator rolled out"
+        f" in {rollout:.1f} s ({time.monotonic() - started:.1f} s in all)\n"
+        f"  export KUBECONFIG={plane.kubeconfig}\n"
+        f"  export PATH={plane.kubectl_path.parent}:$PATH\n"
+        f"  kubectl -n mxjob-system get pods -o wide\n"
+        f"  logs: {plane.logs}/ (control plane), {cluster.node.paths.logs}/ (containerd,"
+        " kubelet, ...)"
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +57,14 @@ def main(argv: list[str] | None = None) -> int:
         default=PROJECT_ROOT / ".local",
         help="where certs, etcd data, logs and the kubeconfig live (default: .local)",
     )
+    parser.add_argument(
+        "--real-node",
+        action="store_true",
+        help="dev-up: the operator's images in containers on the real node (needs root)",
+    )
     args = parser.parse_args(argv)
+    if args.command == "dev-up" and args.real_node:
+        return real_node_up(args.state_dir / REAL_NODE_SUBDIR)
     if args.command == "build":
         print(find_binaries())
         return 0
@@ -53,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "dev-down":
         LocalOperator(plane).down()
         plane.down()
+        if (args.state_dir / REAL_NODE_SUBDIR).is_dir():
+            RealCluster.stop(args.state_dir / REAL_NODE_SUBDIR)
         print("operator and control plane stopped")
         return 0
     if args.command == "up":

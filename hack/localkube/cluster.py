@@ -460,6 +460,19 @@ class ControlPlane:
         except (urllib.error.URLError, OSError, ssl.SSLError):
             return False
 
+    def _controller_manager_healthy(self, state: ControlPlaneState) -> bool:
+        """kube-controller-manager answers ``/healthz`` (anonymous, self-signed) once it is up;
+        a test kubelet asking for a serving certificate earlier would wait on csrsigning."""
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        url = f"https://127.0.0.1:{state.controller_manager_port}/healthz"
+        try:
+            with urllib.request.urlopen(url, context=context, timeout=2) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, OSError, ssl.SSLError):
+            return False
+
     def _etcd_healthy(self, state: ControlPlaneState) -> bool:
         try:
             with urllib.request.urlopen(f"{state.etcd_url}/health", timeout=2) as response:
@@ -534,6 +547,7 @@ class ControlPlane:
             if self.runs_scheduler:
                 state.pids[SCHEDULER] = self._spawn(SCHEDULER, self._scheduler_argv(state))
                 self._save(state)
+            self._wait("kube-controller-manager", self._controller_manager_healthy, state)
         except BaseException:
             self.down()
             raise
@@ -556,6 +570,8 @@ class ControlPlane:
         if component == "etcd":
             self._wait("etcd", self._etcd_healthy, state)
         self._wait("kube-apiserver", self._ready, state)
+        if component == "kube-controller-manager":
+            self._wait(component, self._controller_manager_healthy, state)
 
     def down(self) -> None:
         """Stop every process this control plane started; safe to call when nothing runs."""

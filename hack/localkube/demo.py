@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import yaml
 
@@ -229,9 +229,17 @@ class Progress:
         self.out.flush()
 
 
+class LineSource(Protocol):
+    """Where the demo reads the job's pods' output as it is written."""
+
+    def new_lines(self) -> Iterator[tuple[str, str]]:
+        """``(replica, line)`` for each complete line written since the last call."""
+        ...
+
+
 @dataclass
 class LogFollower:
-    """Emits the new complete lines of a job's pod log files, prefixed by the replica."""
+    """Emits the new complete lines of the exec-mode kubelet's pod log files, by replica."""
 
     log_dir: Path
     namespace: str
@@ -288,12 +296,11 @@ def watch_job(
     namespace: str,
     name: str,
     *,
-    log_dir: Path,
+    lines: LineSource,
     progress: Progress,
     timeout: float,
 ) -> dict[str, Any]:
     """Report state, pod phases and pod output until the job finishes; return its status."""
-    follower = LogFollower(log_dir, namespace, name)
     last_state: str | None = None
     last_pods: dict[str, str] = {}
     deadline = time.monotonic() + timeout
@@ -309,7 +316,7 @@ def watch_job(
         # A pod that disappeared was cleaned up (cleanPodPolicy) or is being recreated.
         shown = {**{k: "deleted" for k in last_pods if k not in pods}, **pods}
         # Output first: what a process printed before it exited precedes the state it caused.
-        for replica, text in follower.new_lines():
+        for replica, text in lines.new_lines():
             progress.line(f"          {replica:>14} | {text}")
         if state != last_state or shown != last_pods:
             replicas = "  ".join(f"{k}: {v}" for k, v in sorted(shown.items())) or "no pods yet"
@@ -332,16 +339,12 @@ def stop_command(plane: ControlPlane) -> str:
     return f"python -m localkube dev-down --state-dir {plane.dir}"
 
 
-def print_summary(
-    plane: ControlPlane,
-    namespace: str,
-    name: str,
-    status: dict[str, Any],
-    *,
-    log_dir: Path,
-    kubelet: Spawned,
-    out: TextIO,
-) -> None:
+def print_outcome(
+    plane: ControlPlane, namespace: str, name: str, status: dict[str, Any], *, out: TextIO
+) -> list[str]:
+    """The job's state and conditions, ``kubectl get mxjobs``, its events and the tail of each
+    pod's ``kubectl logs``; the names of its pods."""
+
     def kubectl(*args: str) -> str:
         result = plane.kubectl(*args, "-n", namespace, check=False)
         return (result.stdout or result.stderr).rstrip()
@@ -369,7 +372,34 @@ def print_summary(
         print(kubectl("logs", pod, f"--tail={LOG_TAIL}") or "(no output)", file=out)
     if not pods:
         print("\n(the job's pods were deleted at the end: runPolicy.cleanPodPolicy)", file=out)
+    return pods
+
+
+def inspect_commands(plane: ControlPlane, namespace: str, name: str, pods: list[str]) -> str:
+    """The commands that look further at the job, with the plane's kubeconfig and kubectl."""
     worker = next((p for p in pods if "-worker-" in p), pods[0] if pods else f"{name}-worker-0")
+    return (
+        "\nInspect it yourself:\n"
+        f"  export KUBECONFIG={plane.kubeconfig} PATH={plane.kubectl_path.parent}:$PATH\n"
+        f"  kubectl get mxjobs -n {namespace}\n"
+        f"  kubectl describe mxjob {name} -n {namespace}\n"
+        f"  kubectl get mxjob {name} -n {namespace} -o yaml     # the injected env, the status\n"
+        f"  kubectl get pods,services -n {namespace} -L training.kubeflow.org/replica-type\n"
+        f"  kubectl logs -n {namespace} {worker}    # or -f, or --tail=N, --timestamps"
+    )
+
+
+def print_summary(
+    plane: ControlPlane,
+    namespace: str,
+    name: str,
+    status: dict[str, Any],
+    *,
+    log_dir: Path,
+    kubelet: Spawned,
+    out: TextIO,
+) -> None:
+    pods = print_outcome(plane, namespace, name, status, out=out)
     print(
         f"\nThe test kubelet (pid {kubelet.pid}, log {plane.logs / KUBELET_LOG}) keeps running"
         " after the demo, so `kubectl logs` (and `-f`) of these pods works until"
@@ -378,14 +408,8 @@ def print_summary(
     )
     for path in sorted(log_dir.glob(f"{namespace}_{name}-*.log")):
         print(f"  {path}", file=out)
+    print(inspect_commands(plane, namespace, name, pods), file=out)
     print(
-        "\nInspect it yourself:\n"
-        f"  export KUBECONFIG={plane.kubeconfig} PATH={plane.kubectl_path.parent}:$PATH\n"
-        f"  kubectl get mxjobs -n {namespace}\n"
-        f"  kubectl describe mxjob {name} -n {namespace}\n"
-        f"  kubectl get mxjob {name} -n {namespace} -o yaml     # the injected env, the status\n"
-        f"  kubectl get pods,services -n {namespace} -L training.kubeflow.org/replica-type\n"
-        f"  kubectl logs -n {namespace} {worker}    # or -f, or --tail=N, --timestamps\n"
         "\nThe control plane, the webhook, the controller and the test kubelet keep running (so"
         f" you can look); `{stop_command(plane)}` stops them.",
         file=out,
@@ -471,7 +495,12 @@ def run(
     progress.line(f"          {applied.stdout.strip()}")
     try:
         status = watch_job(
-            api, namespace, name, log_dir=log_dir, progress=progress, timeout=timeout
+            api,
+            namespace,
+            name,
+            lines=LogFollower(log_dir, namespace, name),
+            progress=progress,
+            timeout=timeout,
         )
     except KeyboardInterrupt:
         progress.line("interrupted: stopping the test kubelet and the pods' processes")
@@ -494,7 +523,24 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run kube-scheduler (with native gang scheduling) on a control plane of its own",
     )
+    parser.add_argument(
+        "--real-node",
+        action="store_true",
+        help="run the operator and the job in containers on the real node (needs root)",
+    )
     args = parser.parse_args(argv)
+    if args.real_node:
+        # Imported here: localkube.node.demo builds on this module's helpers.
+        from localkube.node import demo as node_demo  # noqa: PLC0415
+        from localkube.node.cluster import REAL_NODE_SUBDIR  # noqa: PLC0415
+
+        return node_demo.run(
+            args.job.resolve(),
+            state_dir=args.state_dir / REAL_NODE_SUBDIR,
+            namespace=args.namespace,
+            timeout=args.timeout,
+            out=sys.stdout,
+        )
     state_dir = args.state_dir / "real-scheduling" if args.real_scheduling else args.state_dir
     return run(
         args.job.resolve(),

@@ -61,7 +61,7 @@ def serving_request(*, node_name: str, ip: str) -> tuple[bytes, bytes]:
 
 
 def bootstrap(
-    api: Api, *, node_name: str, ip: str = "127.0.0.1", timeout: float = 15
+    api: Api, *, node_name: str, ip: str = "127.0.0.1", timeout: float = 60
 ) -> ServingTLS:
     """Request, approve and collect a serving certificate for ``ip``; fetch the client CA."""
     request_pem, key_pem = serving_request(node_name=node_name, ip=ip)

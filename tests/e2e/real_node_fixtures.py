@@ -20,9 +20,8 @@ import pytest
 
 from localkube.api import Api
 from localkube.cluster import PROJECT_ROOT, ControlPlane
-from localkube.node.cluster import RealCluster, plane_settings
-from localkube.node.network import NodeNetwork
-from localkube.node.realnode import RealNode, RealNodeSettings, preflight
+from localkube.node.cluster import RealCluster
+from localkube.node.realnode import RealNode, preflight
 
 STATE_ROOT = PROJECT_ROOT / ".local" / "real-node-tests"
 
@@ -47,8 +46,7 @@ def _remove_stale_runs() -> None:
     """Planes and nodes a killed session left (its pid is gone)."""
     for stale in STATE_ROOT.glob("*") if STATE_ROOT.is_dir() else ():
         if stale.name.isdigit() and not Path(f"/proc/{stale.name}").exists():
-            RealNode(RealNodeSettings(state_dir=stale / "node")).down()
-            ControlPlane(plane_settings(stale, network=NodeNetwork())).down()
+            RealCluster.stop(stale)
             shutil.rmtree(stale, ignore_errors=True)
 
 

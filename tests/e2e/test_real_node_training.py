@@ -1,67 +1,56 @@
-"""The CPU training example runs real MXNet ``dist_sync`` in containers on the real node.
+"""``make demo DEMO_ARGS=--real-node`` runs the CPU training example: real MXNet ``dist_sync``
+in containers on the real node.
 
+The demo's own job step (``localkube.node.demo.run_job``) runs on the session's node:
 ``examples/v1/train/mx_job_dist_cpu.yaml`` as written (its image is the one ``make images``
-builds from ``examples/Dockerfile`` under the same name), with only its CPU requests scaled to
-fit this machine's two cores. Each replica is a container with its own address on the pod
-bridge; the workers find the scheduler through its headless Service and CoreDNS; the logs are
-read with ``kubectl logs``, which kube-apiserver fetches from the real kubelet.
+builds from ``examples/Dockerfile`` under the same name), its requests scaled to what the node
+has free. Each replica is a container with its own address on the pod bridge; the workers find
+the scheduler through its headless Service and CoreDNS; the demo shows the pods' output from the
+kubelet's container logs while they run, and ``kubectl logs`` (which kube-apiserver fetches from
+the real kubelet) at the end.
 """
 
 from __future__ import annotations
 
+import io
 import itertools
-import json
 import re
-import time
-from typing import Any
 
-from localkube.api import ensure_namespace
-from localkube.demo import load_job
+from localkube.demo import DEFAULT_JOB, Progress
+from localkube.node.demo import run_job
 from tests.e2e.real_node_fixtures import InstalledCluster
-from tests.e2e.test_install_running import wait_for
-from tests.e2e.test_real_node_install import TRAIN_EXAMPLE
 
 JOB = "dist-train-cpu"
 EPOCH = re.compile(r"^epoch (\d+)/(\d+) loss ([0-9.]+)", re.MULTILINE)
 DIGEST = re.compile(r"^final parameters sha256 ([0-9a-f]{64})$", re.MULTILINE)
-CPU_REQUESTS = {"Scheduler": "100m", "Server": "100m", "Worker": "500m"}
-"""The example asks for 2.5 CPUs in all (sized for a cluster); the real node has 2."""
 
 
-def fitted(job: dict[str, Any]) -> dict[str, Any]:
-    for replica_type, replica in job["spec"]["mxReplicaSpecs"].items():
-        for container in replica["template"]["spec"]["containers"]:
-            container["resources"]["requests"]["cpu"] = CPU_REQUESTS[replica_type]
-    return job
-
-
-def test_the_cpu_train_example_succeeds_in_containers_with_falling_loss_and_equal_parameters(
+def test_the_demo_runs_the_cpu_train_example_in_containers_to_equal_parameters(
     real_cluster: InstalledCluster,
 ) -> None:
     namespace = "train"
-    ensure_namespace(real_cluster.api, namespace)
-    job = fitted(load_job(TRAIN_EXAMPLE))
-    image = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
-    assert real_cluster.cluster.images.examples.ref == f"docker.io/{image}"
+    out = io.StringIO()
+    status, seconds = run_job(
+        real_cluster.cluster,
+        DEFAULT_JOB,
+        namespace=namespace,
+        timeout=300,
+        progress=Progress(out),
+        out=out,
+    )
+    shown = out.getvalue()
     kubectl = real_cluster.plane.kubectl
-    started = time.monotonic()
-    kubectl("apply", "-n", namespace, "-f", "-", input_text=json.dumps(job))
-
-    def state() -> str:
-        path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/{JOB}"
-        return str(real_cluster.api.request("GET", path).get("status", {}).get("state"))
-
-    try:
-        final = wait_for("the job to finish", state, lambda s: s in ("Succeeded", "Failed"),
-                         timeout=300)  # fmt: skip
-    except AssertionError as error:
+    if status.get("state") != "Succeeded":
         described = kubectl("describe", "pods", "-n", namespace, check=False).stdout
-        raise AssertionError(f"{error}\n{described[-4000:]}") from None
-    seconds = time.monotonic() - started
+        raise AssertionError(f"{shown}\n{described[-4000:]}")
+    # While it ran, the demo showed each worker's epochs from the kubelet's container logs.
+    for index in (0, 1):
+        assert re.search(rf"worker-{index} \| epoch 5/5 loss", shown), shown
+    assert f"$ kubectl logs -n {namespace} {JOB}-worker-1 --tail=5" in shown
+    assert re.search(rf"^{JOB}\s.*\bSucceeded\b", shown, re.MULTILINE), shown  # get mxjobs
     logs = {
         index: kubectl("logs", "-n", namespace, f"{JOB}-worker-{index}").stdout for index in (0, 1)
     }
-    assert final == "Succeeded", logs
     epochs = 5
     digests = []
     for text in logs.values():
@@ -79,4 +68,6 @@ def test_the_cpu_train_example_succeeds_in_containers_with_falling_loss_and_equa
         status = pod["status"]["containerStatuses"][0]
         assert status["containerID"].startswith("containerd://"), status
         assert status["state"]["terminated"]["exitCode"] == 0, status
+        image = pod["spec"]["containers"][0]["image"]
+        assert f"docker.io/{image}" == real_cluster.cluster.images.examples.ref
     print(f"MXNet dist_sync in containers: Succeeded in {seconds:.1f} s")

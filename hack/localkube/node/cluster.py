@@ -26,6 +26,8 @@ from localkube.node.realnode import RealNode, RealNodeSettings, RealNodeState
 
 SYSTEM_NAMESPACE = "mxjob-system"
 OVERLAY_NAME = "real-node"
+REAL_NODE_SUBDIR = "real-node"
+"""``make dev-up DEV_ARGS=--real-node`` and the real-node demo keep it in ``.local/real-node``."""
 
 
 def plane_settings(state_dir: Path, *, network: NodeNetwork) -> ControlPlaneSettings:
@@ -80,6 +82,12 @@ def _image_entry(name: str, ref: str) -> dict[str, str]:
     return {"name": name, "newName": repository, "newTag": tag}
 
 
+def node_archives(images: ProjectImages) -> list[Path]:
+    """What the node imports: the sandbox (pause), the operator's two images, the examples'."""
+    return [image.archive for image in (images.pause, images.webhook, images.controller,
+                                        images.examples)]  # fmt: skip
+
+
 @dataclass
 class RealCluster:
     """A started control plane and real node."""
@@ -92,8 +100,15 @@ class RealCluster:
     """From the start (images found) to a Ready node with DNS and kube-proxy."""
 
     @classmethod
-    def start(cls, state_dir: Path, *, log: Callable[[str], None] = print) -> RealCluster:
-        images = ensure_images(log=log)
+    def start(
+        cls,
+        state_dir: Path,
+        *,
+        images: ProjectImages | None = None,
+        log: Callable[[str], None] = print,
+    ) -> RealCluster:
+        """A new plane and node in ``state_dir`` (one left there before is torn down first)."""
+        images = images or ensure_images(log=log)
         started = time.monotonic()
         node = RealNode(RealNodeSettings(state_dir=state_dir / "node"))
         node.down()
@@ -102,14 +117,33 @@ class RealCluster:
         try:
             plane.up()
             log(f"control plane ready at {plane.state().server}")  # type: ignore[union-attr]
-            archives = [images.pause.archive, images.webhook.archive,
-                        images.controller.archive, images.examples.archive]  # fmt: skip
-            node_state = node.up(plane, images=archives, sandbox_image=images.pause.ref, log=log)
+            node_state = node.up(
+                plane, images=node_archives(images), sandbox_image=images.pause.ref, log=log
+            )
         except BaseException:
             node.down()
             plane.down()
             raise
         return cls(plane, node, images, node_state, time.monotonic() - started)
+
+    @classmethod
+    def resume(cls, state_dir: Path, *, images: ProjectImages) -> RealCluster | None:
+        """The plane and node already running in ``state_dir`` with exactly ``images``
+        imported (``make dev-up DEV_ARGS=--real-node``, an earlier demo); None otherwise."""
+        node = RealNode(RealNodeSettings(state_dir=state_dir / "node"))
+        plane = ControlPlane(plane_settings(state_dir, network=node.net))
+        state = node.state()
+        wanted = [archive.name for archive in node_archives(images)]
+        if node.running() and plane.running() and state.imported == wanted:
+            return cls(plane, node, images, state, seconds_to_ready=0.0)
+        return None
+
+    @classmethod
+    def stop(cls, state_dir: Path) -> None:
+        """Tear down the plane and node of ``state_dir``, from any process."""
+        node = RealNode(RealNodeSettings(state_dir=state_dir / "node"))
+        node.down()
+        ControlPlane(plane_settings(state_dir, network=node.net)).down()
 
     def install_operator(self, work: Path, *, timeout: float = 180) -> float:
         """``kubectl apply -k`` of the image overlay, then both rollouts; seconds it took."""

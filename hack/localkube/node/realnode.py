@@ -71,6 +71,9 @@ class RealNodeState:
     ip_forward_before: str = "0"
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds each start-up step took (containerd, images, kubelet Ready, DNS, kube-proxy)."""
+    imported: list[str] = field(default_factory=list)
+    """The file names of the archives imported; each names its image's inputs digest, so a node
+    can be reused only while they are the images ``make images`` would give now."""
 
 
 def node_bin_dir() -> Path:
@@ -168,7 +171,9 @@ class RealNode:
         """
         if not network.link_exists(self.net.node_bridge):
             raise RealNodeError("RealNode.prepare_network must run before the control plane")
-        state = RealNodeState(ip_forward_before=network.read_ip_forward())
+        state = RealNodeState(
+            ip_forward_before=network.read_ip_forward(), imported=[a.name for a in images]
+        )
         self._save(state)
         kube_bin, node_bin = find_binaries(), node_bin_dir()
         for directory in (self.paths.logs, self.paths.pki, self.paths.pod_logs):
