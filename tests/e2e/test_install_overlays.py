@@ -15,7 +15,6 @@ import atexit
 import base64
 import json
 import shutil
-import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,10 +25,10 @@ import yaml
 from cryptography import x509
 
 from certs.cli import main as certs_main
+from localkube import cert_manager
 from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
 
 MANIFESTS = PROJECT_ROOT / "manifests"
-CERT_MANAGER_CRDS_SCRIPT = PROJECT_ROOT / "hack" / "cert-manager-crds.sh"
 NAMESPACE = "mxjob-system"
 OVERLAYS = ("cert-manager", "self-signed")
 Docs = list[dict[str, Any]]
@@ -66,10 +65,7 @@ def fresh_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPla
     atexit.register(plane.down)
     try:
         plane.up()
-        crds = subprocess.run(
-            [str(CERT_MANAGER_CRDS_SCRIPT)], check=True, capture_output=True, text=True
-        ).stdout.strip()
-        plane.kubectl("apply", "--server-side", "-f", crds)
+        plane.kubectl("apply", "--server-side", "-f", str(cert_manager.build() / "crds"))
         plane.kubectl(
             "wait", "--for=condition=Established", "--timeout=60s",
             "crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io",
@@ -346,12 +342,21 @@ def test_self_signed_overlay_trusts_exactly_the_ca_of_its_generated_secret(
     assert tls in volumes
 
 
-def test_cert_manager_overlay_injects_its_certificates_ca_into_webhooks_and_conversion(
+def test_cert_manager_overlay_injects_its_ca_into_webhooks_and_conversion(
     rendered: dict[str, Docs],
 ) -> None:
+    """The serving certificate comes from a CA Issuer whose CA (kept across renewals with its
+    key) is what the caBundles hold: renewing the serving certificate changes no caBundle."""
     docs = rendered["cert-manager"]
     certificate = one(docs, "Certificate", "mxjob-webhook")
-    source = f"{certificate['metadata']['namespace']}/{certificate['metadata']['name']}"
+    issuer = one(docs, "Issuer", certificate["spec"]["issuerRef"]["name"])
+    ca = one(docs, "Certificate", "mxjob-webhook-ca")
+    assert issuer["spec"] == {"ca": {"secretName": ca["spec"]["secretName"]}}
+    assert ca["spec"]["isCA"] is True
+    assert ca["spec"]["privateKey"]["rotationPolicy"] == "Never"
+    root = one(docs, "Issuer", ca["spec"]["issuerRef"]["name"])
+    assert root["spec"] == {"selfSigned": {}}
+    source = f"{ca['metadata']['namespace']}/{ca['metadata']['name']}"
     for kind, name in (
         ("MutatingWebhookConfiguration", "mxjob-operator-mutating"),
         ("ValidatingWebhookConfiguration", "mxjob-operator-validating"),
@@ -361,8 +366,6 @@ def test_cert_manager_overlay_injects_its_certificates_ca_into_webhooks_and_conv
         assert annotations["cert-manager.io/inject-ca-from"] == source
     for ref in _webhook_services(docs):
         assert f"{ref['name']}.{ref['namespace']}.svc" in certificate["spec"]["dnsNames"]
-    issuer = one(docs, "Issuer", certificate["spec"]["issuerRef"]["name"])
-    assert issuer["spec"] == {"selfSigned": {}}
     volumes = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]["spec"]["volumes"]
     secret_names = [v["secret"]["secretName"] for v in volumes if "secret" in v]
     assert secret_names == [certificate["spec"]["secretName"]]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import pytest
 from localkube.api import ensure_namespace
 from localkube.cluster import PROJECT_ROOT
 from localkube.node.cluster import SYSTEM_NAMESPACE
+from tests.e2e.admission_traffic import admission_traffic, single_worker_job
 from tests.e2e.real_node_fixtures import InstalledCluster
 from tests.e2e.test_install_running import PodCreations, wait_for
 
@@ -140,30 +140,6 @@ def test_a_valid_job_is_defaulted_and_gets_its_env_from_the_webhook_pods(
         assert (env["DMLC_NUM_SERVER"], env["DMLC_NUM_WORKER"]) == ("1", "2")
 
 
-def single_worker_job(name: str, image: str, command: list[str]) -> dict[str, Any]:
-    """A single-node MXJob (one Worker) running ``command`` in ``image``."""
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name},
-        "spec": {
-            "mxReplicaSpecs": {
-                "Worker": {
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {"name": "mxnet", "image": image, "command": command,
-                                 "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}}}
-                            ]
-                        }
-                    },
-                }
-            }
-        },
-    }  # fmt: skip
-
-
 def job_state(installed: InstalledCluster, namespace: str, name: str) -> str:
     path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/{name}"
     return str(installed.api.request("GET", path).get("status", {}).get("state"))
@@ -227,51 +203,23 @@ def test_the_webhook_scaled_to_three_and_rolled_admits_every_valid_and_no_invali
     namespace = namespace_for(real_cluster, "webhook-roll")
     kubectl = real_cluster.plane.kubectl
     image = real_cluster.cluster.images.examples.ref
-    refused_valid: list[str] = []
-    admitted_invalid: list[str] = []
-    sent = {"valid": 0, "invalid": 0}
-    stop = threading.Event()
-
-    def stream() -> None:
-        index = 0
-        while not stop.is_set():
-            index += 1
-            valid = single_worker_job(f"valid-{index}", image, ["true"])
-            valid["spec"]["runPolicy"] = {"suspend": True}  # admitted, never run
-            invalid = single_worker_job(f"invalid-{index}", image, ["true"])
-            invalid["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 2  # single-node: 1 only
-            for kind, job in (("valid", valid), ("invalid", invalid)):
-                result = kubectl(
-                    "create", "-n", namespace, "-f", "-", input_text=json.dumps(job), check=False
-                )
-                sent[kind] += 1
-                if kind == "valid" and result.returncode != 0:
-                    refused_valid.append(result.stderr.strip())
-                if kind == "invalid" and result.returncode == 0:
-                    admitted_invalid.append(job["metadata"]["name"])
-
-    thread = threading.Thread(target=stream, daemon=True)
-    thread.start()
     try:
-        started = time.monotonic()
-        kubectl("-n", SYSTEM_NAMESPACE, "scale", "deployment/mxjob-webhook", "--replicas=3")
-        kubectl("-n", SYSTEM_NAMESPACE, "rollout", "status", "deployment/mxjob-webhook",
-                "--timeout=120s", timeout=130)  # fmt: skip
-        kubectl("-n", SYSTEM_NAMESPACE, "rollout", "restart", "deployment/mxjob-webhook")
-        kubectl("-n", SYSTEM_NAMESPACE, "rollout", "status", "deployment/mxjob-webhook",
-                "--timeout=180s", timeout=190)  # fmt: skip
-        wait_for(
-            "the old webhook pods to finish terminating",
-            lambda: pods_of(real_cluster, "webhook"),
-            lambda pods: len(pods) == 3,
-            timeout=90,
-        )
-        rolled = time.monotonic() - started
+        with admission_traffic(kubectl, namespace=namespace, image=image, prefix="roll") as traffic:
+            started = time.monotonic()
+            kubectl("-n", SYSTEM_NAMESPACE, "scale", "deployment/mxjob-webhook", "--replicas=3")
+            kubectl("-n", SYSTEM_NAMESPACE, "rollout", "status", "deployment/mxjob-webhook",
+                    "--timeout=120s", timeout=130)  # fmt: skip
+            kubectl("-n", SYSTEM_NAMESPACE, "rollout", "restart", "deployment/mxjob-webhook")
+            kubectl("-n", SYSTEM_NAMESPACE, "rollout", "status", "deployment/mxjob-webhook",
+                    "--timeout=180s", timeout=190)  # fmt: skip
+            wait_for(
+                "the old webhook pods to finish terminating",
+                lambda: pods_of(real_cluster, "webhook"),
+                lambda pods: len(pods) == 3,
+                timeout=90,
+            )
+            rolled = time.monotonic() - started
     finally:
-        stop.set()
-        thread.join(timeout=60)
         kubectl("-n", SYSTEM_NAMESPACE, "scale", "deployment/mxjob-webhook", "--replicas=2")
-    assert sent["valid"] >= 10 and sent["invalid"] >= 10, sent
-    assert refused_valid == [], refused_valid[:3]
-    assert admitted_invalid == []
-    print(f"scaled to 3 and rolled in {rolled:.1f} s under {sent} requests: 0 wrong answers")
+    traffic.assert_no_wrong_answer()
+    print(f"scaled to 3 and rolled in {rolled:.1f} s under {traffic}")

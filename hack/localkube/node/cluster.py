@@ -22,12 +22,29 @@ from pathlib import Path
 from localkube.cluster import INSTALL_CONTROLLERS, PROJECT_ROOT, ControlPlane, ControlPlaneSettings
 from localkube.images import ProjectImages, ensure_images
 from localkube.node.network import NodeNetwork
-from localkube.node.realnode import RealNode, RealNodeSettings, RealNodeState
+from localkube.node.realnode import RealNode, RealNodeError, RealNodeSettings, RealNodeState
 
 SYSTEM_NAMESPACE = "mxjob-system"
 OVERLAY_NAME = "real-node"
 REAL_NODE_SUBDIR = "real-node"
 """``make dev-up DEV_ARGS=--real-node`` and the real-node demo keep it in ``.local/real-node``."""
+
+
+ADMISSION_PROBE = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "MXJob",
+    "metadata": {"name": "admission-probe"},
+    "spec": {
+        "runPolicy": {"suspend": True},
+        "mxReplicaSpecs": {
+            "Worker": {
+                "replicas": 1,
+                "template": {"spec": {"containers": [{"name": "mxnet", "image": "probe"}]}},
+            }
+        },
+    },
+}
+"""A valid single-node MXJob, only ever sent as a dry run."""
 
 
 def plane_settings(state_dir: Path, *, network: NodeNetwork) -> ControlPlaneSettings:
@@ -41,9 +58,10 @@ def plane_settings(state_dir: Path, *, network: NodeNetwork) -> ControlPlaneSett
     )
 
 
-def image_overlay(work: Path, *, images: ProjectImages) -> Path:
-    """``manifests/`` copied to ``work`` with the self-signed certificate made as docs/install.md
-    says, and an overlay of ``self-signed`` that names the built images; its path."""
+def image_overlay(work: Path, *, images: ProjectImages, base: str = "self-signed") -> Path:
+    """``manifests/`` copied to ``work`` and an overlay of ``overlays/<base>`` that names the
+    built images; its path. For ``self-signed`` the certificate is made first, as
+    docs/install.md says; ``cert-manager`` needs nothing more (cert-manager makes it)."""
     manifests = work / "manifests"
     shutil.rmtree(manifests, ignore_errors=True)
     shutil.copytree(
@@ -51,19 +69,20 @@ def image_overlay(work: Path, *, images: ProjectImages) -> Path:
         manifests,
         ignore=shutil.ignore_patterns("webhook-tls-secret.yaml"),
     )
-    subprocess.run(
-        [sys.executable, "-m", "certs", "webhook", "--out",
-         str(manifests / "overlays" / "self-signed"), "--ca-dir", str(work / "ca")],
-        check=True, cwd=PROJECT_ROOT, capture_output=True,
-    )  # fmt: skip
-    overlay = manifests / "overlays" / OVERLAY_NAME
+    if base == "self-signed":
+        subprocess.run(
+            [sys.executable, "-m", "certs", "webhook", "--out",
+             str(manifests / "overlays" / "self-signed"), "--ca-dir", str(work / "ca")],
+            check=True, cwd=PROJECT_ROOT, capture_output=True,
+        )  # fmt: skip
+    overlay = manifests / "overlays" / f"{OVERLAY_NAME}-{base}"
     overlay.mkdir()
     never = [{"op": "add", "path": "/spec/template/spec/containers/0/imagePullPolicy",
               "value": "Never"}]  # fmt: skip
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
-        "resources": ["../self-signed"],
+        "resources": [f"../{base}"],
         "images": [
             _image_entry("mxjob-operator/webhook", images.webhook.ref),
             _image_entry("mxjob-operator/controller", images.controller.ref),
@@ -145,9 +164,12 @@ class RealCluster:
         node.down()
         ControlPlane(plane_settings(state_dir, network=node.net)).down()
 
-    def install_operator(self, work: Path, *, timeout: float = 180) -> float:
-        """``kubectl apply -k`` of the image overlay, then both rollouts; seconds it took."""
-        overlay = image_overlay(work, images=self.images)
+    def install_operator(
+        self, work: Path, *, base: str = "self-signed", timeout: float = 180
+    ) -> float:
+        """``kubectl apply -k`` of the image overlay of ``base``, then both rollouts; seconds
+        it took."""
+        overlay = image_overlay(work, images=self.images, base=base)
         started = time.monotonic()
         self.plane.kubectl("apply", "-k", str(overlay), timeout=90)
         self.plane.kubectl(
@@ -155,7 +177,35 @@ class RealCluster:
             "deployment/mxjob-webhook", "deployment/mxjob-controller",
             timeout=timeout + 10,
         )  # fmt: skip
+        self.wait_admission(timeout=timeout)
         return time.monotonic() - started
+
+    def wait_admission(self, *, timeout: float = 120) -> None:
+        """Until kube-apiserver reaches the webhook through its Service and trusts it: a
+        server-side dry run of a valid MXJob is admitted. Rolled-out pods are not yet that: the
+        Service's endpoints, kube-proxy's rules and (with cert-manager) the injected caBundle
+        follow a moment later."""
+        probe = json.dumps(ADMISSION_PROBE)
+        deadline = time.monotonic() + timeout
+        while True:
+            result = self.plane.kubectl(
+                "create", "--dry-run=server", "-n", "default", "-f", "-",
+                input_text=probe, check=False,
+            )  # fmt: skip
+            if result.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise RealNodeError(f"the webhook does not admit a valid MXJob: {result.stderr}")
+            time.sleep(0.5)
+
+    def uninstall_operator(self, work: Path, *, base: str = "self-signed") -> None:
+        """``kubectl delete -k`` of what ``install_operator`` applied, waiting for it to go
+        (the namespace, the CRD with every MXJob, the webhook configurations)."""
+        overlay = image_overlay(work, images=self.images, base=base)
+        self.plane.kubectl(
+            "delete", "-k", str(overlay), "--ignore-not-found", "--wait", "--timeout=180s",
+            timeout=190,
+        )  # fmt: skip
 
     def down(self) -> None:
         """The node first (its kubelet still reaches the API server), then the plane."""

@@ -1,0 +1,282 @@
+"""The real cert-manager beside a local control plane: its controller and CA injector.
+
+Built from cert-manager's release source (``hack/build-cert-manager.sh``, cached per machine),
+they run as processes of this machine, each with a kubeconfig of its own (a client certificate
+from the control plane's CA) and only the RBAC :func:`rbac_objects` grants: what issuing with
+the CA and self-signed issuers, the ACME and ingress controllers' informers, and injecting CA
+bundles need. Its CRDs are the release's own ``deploy/crds``. cert-manager's own admission
+webhook is not run: it validates cert-manager's objects, which the tests write correctly, and
+nothing of the issuance or injection goes through it.
+
+Why processes and not containers: the controller and the injector only talk to kube-apiserver,
+so where they run changes nothing of what the tests show (the webhook's pods do run in
+containers, on the real node, reading the Secret cert-manager writes as the kubelet mounts it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.gomodule import pinned_version, run_build_script
+from localkube.node.realnode import write_kubeconfig
+from localkube.node.teardown import stop_pids
+
+NAMESPACE = "cert-manager"
+"""Where ClusterIssuers keep their Secrets (``--cluster-resource-namespace``)."""
+CONTROLLER_USER = "cert-manager:controller"
+CAINJECTOR_USER = "cert-manager:cainjector"
+READ = ["get", "list", "watch"]
+WRITE = [*READ, "create", "update", "patch", "delete"]
+
+
+class CertManagerError(RuntimeError):
+    """cert-manager did not build or start; the message says why, with its log."""
+
+
+def third_party_dir() -> Path:
+    """Where the third-party release sources are: ``THIRD_PARTY_DIR``, else
+    ``../shared/third_party`` beside the project (where ``hack/build-cert-manager.sh`` looks)."""
+    return Path(os.environ.get("THIRD_PARTY_DIR") or PROJECT_ROOT.parent / "shared" / "third_party")
+
+
+def archive() -> Path:
+    version = pinned_version("CERT_MANAGER_VERSION")
+    return third_party_dir() / f"cert-manager-{version}-src.tar.gz"
+
+
+def missing() -> str | None:
+    """Why cert-manager cannot be built here, by name; None when it can."""
+    if not archive().is_file():
+        return f"cert-manager's release source {archive()} is missing (THIRD_PARTY_DIR)"
+    return None
+
+
+def build() -> Path:
+    """The cache directory holding ``bin/controller``, ``bin/cainjector`` and ``crds/``."""
+    problem = missing()
+    if problem:
+        raise CertManagerError(problem)
+    return run_build_script(PROJECT_ROOT / "hack" / "build-cert-manager.sh")
+
+
+def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> dict[str, Any]:
+    return {"apiGroups": groups, "resources": resources, "verbs": verbs}
+
+
+def _with_subresources(resources: list[str]) -> list[str]:
+    return [
+        *resources,
+        *(f"{r}/status" for r in resources),
+        *(f"{r}/finalizers" for r in resources),
+    ]
+
+
+def rbac_objects() -> list[dict[str, Any]]:
+    """A ClusterRole and binding for each of the two users.
+
+    The controller runs all its default controllers, so it needs to read everything their
+    informers watch (ACME orders and challenges, ingresses, pods, services, CSRs), even though
+    only the CA and self-signed issuers are used; the injector reads Certificates and Secrets
+    and writes the ``caBundle`` of webhook configurations, CRDs and APIServices.
+    """
+    roles = {
+        CONTROLLER_USER: [
+            _rule(
+                ["cert-manager.io"],
+                _with_subresources(
+                    ["issuers", "clusterissuers", "certificates", "certificaterequests"]
+                ),
+                WRITE,
+            ),
+            _rule(["acme.cert-manager.io"], _with_subresources(["orders", "challenges"]), WRITE),
+            _rule([""], ["secrets"], WRITE),
+            _rule([""], ["events"], ["create", "patch"]),
+            _rule([""], ["pods", "services"], READ),
+            _rule(["networking.k8s.io"], ["ingresses"], READ),
+            _rule(["certificates.k8s.io"], ["certificatesigningrequests"], READ),
+            _rule(
+                ["certificates.k8s.io"], ["certificatesigningrequests/status"], ["update", "patch"]
+            ),
+        ],
+        CAINJECTOR_USER: [
+            _rule(["cert-manager.io"], ["certificates"], READ),
+            _rule([""], ["secrets"], READ),
+            _rule([""], ["events"], ["create", "patch"]),
+            _rule(
+                ["admissionregistration.k8s.io"],
+                ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+                [*READ, "update", "patch"],
+            ),
+            _rule(["apiregistration.k8s.io"], ["apiservices"], [*READ, "update", "patch"]),
+            _rule(
+                ["apiextensions.k8s.io"], ["customresourcedefinitions"], [*READ, "update", "patch"]
+            ),
+        ],
+    }
+    objects: list[dict[str, Any]] = []
+    for user, rules in roles.items():
+        name = user.replace(":", "-")
+        objects.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": name},
+                "rules": rules,
+            }
+        )
+        objects.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": name,
+                },
+                "subjects": [
+                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}
+                ],
+            }
+        )
+    return objects
+
+
+@dataclass
+class CertManager:
+    """cert-manager's controller and CA injector running against ``plane``."""
+
+    plane: ControlPlane
+    state_dir: Path
+    pids: dict[str, int] = field(default_factory=dict)
+    home: Path = field(default_factory=build)
+    """The build: ``bin/`` and ``crds/``."""
+
+    @property
+    def logs(self) -> Path:
+        return self.state_dir / "logs"
+
+    def install_crds(self) -> None:
+        """The release's CRDs, with server-side apply (they are too big for the annotation)."""
+        self.plane.kubectl("apply", "--server-side", "-f", str(self.home / "crds"), timeout=120)
+        self.plane.kubectl(
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            *(
+                f"crd/{n}"
+                for n in (
+                    "certificates.cert-manager.io",
+                    "issuers.cert-manager.io",
+                    "clusterissuers.cert-manager.io",
+                    "certificaterequests.cert-manager.io",
+                )
+            ),
+            timeout=70,
+        )
+
+    def start(self, *, timeout: float = 60) -> None:
+        """CRDs, RBAC, then both programs; returns once both answer their health checks."""
+        self.install_crds()
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        objects = {"apiVersion": "v1", "kind": "List", "items": [namespace, *rbac_objects()]}
+        self.plane.kubectl("apply", "-f", "-", input_text=json.dumps(objects))
+        ca = self.plane.certificate_authority()
+        state = self.plane.state()
+        if state is None:
+            raise CertManagerError("the control plane is not running")
+        pki = self.state_dir / "pki"
+        pki.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(parents=True, exist_ok=True)
+        ports = {}
+        for program, user in (("controller", CONTROLLER_USER), ("cainjector", CAINJECTOR_USER)):
+            pair = ca.issue_client(common_name=user)
+            kubeconfig = pki / f"{program}.kubeconfig"
+            write_kubeconfig(
+                kubeconfig, server=state.server, ca=ca, cert_pem=pair.cert_pem, key_pem=pair.key_pem
+            )
+            ports[program] = free_port()
+            argv = [
+                str(self.home / "bin" / program),
+                f"--kubeconfig={kubeconfig}",
+                "--leader-elect=false",
+                "--v=2",
+                *self._args(program, ports[program]),
+            ]
+            with (self.logs / f"{program}.log").open("ab") as log:
+                # The injector's client config reads KUBECONFIG, not its --kubeconfig flag.
+                process = subprocess.Popen(
+                    argv,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+                )
+            self.pids[program] = process.pid
+        self._wait_healthy(ports, timeout=timeout)
+
+    def _args(self, program: str, port: int) -> list[str]:
+        """Every listener on loopback: the health server only in the configuration file."""
+        if program == "cainjector":
+            return [f"--metrics-listen-address=127.0.0.1:{port}"]
+        config = self.state_dir / "controller-config.json"
+        config.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "controller.config.cert-manager.io/v1alpha1",
+                    "kind": "ControllerConfiguration",
+                    "healthzListenAddress": f"127.0.0.1:{port}",
+                }
+            )
+        )
+        return [
+            f"--config={config}",
+            f"--cluster-resource-namespace={NAMESPACE}",
+            f"--metrics-listen-address=127.0.0.1:{free_port()}",
+        ]
+
+    def _wait_healthy(self, ports: dict[str, int], *, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        paths = {"controller": "/livez", "cainjector": "/metrics"}
+        pending = dict(ports)
+        while pending:
+            for program, port in list(pending.items()):
+                with contextlib.suppress(urllib.error.URLError, OSError):
+                    url = f"http://127.0.0.1:{port}{paths[program]}"
+                    with urllib.request.urlopen(url, timeout=2) as response:
+                        if response.status == 200:
+                            del pending[program]
+            for program, pid in self.pids.items():
+                with contextlib.suppress(ChildProcessError):
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        raise CertManagerError(
+                            f"cert-manager's {program} exited ({status}):\n{self.tail(program)}"
+                        )
+            if pending and time.monotonic() > deadline:
+                raise CertManagerError(
+                    f"cert-manager's {', '.join(pending)} not healthy after {timeout:g} s:\n"
+                    + "\n".join(self.tail(p) for p in pending)
+                )
+            time.sleep(0.2)
+
+    def tail(self, program: str, lines: int = 30) -> str:
+        with contextlib.suppress(OSError):
+            text = (self.logs / f"{program}.log").read_text(errors="replace")
+            return "\n".join(text.splitlines()[-lines:])
+        return ""
+
+    def stop(self) -> None:
+        stop_pids(list(self.pids.values()))
+        self.pids.clear()

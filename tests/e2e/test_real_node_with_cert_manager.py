@@ -1,0 +1,355 @@
+"""The cert-manager install on the real node, with the real cert-manager issuing and injecting.
+
+cert-manager v1.21.1's controller and CA injector, built from its release source
+(``localkube.cert_manager``), run beside the session's control plane. The session's self-signed
+install is removed (``kubectl delete -k``) and ``manifests/overlays/cert-manager`` is applied as
+docs/install.md says, with plain ``kubectl apply -k`` of an overlay that only names the built
+images. Nothing of the project writes a certificate or a caBundle on this path: cert-manager
+issues the CA and the serving certificate, its injector fills every caBundle, and the webhook
+pods (real containers) read the Secret as the kubelet mounts and refreshes it.
+
+Renewals and the CA's renewal happen while ``admission_traffic`` streams valid and invalid
+MXJobs: a caBundle that did not verify what a webhook pod serves would refuse the valid ones.
+At the end the self-signed install is put back for the session's other real-node tests.
+
+This module sorts after the other real-node modules on purpose (it replaces the install they
+test), and restores it whichever order it runs in.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import os
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from cryptography import x509
+
+from localkube import cert_manager
+from localkube.api import Api
+from localkube.cluster import PROJECT_ROOT
+from localkube.node.cluster import SYSTEM_NAMESPACE, image_overlay
+from tests.e2e.admission_traffic import admission_traffic
+from tests.e2e.real_node_fixtures import InstalledCluster
+from tests.e2e.test_install_running import wait_for
+from tests.e2e.test_real_node_install import namespace_for, pods_of
+
+BASE = "cert-manager"
+LEAF, CA = "mxjob-webhook", "mxjob-webhook-ca"
+LEAF_SECRET, CA_SECRET = "mxjob-webhook-tls", "mxjob-webhook-ca"
+WEBHOOK_PORT = 9443
+SERVICE_NAME = f"mxjob-webhook.{SYSTEM_NAMESPACE}.svc"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+VALIDATE_HOOK = "validate.mxjobs.kubeflow.org"
+CM_PATH = f"/apis/cert-manager.io/v1/namespaces/{SYSTEM_NAMESPACE}/certificates"
+V1BETA1_EXAMPLE = PROJECT_ROOT / "examples" / "v1beta1" / "train" / "mx_job_dist_gpu.yaml"
+
+
+@dataclass
+class CertManaged:
+    installed: InstalledCluster
+    manager: cert_manager.CertManager
+    seconds_to_ready: float
+    """From ``kubectl apply -k`` to the Certificate Ready and both Deployments rolled out."""
+
+    @property
+    def api(self) -> Api:
+        return self.installed.api
+
+    def kubectl(self, *args: str, **kwargs: Any) -> Any:
+        return self.installed.plane.kubectl(*args, **kwargs)
+
+
+def require_archive() -> None:
+    problem = cert_manager.missing()
+    if problem is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(problem)
+    pytest.skip(problem)
+
+
+@pytest.fixture(scope="module")
+def managed(real_cluster: InstalledCluster) -> Iterator[CertManaged]:
+    require_archive()
+    cluster = real_cluster.cluster
+    work = cluster.plane.dir / "cert-manager"
+    cluster.uninstall_operator(cluster.plane.dir / "install")
+    manager = cert_manager.CertManager(cluster.plane, work)
+    try:
+        manager.start()
+        overlay = image_overlay(work / "install", images=cluster.images, base=BASE)
+        started = time.monotonic()
+        cluster.plane.kubectl("apply", "-k", str(overlay), timeout=90)
+        cluster.plane.kubectl(
+            "-n", SYSTEM_NAMESPACE, "wait", "--for=condition=Ready", "--timeout=120s",
+            f"certificate/{CA}", f"certificate/{LEAF}", timeout=130,
+        )  # fmt: skip
+        cluster.plane.kubectl(
+            "-n", SYSTEM_NAMESPACE, "rollout", "status", "--timeout=180s",
+            "deployment/mxjob-webhook", "deployment/mxjob-controller", timeout=190,
+        )  # fmt: skip
+        cluster.wait_admission()
+        yield CertManaged(real_cluster, manager, time.monotonic() - started)
+    finally:
+        cluster.uninstall_operator(work / "install", base=BASE)
+        manager.stop()
+        cluster.install_operator(cluster.plane.dir / "install")
+
+
+# -- what the cluster holds and the pods serve --------------------------------------------------
+def secret_data(api: Api, name: str) -> dict[str, bytes]:
+    data = api.request("GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/{name}")["data"]
+    return {key: base64.b64decode(value) for key, value in data.items()}
+
+
+def pem_certificate(pem: bytes) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(pem)
+
+
+def ca_bundles(api: Api) -> dict[str, bytes]:
+    """Every caBundle the API server uses to call the webhook, by where it is."""
+    found: dict[str, bytes] = {}
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        path = f"/apis/admissionregistration.k8s.io/v1/{kind}"
+        for item in api.request("GET", path)["items"]:
+            if not item["metadata"]["name"].startswith("mxjob-operator"):
+                continue
+            for hook in item["webhooks"]:
+                bundle = hook["clientConfig"].get("caBundle", "")
+                found[f"{kind}/{hook['name']}"] = base64.b64decode(bundle)
+    crd = api.request(
+        "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mxjobs.kubeflow.org"
+    )
+    client = crd["spec"]["conversion"]["webhook"]["clientConfig"]
+    found["crd/mxjobs.kubeflow.org conversion"] = base64.b64decode(client.get("caBundle", ""))
+    return found
+
+
+def served_certificate(pod_ip: str, ca_pem: bytes) -> x509.Certificate:
+    """What a new TLS connection to one webhook pod is shown, verified as kube-apiserver does:
+    against ``ca_pem`` for the Service's name."""
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    with (
+        socket.create_connection((pod_ip, WEBHOOK_PORT), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname=SERVICE_NAME) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der)
+
+
+def webhook_ips(managed: CertManaged) -> list[str]:
+    return [p["status"]["podIP"] for p in pods_of(managed.installed, "webhook")]
+
+
+def bundle_certificates(pem: bytes) -> list[x509.Certificate]:
+    return x509.load_pem_x509_certificates(pem) if pem.strip() else []
+
+
+def served_serials(managed: CertManaged) -> set[int] | None:
+    """The serials every webhook pod serves, each verified against the caBundle kube-apiserver
+    uses for the validating webhook; None while one of them does not verify or answer."""
+    bundle = ca_bundles(managed.api)[f"validatingwebhookconfigurations/{VALIDATE_HOOK}"]
+    try:
+        return {served_certificate(ip, bundle).serial_number for ip in webhook_ips(managed)}
+    except (OSError, ssl.SSLError):
+        return None
+
+
+def force_renewal(managed: CertManaged, name: str) -> None:
+    """What ``cmctl renew`` does: an ``Issuing`` condition added through the status."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    condition = {
+        "type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+        "message": "Certificate re-issuance manually triggered", "lastTransitionTime": now,
+    }  # fmt: skip
+    patch = [{"op": "add", "path": "/status/conditions/-", "value": condition}]
+    managed.kubectl(
+        "-n", SYSTEM_NAMESPACE, "patch", f"certificate/{name}", "--subresource=status",
+        "--type=json", "-p", json.dumps(patch),
+    )  # fmt: skip
+
+
+def leaf_serial(managed: CertManaged) -> int:
+    return pem_certificate(secret_data(managed.api, LEAF_SECRET)["tls.crt"]).serial_number
+
+
+def renewed_and_served(managed: CertManaged, before: int, *, timeout: float = 120) -> float:
+    """Seconds until the Secret holds a new serving certificate and every pod serves one of the
+    new ones (with short lifetimes cert-manager may renew again meanwhile)."""
+    started = time.monotonic()
+    issued: set[int] = set()
+
+    def caught_up() -> bool:
+        current = leaf_serial(managed)
+        if current != before:
+            issued.add(current)
+        serving = served_serials(managed)
+        return bool(issued) and serving is not None and serving <= issued
+
+    wait_for("every webhook pod to serve a renewed certificate", caught_up, timeout=timeout)
+    return time.monotonic() - started
+
+
+# -- the tests ----------------------------------------------------------------------------------
+def test_cert_manager_issues_the_ca_and_the_serving_certificate(managed: CertManaged) -> None:
+    for name in (CA, LEAF):
+        certificate = managed.api.request("GET", f"{CM_PATH}/{name}")
+        ready = {c["type"]: c["status"] for c in certificate["status"]["conditions"]}
+        assert ready.get("Ready") == "True", certificate["status"]
+    secret = managed.api.request(
+        "GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/{LEAF_SECRET}"
+    )
+    annotations = secret["metadata"]["annotations"]
+    assert annotations["cert-manager.io/certificate-name"] == LEAF
+    assert annotations["cert-manager.io/issuer-name"] == "mxjob-ca"
+    leaf = secret_data(managed.api, LEAF_SECRET)
+    ca = pem_certificate(secret_data(managed.api, CA_SECRET)["tls.crt"])
+    served = pem_certificate(leaf["tls.crt"])
+    assert served.issuer == ca.subject
+    assert leaf["ca.crt"] == secret_data(managed.api, CA_SECRET)["tls.crt"]
+    names = served.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert SERVICE_NAME in names.get_values_for_type(x509.DNSName)
+    print(f"\ncert-manager: apply -k to Certificate Ready and rolled out in "
+          f"{managed.seconds_to_ready:.1f} s")  # fmt: skip
+
+
+def test_the_ca_injector_fills_every_ca_bundle_with_the_ca(managed: CertManaged) -> None:
+    ca_pem = secret_data(managed.api, CA_SECRET)["ca.crt"]
+    bundles = ca_bundles(managed.api)
+    assert len(bundles) >= 3, bundles.keys()
+    assert {where: pem == ca_pem for where, pem in bundles.items()} == dict.fromkeys(bundles, True)
+    # Only the injector wrote them: the fields' manager in each object.
+    for path in (
+        f"{ADMISSION}/mutatingwebhookconfigurations/mxjob-operator-mutating",
+        f"{ADMISSION}/validatingwebhookconfigurations/mxjob-operator-validating",
+        f"{CRDS}/mxjobs.kubeflow.org",
+    ):
+        fields = managed.api.request("GET", path)["metadata"]["managedFields"]
+        writers = [f["manager"] for f in fields if "caBundle" in json.dumps(f.get("fieldsV1"))]
+        assert writers and all("cainjector" in w for w in writers), (path, writers)
+
+
+def test_the_webhook_pods_serve_it_and_admit_refuse_and_convert(managed: CertManaged) -> None:
+    serial = leaf_serial(managed)
+    wait_for("the pods to serve the issued certificate", lambda: served_serials(managed),
+             lambda found: found == {serial}, timeout=60)  # fmt: skip
+    namespace = namespace_for(managed.installed, "cm-admission")
+    image = managed.installed.cluster.images.examples.ref
+    with admission_traffic(managed.kubectl, namespace=namespace, image=image,
+                           prefix="first") as traffic:  # fmt: skip
+        wait_for("a few jobs", lambda: traffic.sent["invalid"], lambda n: n >= 3, timeout=60)
+    traffic.assert_no_wrong_answer(at_least=3)
+    managed.kubectl("apply", "-n", namespace, "-f", str(V1BETA1_EXAMPLE))
+    name = "mxnet-job"
+    stored = managed.api.request(
+        "GET", f"/apis/kubeflow.org/v1beta1/namespaces/{namespace}/mxjobs/{name}"
+    )
+    assert stored["apiVersion"] == "kubeflow.org/v1beta1"
+    as_v1 = managed.api.request(
+        "GET", f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/{name}"
+    )
+    assert as_v1["apiVersion"] == "kubeflow.org/v1"
+    assert set(as_v1["spec"]["mxReplicaSpecs"]) == set(stored["spec"]["mxReplicaSpecs"])
+    managed.kubectl("delete", "-n", namespace, "mxjob", name, "--wait=false")
+
+
+def test_a_forced_renewal_is_served_without_a_restart_and_nothing_refused(
+    managed: CertManaged,
+) -> None:
+    namespace = namespace_for(managed.installed, "cm-renewal")
+    image = managed.installed.cluster.images.examples.ref
+    bundles = ca_bundles(managed.api)
+    restarts = {p["metadata"]["name"]: p["status"]["containerStatuses"][0]["restartCount"]
+                for p in pods_of(managed.installed, "webhook")}  # fmt: skip
+    with admission_traffic(managed.kubectl, namespace=namespace, image=image,
+                           prefix="renew") as traffic:  # fmt: skip
+        before = leaf_serial(managed)
+        force_renewal(managed, LEAF)
+        seconds = renewed_and_served(managed, before)
+    traffic.assert_no_wrong_answer()
+    assert ca_bundles(managed.api) == bundles  # a new serving certificate, the same CA
+    after = {p["metadata"]["name"]: p["status"]["containerStatuses"][0]["restartCount"]
+             for p in pods_of(managed.installed, "webhook")}  # fmt: skip
+    assert after == restarts  # the same pods, no container restarted
+    print(f"forced renewal served by every webhook pod in {seconds:.1f} s under {traffic}")
+
+
+def test_short_lived_certificates_renew_on_their_own_under_traffic(managed: CertManaged) -> None:
+    """``duration: 1h``, ``renewBefore: 59m40s``: once re-issued with them, cert-manager renews
+    the serving certificate every 20 s by itself; each is served with nothing refused."""
+    namespace = namespace_for(managed.installed, "cm-short")
+    image = managed.installed.cluster.images.examples.ref
+    spec = {"spec": {"duration": "1h", "renewBefore": "59m40s"}}
+    managed.kubectl("-n", SYSTEM_NAMESPACE, "patch", f"certificate/{LEAF}", "--type=merge",
+                    "-p", json.dumps(spec))  # fmt: skip
+    before = leaf_serial(managed)
+    force_renewal(managed, LEAF)  # the current certificate is still the 90-day one
+    renewed_and_served(managed, before)
+    serials = {leaf_serial(managed)}
+    timings = []
+    with admission_traffic(managed.kubectl, namespace=namespace, image=image,
+                           prefix="short") as traffic:  # fmt: skip
+        for _ in range(2):  # two renewals nobody asked for
+            timings.append(renewed_and_served(managed, leaf_serial(managed), timeout=90))
+            serials.add(leaf_serial(managed))
+    traffic.assert_no_wrong_answer()
+    assert len(serials) >= 3
+    served = pem_certificate(secret_data(managed.api, LEAF_SECRET)["tls.crt"])
+    lifetime = served.not_valid_after_utc - served.not_valid_before_utc
+    assert lifetime == datetime.timedelta(hours=1)
+    print(f"renewed by cert-manager on its own, each served in "
+          f"{', '.join(f'{t:.1f}' for t in timings)} s, under {traffic}")  # fmt: skip
+
+
+def test_a_replaced_ca_is_injected_everywhere_and_nothing_refused(managed: CertManaged) -> None:
+    """The CA replaced, key and all (``rotationPolicy: Always`` for this test; the overlay keeps
+    the key): the injector puts the new CA into every caBundle beside the old one, so the
+    serving certificate of the old CA verifies until one of the new CA is served."""
+    namespace = namespace_for(managed.installed, "cm-ca")
+    image = managed.installed.cluster.images.examples.ref
+    old_ca = secret_data(managed.api, CA_SECRET)["tls.crt"]
+    policy = {"spec": {"privateKey": {"rotationPolicy": "Always"}}}
+    managed.kubectl("-n", SYSTEM_NAMESPACE, "patch", f"certificate/{CA}", "--type=merge",
+                    "-p", json.dumps(policy))  # fmt: skip
+    with admission_traffic(managed.kubectl, namespace=namespace, image=image,
+                           prefix="ca") as traffic:  # fmt: skip
+        started = time.monotonic()
+        force_renewal(managed, CA)
+        new_ca = wait_for("a new CA certificate",
+                          lambda: secret_data(managed.api, CA_SECRET)["tls.crt"],
+                          lambda pem: pem != old_ca, timeout=60)  # fmt: skip
+        new = pem_certificate(new_ca)
+
+        def every_bundle_trusts_the_new_ca() -> bool:
+            return all(new in bundle_certificates(pem)
+                       for pem in ca_bundles(managed.api).values())  # fmt: skip
+
+        wait_for("every caBundle to hold the new CA", every_bundle_trusts_the_new_ca, timeout=60)
+        injected = time.monotonic() - started
+        bundles = [bundle_certificates(pem) for pem in ca_bundles(managed.api).values()]
+        old_kept = all(pem_certificate(old_ca) in bundle for bundle in bundles)
+        assert served_serials(managed) == {leaf_serial(managed)}  # the old CA's, still trusted
+        before = leaf_serial(managed)
+        force_renewal(managed, LEAF)
+        served = renewed_and_served(managed, before)
+    traffic.assert_no_wrong_answer()
+    old = pem_certificate(old_ca)
+    assert old.serial_number != new.serial_number
+    assert old.public_key() != new.public_key()  # a new key: a new CA, not a renewed one
+    assert old_kept
+    leaf = pem_certificate(secret_data(managed.api, LEAF_SECRET)["tls.crt"])
+    assert leaf.issuer == new.subject
+    leaf.verify_directly_issued_by(new)
+    print(f"CA replaced and injected beside the old one in every caBundle in {injected:.1f} s;"
+          f" a serving certificate of the new CA served {served:.1f} s after its renewal;"
+          f" under {traffic}")  # fmt: skip
