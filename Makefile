@@ -21,7 +21,7 @@ DEV_ARGS ?=
 # its Debian packages and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages images)
 
-.PHONY: help venv sdk-venv binaries node-packages images cluster-up cluster-down dev-up dev-down demo demo-node demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries node-packages images third-party cluster-up cluster-down dev-up dev-down demo demo-node demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -98,11 +98,14 @@ typecheck: venv sdk-venv ## mypy (strict on shared/, webhook/, controller/, cert
 unit: venv ## the tests that need no control plane
 	$(VENV)/bin/pytest -m "not e2e" $(PYTEST_ARGS)
 
-e2e: venv sdk-venv binaries images ## the tests against the local control plane
+e2e: venv sdk-venv binaries images third-party ## the tests against the local control plane
 	$(VENV)/bin/pytest -m e2e $(PYTEST_ARGS)
 
-test: venv sdk-venv binaries images lint typecheck ## lint, typecheck, then every test (unit and e2e)
+test: venv sdk-venv binaries images third-party lint typecheck ## lint, typecheck, then every test (unit and e2e)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+third-party: ## cert-manager's controller and CA injector from its release source in ../shared/third_party (cached)
+	hack/build-cert-manager.sh >/dev/null
 
 bench: venv binaries ## measure webhook, admission and controller at full size; writes docs/benchmarks.md
 	$(PY) -m bench

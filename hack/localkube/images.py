@@ -146,12 +146,27 @@ def included(relative: str, patterns: Sequence[str]) -> bool:
 
 
 def context_files(context: Path, patterns: Sequence[str]) -> list[Path]:
-    """The files of ``context`` the ignore patterns let in, sorted."""
+    """The files of ``context`` the ignore patterns let in, sorted.
+
+    A folder that is left out, and that no ``!`` pattern could let a path back in from, is not
+    walked at all: ``.local`` (with the real node's containerd state) and ``.venv`` are large.
+    """
+    negations = [p.lstrip("!").strip("/") for p in patterns if p.startswith("!")]
+
+    def prunable(relative: str) -> bool:
+        if included(relative, patterns):
+            return False
+        return not any(n.startswith("**") or n.startswith(f"{relative}/") for n in negations)
+
     found = []
-    for path in sorted(context.rglob("*")):
-        if path.is_file() and included(path.relative_to(context).as_posix(), patterns):
-            found.append(path)
-    return found
+    for root, dirs, files in os.walk(context):
+        base = Path(root)
+        dirs[:] = [d for d in dirs if not prunable((base / d).relative_to(context).as_posix())]
+        for name in files:
+            path = base / name
+            if path.is_file() and included(path.relative_to(context).as_posix(), patterns):
+                found.append(path)
+    return sorted(found)
 
 
 def inputs_digest(

@@ -132,3 +132,9 @@ def test_a_damaged_record_means_a_rebuild(tmp_path: Path) -> None:
     assert load_record(tmp_path, "x", "abc") is None
     (tmp_path / "x.json").write_text('{"ref": "only one field"}')
     assert load_record(tmp_path, "x", "abc") is None
+
+
+def test_a_path_let_back_in_below_a_left_out_folder_is_found(tmp_path: Path) -> None:
+    write(tmp_path, {"keep/inner/a.py": "", "keep/other.py": "", ".local/big/b": "", "c": ""})
+    found = context_files(tmp_path, ["*", "!keep/inner", "!c"])
+    assert [p.relative_to(tmp_path).as_posix() for p in found] == ["c", "keep/inner/a.py"]
