@@ -105,7 +105,7 @@ test: venv sdk-venv binaries images third-party lint typecheck ## lint, typechec
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 third-party: ## cert-manager's controller and CA injector from its release source in ../shared/third_party (cached)
-	hack/build-cert-manager.sh >/dev/null
+	hack/build-third-party.sh cert-manager >/dev/null
 
 bench: venv binaries ## measure webhook, admission and controller at full size; writes docs/benchmarks.md
 	$(PY) -m bench

@@ -1,6 +1,6 @@
 """The real cert-manager beside a local control plane: its controller and CA injector.
 
-Built from cert-manager's release source (``hack/build-cert-manager.sh``, cached per machine),
+Built from cert-manager's release source (``hack/build-third-party.sh``, cached per machine),
 they run as processes of this machine, each with a kubeconfig of its own (a client certificate
 from the control plane's CA) and only the RBAC :func:`rbac_objects` grants: what issuing with
 the CA and self-signed issuers, the ACME and ingress controllers' informers, and injecting CA
@@ -45,7 +45,7 @@ class CertManagerError(RuntimeError):
 
 def third_party_dir() -> Path:
     """Where the third-party release sources are: ``THIRD_PARTY_DIR``, else
-    ``../shared/third_party`` beside the project (where ``hack/build-cert-manager.sh`` looks)."""
+    ``../shared/third_party`` beside the project (where ``hack/build-third-party.sh`` looks)."""
     return Path(os.environ.get("THIRD_PARTY_DIR") or PROJECT_ROOT.parent / "shared" / "third_party")
 
 
@@ -66,7 +66,7 @@ def build() -> Path:
     problem = missing()
     if problem:
         raise CertManagerError(problem)
-    return run_build_script(PROJECT_ROOT / "hack" / "build-cert-manager.sh")
+    return run_build_script(PROJECT_ROOT / "hack" / "build-third-party.sh", "cert-manager")
 
 
 def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> dict[str, Any]:
