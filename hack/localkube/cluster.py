@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ipaddress
 import json
 import os
 import shutil
@@ -54,6 +55,16 @@ CONTROLLERS = "garbagecollector,namespace,serviceaccount,root-ca-cert-publisher,
 # in: the real node (localkube.node) routes them with kube-proxy. The first is `kubernetes`'s.
 SERVICE_CIDR = "198.19.0.0/16"
 KUBERNETES_SERVICE_IP = "198.19.0.1"
+# The real node's bridges (localkube.node.network.NodeNetwork) hold 198.18.0.0/23; the exec-mode
+# test kubelets take their pod addresses from the rest of 198.18.0.0/16 (EXEC_POD_BLOCKS). Neither
+# may reach into SERVICE_CIDR: a real node's kube-proxy rejects every address there that no Service
+# holds, so a test kubelet's pod on such an address could not be probed while a real node runs.
+REAL_NODE_RANGE = "198.18.0.0/23"
+EXEC_POD_BLOCKS = tuple(
+    str(block)
+    for block in ipaddress.ip_network("198.18.0.0/16").subnets(new_prefix=24)
+    if not block.overlaps(ipaddress.ip_network(REAL_NODE_RANGE))
+)
 # What running the install (manifests/) needs beyond CONTROLLERS: Deployments make ReplicaSets
 # make Pods; a Service's EndpointSlice lists its ready pods (the API server routes webhook calls
 # to them with --enable-aggregator-routing); PodDisruptionBudgets get their status.

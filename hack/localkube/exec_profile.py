@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from localkube.cluster import EXEC_POD_BLOCKS
 from localkube.podvolumes import Mount
 
 _ANY_ADDRESS = re.compile(r"^(?P<flag>--[A-Za-z0-9-]+=)?(?:0\.0\.0\.0|\[::\]|)?:(?P<port>\d+)$")
@@ -160,19 +161,21 @@ def remove_empty_tree(top: Path) -> bool:
 
 
 class PodIpPool:
-    """Pod addresses: ``198.18.x.2`` … ``198.18.x.254`` (or 198.19), a random block per pool.
+    """Pod addresses: ``198.18.x.2`` … ``198.18.x.254``, a random block of ``EXEC_POD_BLOCKS``.
 
     Each address is added to the loopback interface (``ip addr add A/32 dev lo``) while its pod
     runs, so it is reachable from this machine only, like an address on a pod network. Why not
     ``127.0.0.x``: the API server refuses loopback addresses in an EndpointSlice ("may not be in
     the loopback range"), so such a pod could never back a Service. 198.18.0.0/15 is reserved
     for network benchmarks (RFC 2544) and appears on no real network. A random block per
-    kubelet keeps test runs on one machine apart.
+    kubelet keeps test runs on one machine apart; the blocks stay clear of a real node's bridges
+    and of the Service range (see ``EXEC_POD_BLOCKS`` in :mod:`localkube.cluster`), so a real
+    node running beside the test kubelets routes none of their pods' addresses.
     """
 
     def __init__(self, block: str | None = None) -> None:
         if block is None:
-            block = f"198.{18 + secrets.randbelow(2)}.{secrets.randbelow(256)}.0/24"
+            block = secrets.choice(EXEC_POD_BLOCKS)
         self.network = ipaddress.IPv4Network(block)
         self._lock = threading.Lock()
         self._taken: dict[str, str] = {}

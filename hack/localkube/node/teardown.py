@@ -32,11 +32,20 @@ def cgroup_dirs(cgroup_root: str) -> list[Path]:
     return [h / relative for h in sorted(CGROUP_FS.iterdir()) if h.is_dir() and not h.is_symlink()]
 
 
+def _subdirectories(top: Path) -> list[Path]:
+    """``top`` and every folder below it; ones that vanish meanwhile (a cgroup the kubelet or
+    runc removes while the node goes down) are skipped, not an error."""
+    found = []
+    for root, _, _ in os.walk(top, onerror=lambda error: None):
+        found.append(Path(root))
+    return found
+
+
 def _pids_in(directory: Path) -> set[int]:
     pids: set[int] = set()
-    for procs in directory.rglob("cgroup.procs") if directory.is_dir() else ():
+    for cgroup in _subdirectories(directory):
         with contextlib.suppress(OSError, ValueError):
-            pids.update(int(line) for line in procs.read_text().split())
+            pids.update(int(line) for line in (cgroup / "cgroup.procs").read_text().split())
     return pids
 
 
@@ -63,10 +72,8 @@ def remove_cgroups(cgroup_root: str) -> list[Path]:
     for top in cgroup_dirs(cgroup_root):
         if not top.is_dir():
             continue
-        directories = sorted(
-            (p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
-        )
-        for directory in [*directories, top]:
+        directories = sorted(_subdirectories(top), key=lambda p: len(p.parts), reverse=True)
+        for directory in directories:
             try:
                 directory.rmdir()
             except FileNotFoundError:

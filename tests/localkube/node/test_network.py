@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
+from localkube.cluster import EXEC_POD_BLOCKS, REAL_NODE_RANGE, SERVICE_CIDR
 from localkube.node.network import NodeNetwork, cni_config
 
 ALLOWED = ipaddress.IPv4Network("198.18.0.0/15")
@@ -24,6 +25,26 @@ def test_pods_service_range_and_node_do_not_overlap() -> None:
     assert not pods.overlaps(services)
     assert ipaddress.ip_address(net.node_ip) not in pods
     assert ipaddress.ip_address(net.node_ip) not in services
+
+
+def test_the_nodes_addresses_stay_inside_the_range_kept_for_it() -> None:
+    net, kept = NodeNetwork(), ipaddress.IPv4Network(REAL_NODE_RANGE)
+    assert ipaddress.IPv4Address(net.node_ip) in kept
+    assert ipaddress.IPv4Network(net.pod_cidr).subnet_of(kept)
+
+
+def test_no_test_kubelet_pod_block_meets_the_real_node_or_the_service_range() -> None:
+    """A real node (its bridges, its kube-proxy's Service rules) runs beside the test kubelets."""
+    net = NodeNetwork()
+    taken = [
+        ipaddress.IPv4Network(net.pod_cidr),
+        ipaddress.IPv4Network(f"{net.node_ip}/32"),
+        ipaddress.IPv4Network(SERVICE_CIDR),
+    ]
+    assert len(EXEC_POD_BLOCKS) == 254
+    for block in map(ipaddress.IPv4Network, EXEC_POD_BLOCKS):
+        assert block.subnet_of(ALLOWED)
+        assert not any(block.overlaps(other) for other in taken), block
 
 
 def test_gateway_is_the_first_pod_address_and_dns_the_tenth_service_address() -> None:
