@@ -74,6 +74,23 @@ def _embedded_metadata() -> dict[str, Any]:
     }
 
 
+def _kept_default(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
+    """The schema, with its ``default`` only where the API server would default a pod's field.
+
+    The API server defaults a field of a Pod, so the CRD defaults the same field of the template:
+    ``ports[].protocol: TCP``, an optional reference's ``name: ""`` and the like, as controller-gen
+    writes them into training-operator's CRD and into Kueue's Workload CRD. A stored template then
+    equals its copy in a Kueue Workload's pod set, which Kueue compares field by field (it deletes
+    and re-creates a Workload that differs). The OpenAPI also puts a zero value on every required
+    field and on list items; those defaults would only turn a missing field's "Required value"
+    into an odd value, so they are left out.
+    """
+    default = schema.get("default")
+    if "default" in schema and required and default in ("", 0, False):
+        del schema["default"]
+    return schema
+
+
 class Inliner:
     """Turns the OpenAPI v3 component schemas into one self-contained structural schema."""
 
@@ -107,17 +124,20 @@ class Inliner:
             return resolved
         out: dict[str, Any] = {}
         for key, value in node.items():
-            if key in ("default", "$ref", "allOf", "description", "format"):
+            if key in ("$ref", "allOf", "description", "format"):
                 continue
             if key.startswith("x-kubernetes-") and key not in KEPT_EXTENSIONS:
                 continue
             if key == "properties":
+                required = set(node.get("required") or ())
                 out[key] = {
-                    prop: self._node(sub, depth=depth + 1, stack=stack)
+                    prop: _kept_default(
+                        self._node(sub, depth=depth + 1, stack=stack), required=prop in required
+                    )
                     for prop, sub in sorted(value.items())
                 }
             elif key in ("items", "additionalProperties") and isinstance(value, dict):
-                out[key] = self._node(value, depth=depth + 1, stack=stack)
+                out[key] = _kept_default(self._node(value, depth=depth + 1, stack=stack))
             else:
                 out[key] = copy.deepcopy(value)
         if node.get("format") in ("int32", "int64", "double"):

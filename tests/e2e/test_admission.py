@@ -278,7 +278,8 @@ def test_lower_case_keys_and_run_policy_under_spec_are_rewritten_canonically(
     worker = stored["spec"]["mxReplicaSpecs"]["Worker"]
     container = worker["template"]["spec"]["containers"][0]
     assert container["name"] == "mxnet"
-    assert container["ports"] == [{"name": "mxjob-port", "containerPort": 9999}]
+    # The CRD defaults a port's protocol as the API server does for a Pod's (hack/gen_crd.py).
+    assert container["ports"] == [{"name": "mxjob-port", "containerPort": 9999, "protocol": "TCP"}]
     config = json.loads(
         _env(worker["template"])["MX_CONFIG"].replace("$(MXJOB_REPLICA_INDEX)", "0")
     )

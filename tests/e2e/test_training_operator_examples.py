@@ -67,8 +67,8 @@ def test_its_example_is_accepted_as_written_and_gets_the_operator_env(
         theirs = kept["template"]["spec"]["containers"][0]
         for field in ("name", "image", "command", "args", "resources", "volumeMounts"):
             assert theirs.get(field) == mine.get(field), f"{rtype}.{field}"
-        for port in mine.get("ports", []):
-            assert port in theirs["ports"]
+        for port in mine.get("ports", []):  # the protocol defaulted, as in a Pod
+            assert {"protocol": "TCP", **port} in theirs["ports"]
         env = {e["name"]: e.get("value") for e in theirs.get("env", [])}
         assert "MX_CONFIG" in env, rtype
         if written["spec"]["jobMode"] == "MXTrain":
