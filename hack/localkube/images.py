@@ -426,6 +426,19 @@ def ensure_images(
     return ProjectImages(base=base, pause=pause, **built)
 
 
+def ensure_extra_image(
+    spec: DockerfileImage, *, cache_dir: Path | None = None,
+    log: Callable[[str], None] = lambda line: None,
+) -> BuiltImage:  # fmt: skip
+    """One image beyond the project's own (a third-party program the tests run on the real
+    node), on the same base, built when its inputs changed."""
+    cache = cache_dir or cache_root()
+    with cache_lock(cache):
+        buildah = Buildah(cache)
+        base = ensure_base(cache, buildah, log)
+        return ensure_dockerfile_image(spec, cache, buildah, base=base, log=log)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localkube.images", description=__doc__)
     parser.parse_args(argv)

@@ -1,0 +1,284 @@
+"""Kueue v0.10.6 queues the operator's MXJobs on the real node, as it queued training-operator's.
+
+Kueue is built from its release source and installed from its own ``config/components``
+(``localkube.kueue``); its MXJob integration works on the ``kubeflow.org/v1`` MXJob it knew from
+training-operator v1.8.1: it suspends a queued job through its webhook, makes a Workload,
+unsuspends the job when it admits the Workload (adding its flavor's node labels and tolerations
+to the pod templates), reads ``status.replicaStatuses[].active`` and the ``Succeeded``/``Failed``
+conditions, and suspends the job again to evict it. The jobs are single Workers of the examples
+image, so they run in seconds in real containers. Kueue runs with ``waitForPodsReady`` on, so
+it also reads the job's ``Running`` condition as the Workload's ``PodsReady``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from localkube import kueue
+from localkube.api import Api
+from tests.e2e.admission_traffic import single_worker_job
+from tests.e2e.real_node_fixtures import InstalledCluster
+from tests.e2e.test_install_running import wait_for
+from tests.e2e.test_real_node_install import namespace_for
+
+NAMESPACE = "kueue-jobs"
+FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE = "mxjob-flavor", "mxjob-cq", "mxjob-lq"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+TOLERATION = {"key": "example.com/queued", "operator": "Exists", "effect": "NoSchedule"}
+JOB_CPU = "100m"
+QUOTA_CPU = "200m"
+"""Two jobs at a time."""
+KUEUE_API = "/apis/kueue.x-k8s.io/v1beta1"
+QUOTA = [{"name": "cpu", "nominalQuota": QUOTA_CPU}, {"name": "memory", "nominalQuota": "2Gi"}]
+
+
+@dataclass
+class Queued:
+    installed: InstalledCluster
+    seconds_to_ready: float
+
+    @property
+    def api(self) -> Api:
+        return self.installed.api
+
+    def kubectl(self, *args: str, **kwargs: Any) -> Any:
+        return self.installed.plane.kubectl(*args, **kwargs)
+
+    def apply(self, *objects: dict[str, Any]) -> None:
+        items = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+        self.kubectl("apply", "-f", "-", input_text=json.dumps(items))
+
+
+def require_archive() -> None:
+    if kueue.archive().is_file():
+        return
+    problem = f"Kueue's release source {kueue.archive()} is missing (THIRD_PARTY_DIR)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(problem)
+    pytest.skip(problem)
+
+
+def queue_objects() -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor",
+         "metadata": {"name": FLAVOR},
+         "spec": {"nodeLabels": {"kubernetes.io/hostname": "mxjob-node"},
+                  "tolerations": [TOLERATION]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
+         "metadata": {"name": CLUSTER_QUEUE},
+         "spec": {"namespaceSelector": {},
+                  "preemption": {"withinClusterQueue": "LowerPriority"},
+                  "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+                      {"name": FLAVOR, "resources": QUOTA}]}]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+         "metadata": {"name": LOCAL_QUEUE, "namespace": NAMESPACE},
+         "spec": {"clusterQueue": CLUSTER_QUEUE}},
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
+    require_archive()
+    cluster = real_cluster.cluster
+    work = cluster.plane.dir / "kueue"
+    try:
+        seconds = kueue.install(cluster, work)
+        namespace_for(real_cluster, NAMESPACE)
+        context = Queued(real_cluster, seconds)
+        context.apply(*queue_objects())
+        yield context
+    finally:
+        real_cluster.plane.kubectl(
+            "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait", "--timeout=120s",
+            timeout=130, check=False,
+        )  # fmt: skip
+        kueue.uninstall(cluster, work)
+
+
+def queued_job(
+    name: str, image: str, *, seconds: float = 2, priority: str | None = None
+) -> dict[str, Any]:
+    job = single_worker_job(name, image, ["python", "-c", f"import time; time.sleep({seconds})"])
+    job["metadata"]["labels"] = {QUEUE_LABEL: LOCAL_QUEUE}
+    if priority:
+        job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priority
+    container = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["resources"]["requests"] = {"cpu": JOB_CPU, "memory": "64Mi"}
+    job["spec"]["runPolicy"] = {"backoffLimit": 0}
+    return job
+
+
+def mxjob(queued: Queued, name: str) -> dict[str, Any]:
+    path = f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/mxjobs/{name}"
+    return dict(queued.api.request("GET", path))
+
+
+def workload_of(queued: Queued, name: str) -> dict[str, Any] | None:
+    items = queued.api.request("GET", f"{KUEUE_API}/namespaces/{NAMESPACE}/workloads")["items"]
+    for workload in items:
+        owners = workload["metadata"].get("ownerReferences") or []
+        if any(o["kind"] == "MXJob" and o["name"] == name for o in owners):
+            return dict(workload)
+    return None
+
+
+def condition(obj: dict[str, Any] | None, kind: str) -> bool:
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return any(c["type"] == kind and c["status"] == "True" for c in conditions)
+
+
+def state(queued: Queued, name: str) -> str:
+    return str((mxjob(queued, name).get("status") or {}).get("state"))
+
+
+def test_a_queued_job_waits_suspended_until_kueue_admits_it_and_then_runs(queued: Queued) -> None:
+    image = queued.installed.cluster.images.examples.ref
+    hold = {"spec": {"stopPolicy": "Hold"}}
+    queued.kubectl("patch", f"clusterqueue/{CLUSTER_QUEUE}", "--type=merge", "-p", json.dumps(hold))
+    queued.kubectl(
+        "apply", "-n", NAMESPACE, "-f", "-", input_text=json.dumps(queued_job("held", image))
+    )
+    assert mxjob(queued, "held")["spec"]["runPolicy"]["suspend"] is True  # Kueue's webhook
+    workload = wait_for("its Workload", lambda: workload_of(queued, "held"), timeout=30)
+    assert workload is not None
+    time.sleep(3)
+    assert mxjob(queued, "held")["spec"]["runPolicy"]["suspend"] is True
+    pods = queued.api.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]
+    assert not [p for p in pods if p["metadata"]["name"].startswith("held-")]
+    started = time.monotonic()
+    release = {"spec": {"stopPolicy": "None"}}
+    queued.kubectl(
+        "patch", f"clusterqueue/{CLUSTER_QUEUE}", "--type=merge", "-p", json.dumps(release)
+    )
+    pods_ready = False  # Kueue's waitForPodsReady reads it from the job's Running condition
+
+    def finished() -> bool:
+        nonlocal pods_ready
+        pods_ready = pods_ready or condition(workload_of(queued, "held"), "PodsReady")
+        return state(queued, "held") in ("Succeeded", "Failed")
+
+    wait_for("the job to finish", finished, timeout=120)
+    seconds = time.monotonic() - started
+    assert pods_ready, workload_of(queued, "held")
+    assert state(queued, "held") == "Succeeded"
+    pod = queued.api.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/held-worker-0")
+    assert pod["spec"]["nodeSelector"]["kubernetes.io/hostname"] == "mxjob-node"
+    assert any(
+        all(t.get(k) == v for k, v in TOLERATION.items()) for t in pod["spec"]["tolerations"]
+    )
+    workload = workload_of(queued, "held")
+    assert condition(workload, "Admitted") and condition(workload, "Finished"), workload
+    print(
+        f"\nKueue: installed in {queued.seconds_to_ready:.1f} s; admitted and Succeeded"
+        f" {seconds:.1f} s after the queue was released"
+    )
+
+
+def test_five_jobs_on_a_quota_for_two_run_two_at_a_time_and_all_succeed(queued: Queued) -> None:
+    image = queued.installed.cluster.images.examples.ref
+    names = [f"quota-{index}" for index in range(5)]
+    started = time.monotonic()
+    for name in names:
+        queued.kubectl(
+            "apply",
+            "-n",
+            NAMESPACE,
+            "-f",
+            "-",
+            input_text=json.dumps(queued_job(name, image, seconds=4)),
+        )
+    most = 0
+    deadline = time.monotonic() + 240
+    while True:
+        jobs = {name: mxjob(queued, name) for name in names}
+        unsuspended = [
+            n
+            for n, j in jobs.items()
+            if not j["spec"]["runPolicy"].get("suspend")
+            and (j.get("status") or {}).get("state") not in ("Succeeded", "Failed")
+        ]
+        most = max(most, len(unsuspended))
+        finished = [
+            n
+            for n, j in jobs.items()
+            if (j.get("status") or {}).get("state") in ("Succeeded", "Failed")
+        ]
+        if len(finished) == len(names):
+            break
+        assert time.monotonic() < deadline, {
+            n: (j.get("status") or {}).get("state") for n, j in jobs.items()
+        }
+        time.sleep(0.3)
+    seconds = time.monotonic() - started
+    assert {state(queued, n) for n in names} == {"Succeeded"}
+    assert most <= 2, most
+    assert most == 2, most  # the quota was used
+    print(f"5 jobs on a quota for 2: at most {most} at a time, all Succeeded in {seconds:.1f} s")
+
+
+def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeeds(
+    queued: Queued,
+) -> None:
+    image = queued.installed.cluster.images.examples.ref
+    classes = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
+         "metadata": {"name": name}, "value": value, "description": name}
+        for name, value in (("mxjob-low", 10), ("mxjob-high", 1000))
+    ]  # fmt: skip
+    queued.apply(*classes)
+    low = queued_job("low", image, seconds=20, priority="mxjob-low")
+    low["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"][
+        "requests"
+    ]["cpu"] = QUOTA_CPU
+    queued.kubectl("apply", "-n", NAMESPACE, "-f", "-", input_text=json.dumps(low))
+    wait_for(
+        "the low-priority job to run",
+        lambda: state(queued, "low"),
+        lambda s: s == "Running",
+        timeout=60,
+    )
+    high = queued_job("high", image, seconds=2, priority="mxjob-high")
+    queued.kubectl("apply", "-n", NAMESPACE, "-f", "-", input_text=json.dumps(high))
+    evicted_at = time.monotonic()
+    wait_for(
+        "the low job suspended by Kueue",
+        lambda: mxjob(queued, "low")["spec"]["runPolicy"].get("suspend"),
+        timeout=60,
+    )
+
+    def low_pods() -> list[Any]:
+        return [
+            p
+            for p in queued.api.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]
+            if p["metadata"]["name"].startswith("low-")
+        ]
+
+    wait_for("the low job's pods to go", low_pods, lambda pods: not pods, timeout=60)
+    wait_for(
+        "the high job to succeed",
+        lambda: state(queued, "high"),
+        lambda s: s == "Succeeded",
+        timeout=120,
+    )
+    wait_for(
+        "the low job to be re-admitted and succeed",
+        lambda: state(queued, "low"),
+        lambda s: s in ("Succeeded", "Failed"),
+        timeout=180,
+    )
+    seconds = time.monotonic() - evicted_at
+    job = mxjob(queued, "low")
+    assert job["status"]["state"] == "Succeeded", job["status"]
+    assert job["spec"]["runPolicy"]["backoffLimit"] == 0  # an eviction is not a failure
+    workload = workload_of(queued, "low")
+    assert workload is not None
+    kinds = {c["type"] for c in workload["status"]["conditions"]}
+    assert "Preempted" in kinds, workload["status"]["conditions"]
+    print(f"evicted by a higher-priority job, re-admitted and Succeeded {seconds:.1f} s later")
