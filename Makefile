@@ -104,9 +104,10 @@ e2e: venv sdk-venv binaries images third-party ## the tests against the local co
 test: venv sdk-venv binaries images third-party lint typecheck ## lint, typecheck, then every test (unit and e2e)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-third-party: ## cert-manager and Kueue from their release sources in ../shared/third_party (cached)
+third-party: ## cert-manager, Kueue and Volcano from their release sources in ../shared/third_party (cached)
 	hack/build-third-party.sh cert-manager >/dev/null
 	hack/build-third-party.sh kueue >/dev/null
+	hack/build-third-party.sh volcano >/dev/null
 
 bench: venv binaries ## measure webhook, admission and controller at full size; writes docs/benchmarks.md
 	$(PY) -m bench

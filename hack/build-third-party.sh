@@ -6,7 +6,7 @@
 # the archives exist. Prints the cache directory on stdout: bin/<program>... and the component's
 # manifests (cert-manager: crds/; kueue: config/). Progress goes to stderr.
 #
-# Usage: hack/build-third-party.sh cert-manager|kueue
+# Usage: hack/build-third-party.sh cert-manager|kueue|volcano
 #
 # cert-manager: cmd/controller and cmd/cainjector. One dependency is refused by the module proxy
 # (github.com/Venafi/vcert/v5: 403); the Venafi issuer is its only user, so the build leaves that
@@ -14,6 +14,9 @@
 # in the default lists of internal/apis/config/controller/v1alpha1/defaults.go. Every other
 # issuer (CA, self-signed, ACME, Vault) is built as released.
 # kueue: cmd/kueue, as released (v0.10 is the last line with the MXJob integration).
+# volcano: cmd/scheduler (vc-scheduler) and cmd/controller-manager (its queue and PodGroup
+# controllers), as released, in one go build so they share the compiled packages; its CRDs from
+# config/crd/volcano/bases and installer/ (the released scheduler configuration and RBAC).
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -25,7 +28,8 @@ name="${1:-}"
 case "${name}" in
   cert-manager) version="${CERT_MANAGER_VERSION}" ;;
   kueue) version="${KUEUE_VERSION}" ;;
-  *) echo "usage: $0 cert-manager|kueue" >&2; exit 2 ;;
+  volcano) version="${VOLCANO_RELEASE_VERSION}" ;;
+  *) echo "usage: $0 cert-manager|kueue|volcano" >&2; exit 2 ;;
 esac
 ARCHIVE="${THIRD_PARTY_DIR}/${name}-${version}-src.tar.gz"
 [[ -f "${ARCHIVE}" ]] || {
@@ -74,6 +78,15 @@ case "${name}" in
   kueue)
     go_build "${src}" ./cmd/kueue kueue
     cp -r "${src}/config" "${staging}/config"
+    ;;
+  volcano)
+    (cd "${src}" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
+      -o "${staging}/bin/" ./cmd/scheduler ./cmd/controller-manager) >&2
+    mv "${staging}/bin/scheduler" "${staging}/bin/vc-scheduler"
+    mv "${staging}/bin/controller-manager" "${staging}/bin/vc-controller-manager"
+    cp -r "${src}/config/crd/volcano/bases" "${staging}/crds"
+    mkdir -p "${staging}/config"
+    cp "${src}/installer/volcano-development.yaml" "${staging}/config/"
     ;;
 esac
 

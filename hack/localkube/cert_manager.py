@@ -15,21 +15,23 @@ containers, on the real node, reading the Secret cert-manager writes as the kube
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
 from localkube.gomodule import pinned_version, run_build_script
-from localkube.node.realnode import write_kubeconfig
+from localkube.host_programs import (
+    cluster_role_binding,
+    start_program,
+    tail,
+    user_kubeconfig,
+    wait_healthy,
+)
 from localkube.node.teardown import stop_pids
+from localkube.operator import wait_established
 
 NAMESPACE = "cert-manager"
 """Where ClusterIssuers keep their Secrets (``--cluster-resource-namespace``)."""
@@ -134,21 +136,7 @@ def rbac_objects() -> list[dict[str, Any]]:
                 "rules": rules,
             }
         )
-        objects.append(
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": {"name": name},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": name,
-                },
-                "subjects": [
-                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}
-                ],
-            }
-        )
+        objects.append(cluster_role_binding(name=name, role=name, user=user))
     return objects
 
 
@@ -169,21 +157,13 @@ class CertManager:
     def install_crds(self) -> None:
         """The release's CRDs, with server-side apply (they are too big for the annotation)."""
         self.plane.kubectl("apply", "--server-side", "-f", str(self.home / "crds"), timeout=120)
-        self.plane.kubectl(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            *(
-                f"crd/{n}"
-                for n in (
-                    "certificates.cert-manager.io",
-                    "issuers.cert-manager.io",
-                    "clusterissuers.cert-manager.io",
-                    "certificaterequests.cert-manager.io",
-                )
-            ),
-            timeout=70,
-        )
+        for name in (
+            "certificates.cert-manager.io",
+            "issuers.cert-manager.io",
+            "clusterissuers.cert-manager.io",
+            "certificaterequests.cert-manager.io",
+        ):
+            wait_established(self.plane, name)
 
     def start(self, *, timeout: float = 60) -> None:
         """CRDs, RBAC, then both programs; returns once both answer their health checks."""
@@ -191,19 +171,10 @@ class CertManager:
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
         objects = {"apiVersion": "v1", "kind": "List", "items": [namespace, *rbac_objects()]}
         self.plane.kubectl("apply", "-f", "-", input_text=json.dumps(objects))
-        ca = self.plane.certificate_authority()
-        state = self.plane.state()
-        if state is None:
-            raise CertManagerError("the control plane is not running")
-        pki = self.state_dir / "pki"
-        pki.mkdir(parents=True, exist_ok=True)
-        self.logs.mkdir(parents=True, exist_ok=True)
         ports = {}
         for program, user in (("controller", CONTROLLER_USER), ("cainjector", CAINJECTOR_USER)):
-            pair = ca.issue_client(common_name=user)
-            kubeconfig = pki / f"{program}.kubeconfig"
-            write_kubeconfig(
-                kubeconfig, server=state.server, ca=ca, cert_pem=pair.cert_pem, key_pem=pair.key_pem
+            kubeconfig = user_kubeconfig(
+                self.plane, user=user, path=self.state_dir / "pki" / f"{program}.kubeconfig"
             )
             ports[program] = free_port()
             argv = [
@@ -213,18 +184,22 @@ class CertManager:
                 "--v=2",
                 *self._args(program, ports[program]),
             ]
-            with (self.logs / f"{program}.log").open("ab") as log:
-                # The injector's client config reads KUBECONFIG, not its --kubeconfig flag.
-                process = subprocess.Popen(
-                    argv,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                    env={**os.environ, "KUBECONFIG": str(kubeconfig)},
-                )
-            self.pids[program] = process.pid
-        self._wait_healthy(ports, timeout=timeout)
+            self.pids[program] = start_program(argv, log=self._log(program), kubeconfig=kubeconfig)
+        paths = {"controller": "/livez", "cainjector": "/metrics"}
+        wait_healthy(
+            {
+                program: f"http://127.0.0.1:{port}{paths[program]}"
+                for program, port in ports.items()
+            },
+            pids=self.pids,
+            logs={program: self._log(program) for program in ports},
+            component="cert-manager",
+            error=CertManagerError,
+            timeout=timeout,
+        )
+
+    def _log(self, program: str) -> Path:
+        return self.logs / f"{program}.log"
 
     def _args(self, program: str, port: int) -> list[str]:
         """Every listener on loopback: the health server only in the configuration file."""
@@ -246,36 +221,8 @@ class CertManager:
             f"--metrics-listen-address=127.0.0.1:{free_port()}",
         ]
 
-    def _wait_healthy(self, ports: dict[str, int], *, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        paths = {"controller": "/livez", "cainjector": "/metrics"}
-        pending = dict(ports)
-        while pending:
-            for program, port in list(pending.items()):
-                with contextlib.suppress(urllib.error.URLError, OSError):
-                    url = f"http://127.0.0.1:{port}{paths[program]}"
-                    with urllib.request.urlopen(url, timeout=2) as response:
-                        if response.status == 200:
-                            del pending[program]
-            for program, pid in self.pids.items():
-                with contextlib.suppress(ChildProcessError):
-                    done, status = os.waitpid(pid, os.WNOHANG)
-                    if done:
-                        raise CertManagerError(
-                            f"cert-manager's {program} exited ({status}):\n{self.tail(program)}"
-                        )
-            if pending and time.monotonic() > deadline:
-                raise CertManagerError(
-                    f"cert-manager's {', '.join(pending)} not healthy after {timeout:g} s:\n"
-                    + "\n".join(self.tail(p) for p in pending)
-                )
-            time.sleep(0.2)
-
     def tail(self, program: str, lines: int = 30) -> str:
-        with contextlib.suppress(OSError):
-            text = (self.logs / f"{program}.log").read_text(errors="replace")
-            return "\n".join(text.splitlines()[-lines:])
-        return ""
+        return tail(self._log(program), lines)
 
     def stop(self) -> None:
         stop_pids(list(self.pids.values()))

@@ -1,0 +1,270 @@
+"""Volcano v1.15.1's own scheduler places the operator's gangs (``--gang-scheduler=volcano``).
+
+The stage of the native gang tests (:mod:`localkube.gang_demo`: three test-kubelet nodes with
+two GPUs each, six in all) on a control plane of its own, with vc-scheduler and its
+controller-manager built from Volcano's release source and run with the release's configuration
+(:mod:`localkube.volcano`). The operator writes the PodGroups training-operator v1.8.1 wrote and
+creates a job's pods once Volcano's enqueue action has admitted its group; from there on only
+Volcano decides where, and whether, pods are bound.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localkube import volcano
+from localkube.api import NotFound, ensure_namespace
+from localkube.gang_demo import (
+    Scene,
+    bound,
+    clear,
+    gpu_job,
+    job_state,
+    release_interleaved,
+    scene,
+)
+from localkube.operator import stop_process
+
+JOBS = ("job-a", "job-b")
+PODS_EACH = 5
+PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1"
+
+
+@dataclass
+class VolcanoStage:
+    scene: Scene
+    volcano: volcano.Volcano
+    seconds_to_healthy: float
+
+
+def require_volcano() -> None:
+    problem = volcano.missing()
+    if problem is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(problem)
+    pytest.skip(problem)
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VolcanoStage]:
+    require_volcano()
+    home = volcano.build()
+    with scene(Path(tmp_path_factory.mktemp("volcano-plane"))) as setup:
+        running = volcano.Volcano(setup.plane, Path(tmp_path_factory.mktemp("volcano")), home=home)
+        started = time.monotonic()
+        try:
+            running.start()
+            yield VolcanoStage(setup, running, time.monotonic() - started)
+        finally:
+            running.stop()
+
+
+@pytest.fixture
+def namespace(stage: VolcanoStage) -> Iterator[str]:
+    name = f"v-{secrets.token_hex(4)}"
+    ensure_namespace(stage.scene.api, name)
+    yield name
+    clear(stage.scene.api, name, (*JOBS, "too-big", "fits", "queued"))
+
+
+@pytest.fixture
+def controller(stage: VolcanoStage, namespace: str) -> Iterator[None]:
+    pid = stage.scene.start_controller(gang_scheduler="volcano", namespace=namespace)
+    try:
+        yield
+    finally:
+        # The jobs go while the controller runs: their pods carry its tracking finalizer.
+        clear(stage.scene.api, namespace, (*JOBS, "too-big", "fits", "queued"))
+        stop_process(pid)
+
+
+def _submit(stage: VolcanoStage, namespace: str, job: dict[str, Any]) -> None:
+    stage.scene.api.request(
+        "POST", f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs", body=job
+    )
+
+
+def _pod_group(stage: VolcanoStage, namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = stage.scene.api.request(
+        "GET", f"{PODGROUPS}/namespaces/{namespace}/podgroups/{name}"
+    )
+    return found
+
+
+def _events(stage: VolcanoStage, namespace: str, name: str, reason: str) -> list[str]:
+    items = stage.scene.api.request(
+        "GET",
+        f"/api/v1/namespaces/{namespace}/events",
+        query=[("fieldSelector", f"involvedObject.name={name},reason={reason}")],
+    )["items"]
+    return [str(e.get("message")) for e in items]
+
+
+class Placements:
+    """Every count of bound pods seen per job while waiting: a partial gang would show up."""
+
+    def __init__(self, stage: VolcanoStage, namespace: str, jobs: dict[str, int]) -> None:
+        self.stage, self.namespace, self.jobs = stage, namespace, jobs
+        self.seen: dict[str, set[int]] = {job: set() for job in jobs}
+        self.done: set[str] = set()
+
+    def sample(self) -> dict[str, int]:
+        now = {job: bound(self.stage.scene.api, self.namespace, job) for job in self.jobs}
+        for job, count in now.items():
+            if job not in self.done:
+                self.seen[job].add(count)
+        return now
+
+    def finishing(self, job: str) -> None:
+        """From now on ``job``'s pods end and go one by one: no longer a placement to judge."""
+        self.done.add(job)
+
+    def wait(self, until: Callable[[dict[str, int]], bool], *, timeout: float, what: str) -> float:
+        started = time.monotonic()
+        while not until(self.sample()):
+            if time.monotonic() - started > timeout:
+                raise TimeoutError(f"{what}: not after {timeout:g} s; seen {self.seen}")
+            time.sleep(0.1)
+        return time.monotonic() - started
+
+    def hold(self, *, seconds: float) -> None:
+        """Keep sampling for ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.sample()
+            time.sleep(0.1)
+
+    def assert_never_partial(self) -> None:
+        for job, size in self.jobs.items():
+            assert self.seen[job] <= {0, size}, f"{job} partly placed: {self.seen[job]}"
+
+
+def test_volcano_binds_one_job_whole_and_the_other_only_after_it(
+    stage: VolcanoStage, namespace: str, controller: None
+) -> None:
+    api = stage.scene.api
+    for job in JOBS:
+        _submit(stage, namespace, gpu_job(job))
+    admitted = time.monotonic()
+    release_interleaved(api, namespace, JOBS, pods_each=PODS_EACH)
+    print(f"\nVolcano admitted both PodGroups; pods created in {time.monotonic() - admitted:.2f} s")
+    placements = Placements(stage, namespace, {job: PODS_EACH for job in JOBS})
+    seconds = placements.wait(
+        lambda now: PODS_EACH in now.values(), timeout=60, what="one gang bound"
+    )
+    print(f"last gate lifted -> one job's gang bound by vc-scheduler: {seconds:.2f} s")
+    first = next(job for job in JOBS if bound(api, namespace, job) == PODS_EACH)
+    second = next(job for job in JOBS if job != first)
+    placements.hold(seconds=3)  # vc-scheduler runs every second: three more sessions
+    assert placements.sample()[second] == 0
+    assert job_state(api, namespace, second) == "Created"
+    waiting = _events(stage, namespace, second, "GangWaiting")
+    assert waiting and "0 of 5 pods placed" in waiting[0], waiting
+    group = _pod_group(stage, namespace, second)
+    assert any(
+        c["type"] == "Unschedulable" and c["status"] == "True"
+        for c in group["status"].get("conditions", [])
+    ), group["status"]
+
+    placements.finishing(first)
+    stage.scene.finish_pods(namespace, first)
+    finished = time.monotonic()
+    seconds = placements.wait(
+        lambda now: now[second] == PODS_EACH, timeout=60, what=f"{second} bound"
+    )
+    print(f"{first} finished -> {second}'s gang bound: {seconds:.2f} s")
+    placements.assert_never_partial()
+    wait_state(stage, namespace, second, "Running")
+    deadline = time.monotonic() + 30
+    while _pod_group(stage, namespace, second)["status"].get("phase") != "Running":
+        assert time.monotonic() < deadline, _pod_group(stage, namespace, second)["status"]
+        time.sleep(0.2)
+    stage.scene.finish_pods(namespace, second)
+    wait_state(stage, namespace, second, "Succeeded")
+    print(f"{first} finished -> {second} Succeeded: {time.monotonic() - finished:.2f} s")
+    assert job_state(api, namespace, first) == "Succeeded"
+
+
+def wait_state(stage: VolcanoStage, namespace: str, job: str, state: str) -> None:
+    deadline = time.monotonic() + 60
+    while job_state(stage.scene.api, namespace, job) != state:
+        assert time.monotonic() < deadline, f"{job} not {state}"
+        time.sleep(0.1)
+
+
+def test_a_gang_that_cannot_fit_waits_visibly_and_holds_no_gpu(
+    stage: VolcanoStage, namespace: str, controller: None
+) -> None:
+    api = stage.scene.api
+    _submit(stage, namespace, gpu_job("too-big", workers=7, gated=False))  # 7 GPUs of 6
+    placements = Placements(stage, namespace, {"too-big": 8, "fits": 5})
+
+    def group_unschedulable() -> bool:
+        try:
+            group = _pod_group(stage, namespace, "too-big")
+        except NotFound:  # not created yet
+            return False
+        conditions = (group.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Unschedulable" and c["status"] == "True" for c in conditions)
+
+    seconds = placements.wait(
+        lambda now: group_unschedulable(), timeout=60, what="the PodGroup marked Unschedulable"
+    )
+    print(f"\na gang of 8 on 6 GPUs: marked Unschedulable by Volcano in {seconds:.2f} s")
+    waiting = _events(stage, namespace, "too-big", "GangWaiting")
+    assert waiting and "0 of 8 pods placed" in waiting[0], waiting
+    assert _events(stage, namespace, "too-big", "Unschedulable"), "Volcano's event on the group"
+
+    _submit(stage, namespace, gpu_job("fits", workers=4, gated=False))
+    seconds = placements.wait(
+        lambda now: now["fits"] == 5, timeout=60, what="the job that fits bound"
+    )
+    print(f"a job that fits, beside it: bound in {seconds:.2f} s (the waiting gang holds no GPU)")
+    placements.assert_never_partial()
+    assert bound(api, namespace, "too-big") == 0
+
+
+def test_the_queue_and_priority_class_of_the_scheduling_policy_reach_volcano(
+    stage: VolcanoStage, namespace: str, controller: None
+) -> None:
+    api = stage.scene.api
+    queue = f"research-{namespace}"
+    api.request(
+        "POST",
+        f"{PODGROUPS}/queues",
+        body={"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+              "metadata": {"name": queue}, "spec": {"weight": 1, "reclaimable": True}},
+    )  # fmt: skip
+    priority = f"high-{namespace}"
+    api.request(
+        "POST",
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        body={"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+              "metadata": {"name": priority}, "value": 1000},
+    )  # fmt: skip
+    try:
+        job = gpu_job("queued", workers=2, gated=False)
+        job["spec"]["runPolicy"] = {"schedulingPolicy": {"queue": queue, "priorityClass": priority}}
+        _submit(stage, namespace, job)
+        placements = Placements(stage, namespace, {"queued": 3})
+        placements.wait(lambda now: now["queued"] == 3, timeout=60, what="the job bound")
+        group = _pod_group(stage, namespace, "queued")
+        assert group["spec"]["queue"] == queue
+        assert group["spec"]["priorityClassName"] == priority
+        stage.scene.finish_pods(namespace, "queued")
+        wait_state(stage, namespace, "queued", "Succeeded")
+        state = api.request("GET", f"{PODGROUPS}/queues/{queue}")["status"]
+        assert state["state"] == "Open", state
+    finally:
+        clear(api, namespace, ("queued",))
+        api.request("DELETE", f"{PODGROUPS}/queues/{queue}")
+        api.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{priority}")
