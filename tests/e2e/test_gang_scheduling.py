@@ -10,10 +10,11 @@ a whole, and run once the first job is done. The stage is the one ``make demo-ga
 ``--gang-scheduler=volcano`` and ``scheduler-plugins`` are checked against those projects' real
 PodGroup CRDs (``hack/gang-crds.sh``), installed on the same plane: the API server accepts the
 PodGroups and keeps every field (a structural schema prunes unknown ones), and the pods carry
-the scheduler's name, label and annotations. Neither scheduler runs here (no images, no
-network): the pods stay Pending, unbound, because kube-scheduler leaves pods that name another
-scheduler alone; the test asserts exactly that. For Volcano the test plays the one part of
-Volcano the controller waits for: admitting the PodGroup (``status.phase: Inqueue``).
+the scheduler's name, label and annotations. Neither scheduler runs on this plane: the pods stay
+Pending, unbound, because kube-scheduler leaves pods that name another scheduler alone; the test
+asserts exactly that. For Volcano the test plays the one part of Volcano the controller waits
+for: admitting the PodGroup (``status.phase: Inqueue``). Volcano's real scheduler places these
+gangs in ``test_gang_volcano.py``; scheduler-plugins' cannot be built here.
 """
 
 from __future__ import annotations
