@@ -48,6 +48,13 @@ def archive() -> Path:
     return third_party_dir() / f"kueue-{version}-src.tar.gz"
 
 
+def missing() -> str | None:
+    """Why Kueue cannot be built here, by name; None when it can."""
+    if not archive().is_file():
+        return f"Kueue's release source {archive()} is missing (THIRD_PARTY_DIR)"
+    return None
+
+
 def build() -> Path:
     """The cache directory with ``bin/kueue`` and Kueue's ``config/``."""
     return run_build_script(PROJECT_ROOT / "hack" / "build-third-party.sh", "kueue")

@@ -50,14 +50,19 @@ def _remove_stale_runs() -> None:
             shutil.rmtree(stale, ignore_errors=True)
 
 
+def require(problem: str | None) -> None:
+    """Go on when ``problem`` is None; otherwise name it: a failure under ``CI=true``, a
+    visible skip elsewhere (a missing real component never passes silently)."""
+    if problem is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(problem)
+    pytest.skip(problem)
+
+
 def require_real_node() -> None:
     problems = preflight()
-    if not problems:
-        return
-    reason = "the real node cannot run here: " + "; ".join(problems)
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    require("the real node cannot run here: " + "; ".join(problems) if problems else None)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ Volcano decides where, and whether, pods are bound.
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +31,7 @@ from localkube.gang_demo import (
     scene,
 )
 from localkube.operator import stop_process
+from tests.e2e.real_node_fixtures import require
 
 JOBS = ("job-a", "job-b")
 PODS_EACH = 5
@@ -45,18 +45,9 @@ class VolcanoStage:
     seconds_to_healthy: float
 
 
-def require_volcano() -> None:
-    problem = volcano.missing()
-    if problem is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(problem)
-    pytest.skip(problem)
-
-
 @pytest.fixture(scope="module")
 def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VolcanoStage]:
-    require_volcano()
+    require(volcano.missing())
     home = volcano.build()
     with scene(Path(tmp_path_factory.mktemp("volcano-plane"))) as setup:
         running = volcano.Volcano(setup.plane, Path(tmp_path_factory.mktemp("volcano")), home=home)

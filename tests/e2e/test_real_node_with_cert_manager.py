@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import datetime
 import json
-import os
 import socket
 import ssl
 import time
@@ -37,7 +36,7 @@ from localkube.api import Api
 from localkube.cluster import PROJECT_ROOT
 from localkube.node.cluster import SYSTEM_NAMESPACE, image_overlay
 from tests.e2e.admission_traffic import admission_traffic
-from tests.e2e.real_node_fixtures import InstalledCluster
+from tests.e2e.real_node_fixtures import InstalledCluster, require
 from tests.e2e.test_install_running import wait_for
 from tests.e2e.test_real_node_install import namespace_for, pods_of
 
@@ -68,18 +67,9 @@ class CertManaged:
         return self.installed.plane.kubectl(*args, **kwargs)
 
 
-def require_archive() -> None:
-    problem = cert_manager.missing()
-    if problem is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(problem)
-    pytest.skip(problem)
-
-
 @pytest.fixture(scope="module")
 def managed(real_cluster: InstalledCluster) -> Iterator[CertManaged]:
-    require_archive()
+    require(cert_manager.missing())
     cluster = real_cluster.cluster
     work = cluster.plane.dir / "cert-manager"
     cluster.uninstall_operator(cluster.plane.dir / "install")

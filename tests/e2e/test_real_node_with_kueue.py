@@ -13,7 +13,6 @@ it also reads the job's ``Running`` condition as the Workload's ``PodsReady``.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import pytest
 from localkube import kueue
 from localkube.api import Api
 from tests.e2e.admission_traffic import single_worker_job
-from tests.e2e.real_node_fixtures import InstalledCluster
+from tests.e2e.real_node_fixtures import InstalledCluster, require
 from tests.e2e.test_install_running import wait_for
 from tests.e2e.test_real_node_install import namespace_for
 
@@ -56,15 +55,6 @@ class Queued:
         self.kubectl("apply", "-f", "-", input_text=json.dumps(items))
 
 
-def require_archive() -> None:
-    if kueue.archive().is_file():
-        return
-    problem = f"Kueue's release source {kueue.archive()} is missing (THIRD_PARTY_DIR)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(problem)
-    pytest.skip(problem)
-
-
 def queue_objects() -> list[dict[str, Any]]:
     return [
         {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor",
@@ -85,7 +75,7 @@ def queue_objects() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
-    require_archive()
+    require(kueue.missing())
     cluster = real_cluster.cluster
     work = cluster.plane.dir / "kueue"
     try:
