@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.cluster import PROJECT_ROOT, ControlPlane
 from localkube.gomodule import pinned_version, run_build_script
 from localkube.host_programs import (
     cluster_role_binding,
@@ -32,6 +32,7 @@ from localkube.host_programs import (
 )
 from localkube.node.teardown import stop_pids
 from localkube.operator import wait_established
+from localkube.ports import free_port
 
 NAMESPACE = "cert-manager"
 """Where ClusterIssuers keep their Secrets (``--cluster-resource-namespace``)."""

@@ -12,7 +12,7 @@ no container engine. The binaries are built from the pinned Go modules in ``hack
 
 Each control plane lives in one state directory (``.local/`` for ``make cluster-up``, a separate
 one for the test session) holding certificates, etcd data, logs, the kubeconfig and a
-``state.json`` with the pids and ports. Ports are picked free on 127.0.0.1 at start, so two
+``state.json`` with the pids and ports. Ports are picked free at start (``localkube.ports``), so two
 checkouts on one machine never collide.
 """
 
@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from certs import CertificateAuthority, new_signing_key_pem
+from localkube.ports import free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
@@ -143,12 +143,6 @@ def find_binaries() -> Path:
     if result.returncode != 0:
         raise ControlPlaneError(f"{script} failed with exit code {result.returncode}")
     return Path(result.stdout.strip().splitlines()[-1])
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _pid_alive(pid: int, binary: str) -> bool:

@@ -39,9 +39,10 @@ from typing import Any, Final
 import yaml
 
 from localkube.api import AlreadyExists, Api
-from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.cluster import PROJECT_ROOT, ControlPlane
 from localkube.gomodule import download_module, pinned_version, run_build_script
 from localkube.operator import OperatorError, stop_process
+from localkube.ports import free_port
 
 MODULE: Final = "sigs.k8s.io/kwok"
 MODULE_DIR: Final = PROJECT_ROOT / "hack" / "kwok"

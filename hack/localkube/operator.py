@@ -27,8 +27,9 @@ from typing import Any
 import yaml
 
 from certs import CertificateAuthority
-from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.cluster import PROJECT_ROOT, ControlPlane
 from localkube.kubelet_daemon import is_kubelet_daemon
+from localkube.ports import free_port
 
 CRD_FILE = PROJECT_ROOT / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
 WEBHOOK_CONFIGURATIONS = PROJECT_ROOT / "manifests" / "webhook" / "webhook-configurations.yaml"

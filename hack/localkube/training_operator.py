@@ -44,9 +44,10 @@ import yaml
 
 from certs import CertificateAuthority
 from localkube.api import Api, ensure_namespace
-from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.cluster import PROJECT_ROOT, ControlPlane
 from localkube.gomodule import download_module, pinned_version, run_build_script
 from localkube.operator import OperatorError, stop_process, wait_established
+from localkube.ports import free_port
 
 MODULE: Final = "github.com/kubeflow/training-operator"
 MODULE_DIR: Final = PROJECT_ROOT / "hack" / "training-operator"

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from localkube.cert_manager import third_party_dir
-from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.cluster import PROJECT_ROOT, ControlPlane
 from localkube.gomodule import pinned_version, run_build_script
 from localkube.host_programs import (
     cluster_role_binding,
@@ -35,6 +35,7 @@ from localkube.host_programs import (
 )
 from localkube.node.teardown import stop_pids
 from localkube.operator import wait_established
+from localkube.ports import free_port
 
 NAMESPACE = "volcano-system"
 SCHEDULER_NAME = "volcano"

@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 
 from localkube.api import Api, ApiError, ensure_namespace
-from localkube.cluster import PROJECT_ROOT, ControlPlane, free_port
+from localkube.cluster import PROJECT_ROOT, ControlPlane
 from localkube.demo import EXAMPLES, examples_kubelet, load_job, pod_log
 from localkube.operator import RunningOperator, stop_process
+from localkube.ports import free_port
 
 SDK_PYTHON = PROJECT_ROOT / ".venv-sdk" / "bin" / "python"
 DRIVER = Path(__file__).parent / "sdk" / "driver.py"

@@ -22,6 +22,7 @@ from cryptography import x509
 from gunicorn.workers.gthread import ThreadWorker
 
 from certs import CertificateAuthority, KeyPair
+from localkube.ports import free_port
 from webhook.app import MUTATE_PATH, VALIDATE_PATH
 from webhook.serve import gunicorn_options
 from webhook.settings import WebhookSettings
@@ -52,13 +53,6 @@ def test_serving_without_a_certificate_directory_is_refused() -> None:
 
 
 # --- the real process ---------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _write_pair(directory: Path, pair: KeyPair, *, gap: float = 0.0) -> int:
@@ -115,7 +109,7 @@ def _start(tmp_path: Path, *extra: str) -> Webhook:
     cert_dir = tmp_path / "certs"
     cert_dir.mkdir()
     serial = _write_pair(cert_dir, ca.issue_serving(hosts=("127.0.0.1",)))
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "webhook.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(

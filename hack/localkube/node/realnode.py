@@ -28,7 +28,7 @@ from pathlib import Path
 
 from certs import CertificateAuthority
 from localkube.api import Api, ApiError
-from localkube.cluster import PROJECT_ROOT, ControlPlane, find_binaries, free_port
+from localkube.cluster import PROJECT_ROOT, ControlPlane, find_binaries
 from localkube.gomodule import run_build_script
 from localkube.node import containerd, network, teardown
 from localkube.node.components import (
@@ -39,6 +39,7 @@ from localkube.node.components import (
     kubelet_config,
 )
 from localkube.node.network import NodeNetwork
+from localkube.ports import free_port
 
 CLAIM = Path("/run/mxjob-operator/real-node.json")
 """Which state directory's node runs on this machine (one at a time)."""

@@ -1,0 +1,65 @@
+"""Listening ports for the programs localkube starts, taken outside the kernel's ephemeral range.
+
+Why: a port from ``bind(("127.0.0.1", 0))`` comes from the ephemeral range
+(``net.ipv4.ip_local_port_range``), the same pool the kernel draws every outgoing connection's
+source port from. A program that is stopped and started again on its old port (``ControlPlane.
+restart_component``) then races every client on the machine: if kubectl, a kubelet or the API
+server opens a connection in between and is given that port as its source, the restarted program
+fails with "bind: address already in use". Ports below the ephemeral range are never handed out
+that way, so a port stays ours between a stop and the next start.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from pathlib import Path
+
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+# The lowest port handed out: above the registered services most hosts run (1024-10000 holds
+# databases, proxies and dev servers), below Linux's default ephemeral range (32768-60999).
+LOWEST_PORT = 10000
+_ATTEMPTS = 200
+# Ports given out by this process, not handed out again: a program may not have bound its port
+# yet when the next one is asked for.
+_given: set[int] = set()
+
+
+def ephemeral_range(path: Path = EPHEMERAL_RANGE_FILE) -> tuple[int, int]:
+    """The kernel's range of source ports for outgoing connections (Linux's default if unknown)."""
+    try:
+        low, high = (int(part) for part in path.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999
+    return low, high
+
+
+def listening_range(ephemeral: tuple[int, int]) -> range:
+    """The ports to choose from: below the ephemeral range, or above it when below is too small."""
+    low, high = ephemeral
+    if low - LOWEST_PORT >= 1000:
+        return range(LOWEST_PORT, low)
+    return range(min(high + 1, 65535), 65536)
+
+
+def is_free(port: int) -> bool:
+    """True when nothing holds ``port`` on any IPv4 address, listening or in TIME_WAIT."""
+    # The wildcard address: taken if anything listens on this port on any IPv4 address. Without
+    # SO_REUSEADDR, so a port still in TIME_WAIT from an earlier program counts as taken too.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    """A port nothing listens on now, outside the ephemeral range, not given out before here."""
+    candidates = listening_range(ephemeral_range())
+    for _ in range(_ATTEMPTS):
+        port = random.choice(candidates)
+        if port not in _given and is_free(port):
+            _given.add(port)
+            return port
+    raise OSError(f"no free port found in {candidates.start}-{candidates.stop - 1}")
