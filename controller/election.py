@@ -7,7 +7,8 @@ measured on the candidate's own monotonic clock since the candidate last saw the
 ``resourceVersion``, so two candidates racing for an expired Lease cannot both win. The leader
 renews every ``retry_period``; if it cannot renew for ``renew_deadline`` it stops leading, and the
 process exits, because the others may already act. A graceful stop releases the Lease, so a
-successor takes over at once instead of after the lease duration.
+successor takes over at once instead of after the lease duration; so does a restarted container
+that finds the Lease held under its own identity (its dead predecessor's).
 
 Why not ``kubernetes.leaderelection`` (shipped with kubernetes 37): it talks through the global
 default client and model objects, its loops sleep with ``time.sleep`` and cannot be stopped (no
@@ -65,6 +66,17 @@ def _micro_time(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def _released_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A Lease spec with no holder, which any candidate may take at once (client-go's release)."""
+    now = _micro_time(datetime.datetime.now(datetime.UTC))
+    return {
+        "leaseDurationSeconds": 1,
+        "acquireTime": now,
+        "renewTime": now,
+        "leaseTransitions": spec.get("leaseTransitions") or 0,
+    }
+
+
 class LeaderElector:
     """Acquires, renews and releases one Lease."""
 
@@ -83,9 +95,13 @@ class LeaderElector:
         self._last_renew = 0.0
         self._holding = False
         """This process acquired the Lease (and has not released it). A Lease held under our
-        identity that this process never acquired is a previous incarnation's (a restarted
-        container keeps its pod name): it is waited out like anyone else's, so the standby,
-        whose cache is warm, takes over rather than the process that just started."""
+        identity that this process never acquired is a previous incarnation's: a restarted
+        container keeps its pod name, and the kubelet starts it only after the old one died.
+        That Lease is released at once (see ``_release_predecessors``) rather than waited out
+        for ``lease_duration``."""
+        self._deferring_until = 0.0
+        """Until then this process does not take a released Lease: after releasing its
+        predecessor's, it leaves the standby, whose cache is warm, the first pick."""
         self._leading = threading.Event()
 
     @property
@@ -131,6 +147,11 @@ class LeaderElector:
             self._observed_at = mono
         duration = spec.get("leaseDurationSeconds") or self.settings.lease_duration
         ours = holder == self.settings.identity and self._holding
+        if holder == self.settings.identity and not ours:
+            self._release_predecessors(lease, spec)
+            return False
+        if not holder and mono < self._deferring_until:
+            return False
         if holder and not ours and mono < self._observed_at + duration:
             return False
         transitions = int(spec.get("leaseTransitions") or 0) + (0 if ours else 1)
@@ -147,6 +168,28 @@ class LeaderElector:
             log.info("acquired lease %s/%s", self.settings.namespace, self.settings.name)
         self._mark_renewed()
         return True
+
+    def _release_predecessors(self, lease: dict[str, Any], spec: dict[str, Any]) -> None:
+        """Release the Lease a previous incarnation of this identity held, and stand back.
+
+        The predecessor is dead (one container of a pod runs at a time), so nobody acts for the
+        Lease now: waiting ``lease_duration`` for it to expire would only delay every job. Freed,
+        it goes to a standby at its next attempt (within ``retry_period``); this process takes
+        it only if nobody has after two retry periods (it runs alone).
+        """
+        lease["spec"] = _released_spec(spec)
+        try:
+            self.client.request("PUT", self._path(), body=lease)
+        except Conflict:
+            return
+        self._observed = None
+        self._deferring_until = self._clock() + 2 * self.settings.retry_period
+        log.info(
+            "released lease %s/%s held by a previous process of %s",
+            self.settings.namespace,
+            self.settings.name,
+            self.settings.identity,
+        )
 
     def _mark_renewed(self) -> None:
         self._holding = True
@@ -209,13 +252,7 @@ class LeaderElector:
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self.settings.identity:
                 return
-            now = _micro_time(datetime.datetime.now(datetime.UTC))
-            lease["spec"] = {
-                "leaseDurationSeconds": 1,
-                "acquireTime": now,
-                "renewTime": now,
-                "leaseTransitions": spec.get("leaseTransitions") or 0,
-            }
+            lease["spec"] = _released_spec(spec)
             self.client.request("PUT", self._path(), body=lease)
             log.info("released lease %s/%s", self.settings.namespace, self.settings.name)
         except Exception as error:

@@ -67,22 +67,50 @@ def test_a_renewed_lease_is_not_taken_and_an_expired_one_is() -> None:
     assert not a.try_acquire_or_renew()  # b renews now: a must wait for it to expire
 
 
-def test_a_lease_held_under_its_identity_by_a_previous_process_is_waited_out() -> None:
-    """A restarted container keeps its pod name as identity: the new process must not take
-    over a lease its dead predecessor renewed, but wait for it to expire like the standby."""
+def test_a_restarted_process_frees_its_predecessors_lease_for_the_standby() -> None:
+    """A restarted container keeps its pod name as identity, and its predecessor is dead: the
+    Lease it held is released at once, for the standby to take without waiting it out."""
+    api = FakeApi()
+    assert elector(api, "pod-a").try_acquire_or_renew()
+    standby = elector(api, "pod-b")
+    assert not standby.try_acquire_or_renew()  # a live-looking holder: wait
+    clock = Clock()
+    restarted = elector(api, "pod-a", clock)
+    assert not restarted.try_acquire_or_renew()
+    assert holder(api) is None
+    clock.now += 2  # its next attempt: the released Lease is left to the others
+    assert not restarted.try_acquire_or_renew()
+    assert standby.try_acquire_or_renew()  # well before the 15 s lease duration
+    assert holder(api) == "pod-b"
+    assert api.objects[LEASE]["spec"]["leaseTransitions"] == 1
+    clock.now += 10
+    assert not restarted.try_acquire_or_renew()  # the standby renews: a live holder
+    assert holder(api) == "pod-b"
+
+
+def test_a_restarted_process_alone_takes_its_predecessors_lease_after_two_retries() -> None:
     api = FakeApi()
     assert elector(api, "pod-a").try_acquire_or_renew()
     clock = Clock()
     restarted = elector(api, "pod-a", clock)
     assert not restarted.try_acquire_or_renew()
-    clock.now += 14.9
+    clock.now += 3.9
     assert not restarted.try_acquire_or_renew()
     clock.now += 0.2
     assert restarted.try_acquire_or_renew()
-    assert api.objects[LEASE]["spec"]["leaseTransitions"] == 1
+    assert holder(api) == "pod-a"
     clock.now += 1
     assert restarted.try_acquire_or_renew()  # now its own: renewed at once
     assert api.objects[LEASE]["spec"]["leaseTransitions"] == 1
+
+
+def test_a_lost_race_to_release_the_predecessors_lease_changes_nothing() -> None:
+    api = FakeApi()
+    assert elector(api, "pod-a").try_acquire_or_renew()
+    restarted = elector(api, "pod-a")
+    api.fail_next[("PUT", LEASE)] = Conflict(409, "Conflict", {"reason": "Conflict"})
+    assert not restarted.try_acquire_or_renew()
+    assert holder(api) == "pod-a"
 
 
 def test_a_lost_race_for_the_lease_is_a_failed_attempt() -> None:
