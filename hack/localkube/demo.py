@@ -38,11 +38,11 @@ from localkube.cluster import (
     ControlPlane,
     ControlPlaneError,
     ControlPlaneSettings,
-    free_port,
 )
 from localkube.kubelet import ExecSettings, TestKubelet
 from localkube.kubelet_daemon import DaemonSettings, Spawned
 from localkube.operator import LocalOperator, OperatorError
+from localkube.ports import free_port
 
 EXAMPLES = PROJECT_ROOT / "examples"
 SCRIPTS = EXAMPLES / "scripts"
