@@ -34,6 +34,9 @@ from controller.kube import AlreadyExists, Conflict, KubeClient, NotFound, lease
 
 log = logging.getLogger(__name__)
 
+STANDBY_PRECEDENCE = 3
+"""Retry periods a restarted process leaves a freed Lease to others (``_release_predecessors``)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class ElectionSettings:
@@ -175,7 +178,8 @@ class LeaderElector:
         The predecessor is dead (one container of a pod runs at a time), so nobody acts for the
         Lease now: waiting ``lease_duration`` for it to expire would only delay every job. Freed,
         it goes to a standby at its next attempt (within ``retry_period``); this process takes
-        it only if nobody has after two retry periods (it runs alone).
+        it only if nobody has after three retry periods (it runs alone, or the others are slow:
+        a standby on a loaded node may miss one attempt).
         """
         lease["spec"] = _released_spec(spec)
         try:
@@ -183,7 +187,7 @@ class LeaderElector:
         except Conflict:
             return
         self._observed = None
-        self._deferring_until = self._clock() + 2 * self.settings.retry_period
+        self._deferring_until = self._clock() + STANDBY_PRECEDENCE * self.settings.retry_period
         log.info(
             "released lease %s/%s held by a previous process of %s",
             self.settings.namespace,
