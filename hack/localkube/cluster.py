@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from certs import CertificateAuthority, new_signing_key_pem
-from localkube.ports import free_port
+from localkube.ports import free_port, wait_released
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
@@ -135,6 +135,15 @@ class ControlPlaneState:
     def etcd_url(self) -> str:
         return f"http://127.0.0.1:{self.etcd_port}"
 
+    def ports_of(self, component: str) -> tuple[int, ...]:
+        """The ports ``component`` listens on (what it needs back when started again)."""
+        return {
+            "etcd": (self.etcd_port, self.etcd_peer_port),
+            "kube-apiserver": (self.apiserver_port,),
+            "kube-controller-manager": (self.controller_manager_port,),
+            SCHEDULER: (self.scheduler_port,) if self.scheduler_port else (),
+        }[component]
+
 
 def find_binaries() -> Path:
     """Return the bin directory of the pinned release, building it the first time."""
@@ -161,17 +170,34 @@ def _stop_pid(pid: int, binary: str, *, timeout: float = 10.0) -> None:
         return
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        if not _pid_alive(pid, binary):
-            return
-        time.sleep(0.05)
+    if _wait_gone(pid, binary, timeout=timeout):
+        return
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+    _wait_gone(pid, binary, timeout=timeout)
+
+
+def _wait_gone(pid: int, binary: str, *, timeout: float) -> bool:
+    """True once the process is gone with all its threads, and so with its listening sockets.
+
+    A child is gone when ``waitpid`` reaps it: the kernel reports a thread-group leader only
+    after every thread has exited. ``/proc`` says less: a multi-threaded Go program's command
+    line reads empty, and its leader shows as a zombie, while other threads still hold its
+    files; a program started again on the same port at that moment fails with "address already
+    in use". A process that is not our child can only be watched through ``/proc``.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            reaped, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            if not _pid_alive(pid, binary):
+                return True
+        else:
+            if reaped == pid:
+                return True
+        time.sleep(0.05)
+    return False
 
 
 class ControlPlane:
@@ -564,6 +590,7 @@ class ControlPlane:
         if state is None:
             raise ControlPlaneError("the control plane is not running")
         _stop_pid(state.pids.get(component, -1), component)
+        wait_released(state.ports_of(component))
         argv = {
             "etcd": self._etcd_argv,
             "kube-apiserver": self._apiserver_argv,

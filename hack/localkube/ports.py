@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import random
 import socket
+import time
+from collections.abc import Iterable
 from pathlib import Path
 
 EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
@@ -63,3 +65,28 @@ def free_port() -> int:
             _given.add(port)
             return port
     raise OSError(f"no free port found in {candidates.start}-{candidates.stop - 1}")
+
+
+def is_listened_on(port: int) -> bool:
+    """True when a socket listens on ``port`` on some IPv4 address (TIME_WAIT does not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # SO_REUSEADDR, as the Go and Python servers set it: only a listener is in the way.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError:
+            return True
+    return False
+
+
+def wait_released(ports: Iterable[int], *, timeout: float = 10.0) -> None:
+    """Return once nothing listens on any of ``ports``: a stopped program has let them go."""
+    waiting = set(ports)
+    deadline = time.monotonic() + timeout
+    while True:
+        waiting = {port for port in waiting if is_listened_on(port)}
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise OSError(f"ports {sorted(waiting)} are still listened on after {timeout:g} s")
+        time.sleep(0.05)

@@ -3,7 +3,17 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from localkube.ports import LOWEST_PORT, ephemeral_range, free_port, is_free, listening_range
+import pytest
+
+from localkube.ports import (
+    LOWEST_PORT,
+    ephemeral_range,
+    free_port,
+    is_free,
+    is_listened_on,
+    listening_range,
+    wait_released,
+)
 
 
 def test_the_kernels_ephemeral_range_is_read_from_its_file(tmp_path: Path) -> None:
@@ -51,3 +61,27 @@ def test_a_port_something_listens_on_is_not_free() -> None:
         listener.bind(("127.0.0.1", port))
         listener.listen()
         assert not is_free(port)
+
+
+def test_a_listener_holds_its_port_and_time_wait_does_not() -> None:
+    port = free_port()
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        assert is_listened_on(port)
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = listener.accept()
+            accepted.close()  # the server side closes first: its end goes to TIME_WAIT
+            client.recv(1)
+    assert not is_listened_on(port)
+    wait_released([port], timeout=0.1)
+
+
+def test_waiting_for_a_port_still_listened_on_names_it() -> None:
+    port = free_port()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        with pytest.raises(OSError, match=f"ports \\[{port}\\] are still listened on after 0.2 s"):
+            wait_released([port], timeout=0.2)
