@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -73,11 +74,5 @@ def test_each_component_names_the_ports_it_listens_on(tmp_path: Path) -> None:
     assert state.ports_of("kube-apiserver") == (3,)
     assert state.ports_of("kube-controller-manager") == (4,)
     assert state.ports_of(SCHEDULER) == (5,)
-    without_scheduler = ControlPlaneState(
-        bin_dir=str(tmp_path),
-        etcd_port=1,
-        etcd_peer_port=2,
-        apiserver_port=3,
-        controller_manager_port=4,
-    )
+    without_scheduler = dataclasses.replace(state, scheduler_port=0)
     assert without_scheduler.ports_of(SCHEDULER) == ()
