@@ -71,6 +71,15 @@ EXEC_POD_BLOCKS = tuple(
 INSTALL_CONTROLLERS = ("deployment", "replicaset", "endpointslice", "disruption")
 
 
+class KubectlFailed(subprocess.CalledProcessError):
+    """A kubectl that exited non-zero. Its message ends with kubectl's own error (its stderr),
+    which ``CalledProcessError``'s leaves out: a failing test's report then says why."""
+
+    def __str__(self) -> str:
+        said = (self.stderr or "").strip()
+        return f"{super().__str__()}\nkubectl said: {said}" if said else super().__str__()
+
+
 class ControlPlaneError(RuntimeError):
     """The control plane could not be started; the message says which component and why."""
 
@@ -618,12 +627,12 @@ class ControlPlane:
     def kubectl(
         self, *args: str, input_text: str | None = None, check: bool = True, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
-        """Run the built kubectl against this control plane."""
-        return subprocess.run(
-            [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}", *args],
-            input=input_text,
-            capture_output=True,
-            text=True,
-            check=check,
-            timeout=timeout,
+        """Run the built kubectl against this control plane; with ``check``, a non-zero exit
+        raises ``KubectlFailed``, which says what kubectl printed."""
+        argv = [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}", *args]
+        done = subprocess.run(
+            argv, input=input_text, capture_output=True, text=True, check=False, timeout=timeout
         )
+        if check and done.returncode != 0:
+            raise KubectlFailed(done.returncode, argv, output=done.stdout, stderr=done.stderr)
+        return done

@@ -33,6 +33,7 @@ from localkube.node.realnode import node_bin_dir
 
 NAMESPACE = "kueue-system"
 DEPLOYMENT = "kueue-controller-manager"
+API_GROUP = "kueue.x-k8s.io"
 COMPONENTS = ("crd", "rbac", "manager", "internalcert", "webhook")
 MANAGER_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
 DEFAULT_PATCHES = ("manager_config_patch.yaml", "manager_webhook_patch.yaml")
@@ -173,6 +174,20 @@ def install(cluster: RealCluster, work: Path, *, timeout: float = 180) -> float:
 
 
 def uninstall(cluster: RealCluster, work: Path) -> None:
+    """Delete every Kueue object first, while the manager still runs to remove its finalizers
+    (``kueue.x-k8s.io/resource-in-use`` on flavors, queues and workloads), then what
+    :func:`install` applied. In the other order the CRDs stay terminating on objects nobody
+    finalizes any more, and ``kubectl delete --wait`` times out."""
+    # Unchecked: api-resources exits non-zero when any API group fails discovery, though it
+    # lists the others; ``delete -k`` below says what went wrong if Kueue's own did.
+    kinds = cluster.plane.kubectl(
+        "api-resources", f"--api-group={API_GROUP}", "--verbs=delete", "-o", "name", check=False
+    ).stdout.split()
+    if kinds:
+        cluster.plane.kubectl(
+            "delete", ",".join(kinds), "--all", "--all-namespaces", "--ignore-not-found",
+            "--wait", "--timeout=120s", timeout=130,
+        )  # fmt: skip
     cluster.plane.kubectl(
         "delete", "-k", str(work / "config" / "real-node"), "--ignore-not-found", "--wait",
         "--timeout=120s", timeout=130,

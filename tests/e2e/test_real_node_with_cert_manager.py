@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import re
 import socket
 import ssl
 import time
@@ -156,17 +157,34 @@ def served_serials(managed: CertManaged) -> set[int] | None:
 
 
 def force_renewal(managed: CertManaged, name: str) -> None:
-    """What ``cmctl renew`` does: an ``Issuing`` condition added through the status."""
+    """What ``cmctl renew`` does: an ``Issuing`` condition added through the status, unless one
+    is there. The conditions are a list keyed by type, so a second ``Issuing`` is refused, and
+    cert-manager adds one by itself when a spec change needs a new certificate: that issuance is
+    then the renewal asked for. The patch is made against the version read (a ``test`` of its
+    ``resourceVersion``), so cert-manager cannot add its own in between unseen."""
+    path = f"{CM_PATH}/{name}"
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     condition = {
         "type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
         "message": "Certificate re-issuance manually triggered", "lastTransitionTime": now,
     }  # fmt: skip
-    patch = [{"op": "add", "path": "/status/conditions/-", "value": condition}]
-    managed.kubectl(
-        "-n", SYSTEM_NAMESPACE, "patch", f"certificate/{name}", "--subresource=status",
-        "--type=json", "-p", json.dumps(patch),
-    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:
+        certificate = managed.api.request("GET", path)
+        conditions = certificate.get("status", {}).get("conditions", [])
+        if any(c["type"] == "Issuing" and c["status"] == "True" for c in conditions):
+            return
+        version = certificate["metadata"]["resourceVersion"]
+        patch = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+            {"op": "add", "path": "/status/conditions/-", "value": condition},
+        ]
+        done = managed.kubectl(
+            "-n", SYSTEM_NAMESPACE, "patch", f"certificate/{name}", "--subresource=status",
+            "--type=json", "-p", json.dumps(patch), check=time.monotonic() > deadline,
+        )  # fmt: skip
+        if done.returncode == 0:
+            return
 
 
 def leaf_serial(managed: CertManaged) -> int:
@@ -274,31 +292,59 @@ def test_a_forced_renewal_is_served_without_a_restart_and_nothing_refused(
     print(f"forced renewal served by every webhook pod in {seconds:.1f} s under {traffic}")
 
 
+def go_duration(text: str) -> datetime.timedelta:
+    """A Certificate's ``duration`` as written (Go's notation: ``2160h``, ``1h30m0s``)."""
+    found = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text)
+    assert found and text, f"not a duration of hours, minutes and seconds: {text!r}"
+    hours, minutes, seconds = (int(part or 0) for part in found.groups())
+    return datetime.timedelta(hours=hours, minutes=minutes, seconds=seconds)
+
+
+def served_lifetime_settles(managed: CertManaged, lifetime: datetime.timedelta) -> None:
+    """Until the Secret holds a serving certificate of ``lifetime`` and every pod serves it."""
+
+    def settled() -> bool:
+        current = pem_certificate(secret_data(managed.api, LEAF_SECRET)["tls.crt"])
+        served = current.not_valid_after_utc - current.not_valid_before_utc
+        return served == lifetime and served_serials(managed) == {current.serial_number}
+
+    wait_for(f"every webhook pod to serve a certificate of {lifetime}", settled, timeout=120)
+
+
 def test_short_lived_certificates_renew_on_their_own_under_traffic(managed: CertManaged) -> None:
     """``duration: 1h``, ``renewBefore: 59m40s``: once re-issued with them, cert-manager renews
-    the serving certificate every 20 s by itself; each is served with nothing refused."""
+    the serving certificate every 20 s by itself; each is served with nothing refused. The
+    overlay's lifetimes are put back after, and served, so later tests see a still certificate."""
     namespace = namespace_for(managed.installed, "cm-short")
     image = managed.installed.cluster.images.examples.ref
-    spec = {"spec": {"duration": "1h", "renewBefore": "59m40s"}}
-    managed.kubectl("-n", SYSTEM_NAMESPACE, "patch", f"certificate/{LEAF}", "--type=merge",
-                    "-p", json.dumps(spec))  # fmt: skip
+    original = managed.api.request("GET", f"{CM_PATH}/{LEAF}")["spec"]
+    short = {"duration": "1h", "renewBefore": "59m40s"}
     before = leaf_serial(managed)
-    force_renewal(managed, LEAF)  # the current certificate is still the 90-day one
-    renewed_and_served(managed, before)
-    serials = {leaf_serial(managed)}
-    timings = []
-    with admission_traffic(managed.kubectl, namespace=namespace, image=image,
-                           prefix="short") as traffic:  # fmt: skip
-        for _ in range(2):  # two renewals nobody asked for
-            timings.append(renewed_and_served(managed, leaf_serial(managed), timeout=90))
-            serials.add(leaf_serial(managed))
-    traffic.assert_no_wrong_answer()
-    assert len(serials) >= 3
-    served = pem_certificate(secret_data(managed.api, LEAF_SECRET)["tls.crt"])
-    lifetime = served.not_valid_after_utc - served.not_valid_before_utc
-    assert lifetime == datetime.timedelta(hours=1)
-    print(f"renewed by cert-manager on its own, each served in "
-          f"{', '.join(f'{t:.1f}' for t in timings)} s, under {traffic}")  # fmt: skip
+    managed.kubectl("-n", SYSTEM_NAMESPACE, "patch", f"certificate/{LEAF}", "--type=merge",
+                    "-p", json.dumps({"spec": short}))  # fmt: skip
+    try:
+        force_renewal(managed, LEAF)  # the current certificate is still the 90-day one
+        renewed_and_served(managed, before)
+        serials = {leaf_serial(managed)}
+        timings = []
+        with admission_traffic(managed.kubectl, namespace=namespace, image=image,
+                               prefix="short") as traffic:  # fmt: skip
+            for _ in range(2):  # two renewals nobody asked for
+                timings.append(renewed_and_served(managed, leaf_serial(managed), timeout=90))
+                serials.add(leaf_serial(managed))
+        traffic.assert_no_wrong_answer()
+        assert len(serials) >= 3
+        served = pem_certificate(secret_data(managed.api, LEAF_SECRET)["tls.crt"])
+        lifetime = served.not_valid_after_utc - served.not_valid_before_utc
+        assert lifetime == datetime.timedelta(hours=1)
+        print(f"renewed by cert-manager on its own, each served in "
+              f"{', '.join(f'{t:.1f}' for t in timings)} s, under {traffic}")  # fmt: skip
+    finally:
+        restore = {key: original[key] for key in short}
+        managed.kubectl("-n", SYSTEM_NAMESPACE, "patch", f"certificate/{LEAF}", "--type=merge",
+                        "-p", json.dumps({"spec": restore}))  # fmt: skip
+        force_renewal(managed, LEAF)
+        served_lifetime_settles(managed, go_duration(original["duration"]))
 
 
 def test_a_replaced_ca_is_injected_everywhere_and_nothing_refused(managed: CertManaged) -> None:

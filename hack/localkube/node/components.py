@@ -61,7 +61,10 @@ def kubelet_config(
     cgroupfs under a cgroup root of the node's own (torn down with it); cgroup v1 accepted (this
     machine's hierarchies are hybrid); no eviction or image garbage collection that a busy disk
     could trigger (imported images cannot be pulled again); the serving certificate is issued by
-    the control plane's CA, which kube-apiserver checks before it fetches logs.
+    the control plane's CA, which kube-apiserver checks before it fetches logs. No iptables
+    chains: the kubelet makes them (a hint and a martian-packet rule) for an iptables-mode
+    kube-proxy, which this node does not run (:func:`kube_proxy_config` is nftables), and they
+    would outlive the node in the host's own ``filter`` table.
     """
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
@@ -102,6 +105,7 @@ def kubelet_config(
         "maxPods": 60,
         "serializeImagePulls": False,
         "protectKernelDefaults": False,
+        "makeIPTablesUtilChains": False,
         "registerNode": True,
         "nodeStatusReportFrequency": "10s",
         "nodeStatusUpdateFrequency": "5s",

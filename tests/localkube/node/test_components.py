@@ -85,6 +85,16 @@ def test_imported_images_are_never_garbage_collected_nor_evicted_for_disk(
     assert all(config["evictionHard"][k] == "0%" for k in ("nodefs.available", "imagefs.available"))
 
 
+def test_the_kubelet_adds_no_iptables_chains_beside_an_nftables_kube_proxy(
+    paths: NodePaths, tmp_path: Path
+) -> None:
+    assert kubelet(paths)["makeIPTablesUtilChains"] is False
+    proxy = kube_proxy_config(
+        NET, kubeconfig=tmp_path / "kubeconfig", node_name="node", healthz_port=1, metrics_port=2
+    )
+    assert proxy["mode"] == "nftables"
+
+
 def test_pods_resolve_through_the_dns_service_in_the_cluster_domain(paths: NodePaths) -> None:
     config = kubelet(paths)
     assert config["clusterDNS"] == [NET.dns_service_ip]
