@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localkube import processes
 from localkube.cluster import PROJECT_ROOT, ControlPlane
 from localkube.gomodule import pinned_version, run_build_script
 from localkube.host_programs import (
@@ -30,7 +31,6 @@ from localkube.host_programs import (
     user_kubeconfig,
     wait_healthy,
 )
-from localkube.node.teardown import stop_pids
 from localkube.operator import wait_established
 from localkube.ports import free_port
 
@@ -226,5 +226,5 @@ class CertManager:
         return tail(self._log(program), lines)
 
     def stop(self) -> None:
-        stop_pids(list(self.pids.values()))
+        processes.stop(list(self.pids.values()))
         self.pids.clear()

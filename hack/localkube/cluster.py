@@ -19,12 +19,9 @@ checkouts on one machine never collide.
 from __future__ import annotations
 
 import base64
-import contextlib
 import ipaddress
 import json
-import os
 import shutil
-import signal
 import ssl
 import subprocess
 import time
@@ -36,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from certs import CertificateAuthority, new_signing_key_pem
+from localkube import processes
 from localkube.ports import free_port, wait_released
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -163,52 +161,6 @@ def find_binaries() -> Path:
     return Path(result.stdout.strip().splitlines()[-1])
 
 
-def _pid_alive(pid: int, binary: str) -> bool:
-    """True when ``pid`` is a live process running ``binary`` (guards against reused pids)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, UnicodeDecodeError):
-        return False
-    zombie = stat.rsplit(")", 1)[-1].split()[0] == "Z"
-    return not zombie and Path(cmdline).name == binary
-
-
-def _stop_pid(pid: int, binary: str, *, timeout: float = 10.0) -> None:
-    if not _pid_alive(pid, binary):
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    if _wait_gone(pid, binary, timeout=timeout):
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    _wait_gone(pid, binary, timeout=timeout)
-
-
-def _wait_gone(pid: int, binary: str, *, timeout: float) -> bool:
-    """True once the process is gone with all its threads, and so with its listening sockets.
-
-    A child is gone when ``waitpid`` reaps it: the kernel reports a thread-group leader only
-    after every thread has exited. ``/proc`` says less: a multi-threaded Go program's command
-    line reads empty, and its leader shows as a zombie, while other threads still hold its
-    files; a program started again on the same port at that moment fails with "address already
-    in use". A process that is not our child can only be watched through ``/proc``.
-    """
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            reaped, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            if not _pid_alive(pid, binary):
-                return True
-        else:
-            if reaped == pid:
-                return True
-        time.sleep(0.05)
-    return False
-
-
 class ControlPlane:
     """Start, stop and describe one local control plane (idempotent both ways)."""
 
@@ -239,7 +191,7 @@ class ControlPlane:
         state = self.state()
         if state is None:
             return False
-        alive = all(_pid_alive(state.pids.get(c, -1), c) for c in self._components())
+        alive = all(processes.running(state.pids.get(c, -1), program=c) for c in self._components())
         return alive and self._ready(state)
 
     # -- certificates --------------------------------------------------------------------------
@@ -529,7 +481,9 @@ class ControlPlane:
             for component, pid in state.pids.items():
                 child = self._children.get(component)
                 code = child.poll() if child is not None and child.pid == pid else None
-                if code is not None or (child is None and not _pid_alive(pid, component)):
+                if code is not None or (
+                    child is None and not processes.running(pid, program=component)
+                ):
                     raise ControlPlaneError(
                         f"{component} exited (code {code}) during start-up; see "
                         f"{self.logs / component}.log:\n" + self._tail(component)
@@ -598,7 +552,7 @@ class ControlPlane:
         state = self.state()
         if state is None:
             raise ControlPlaneError("the control plane is not running")
-        _stop_pid(state.pids.get(component, -1), component)
+        processes.stop([state.pids.get(component, -1)], program=component)
         wait_released(state.ports_of(component))
         argv = {
             "etcd": self._etcd_argv,
@@ -621,7 +575,7 @@ class ControlPlane:
             for component in (SCHEDULER, *reversed(COMPONENTS)):
                 pid = state.pids.get(component)
                 if pid is not None:
-                    _stop_pid(pid, component)
+                    processes.stop([pid], program=component)
         self._state_file.unlink(missing_ok=True)
 
     def kubectl(

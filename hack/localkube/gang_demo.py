@@ -163,7 +163,7 @@ def release_interleaved(api: Api, namespace: str, jobs: Sequence[str], *, pods_e
     which pods reach kube-scheduler. Waits until every job has all its pods first."""
     wait_until(
         lambda: all(len(job_pods(api, namespace, j)) == pods_each for j in jobs),
-        timeout=30,
+        timeout=90,  # the controller's start, a Volcano enqueue session, then 10 pods
         what="every pod created",
     )
     ordered = [sorted(job_pods(api, namespace, j)) for j in jobs]
@@ -218,36 +218,36 @@ def run_round(setup: Scene, *, gang_scheduler: str, out: TextIO) -> dict[str, fl
         if gang_scheduler == "none":
             wait_until(
                 lambda: bound(api, namespace, "job-a") + bound(api, namespace, "job-b") == 8,
-                timeout=30,
+                timeout=60,
                 what="6 GPUs taken",
             )
             time.sleep(1)
             _show(out, api, namespace, jobs, "pods placed one by one: each job holds 3 of 4 GPUs")
             return timings
         timings["last gate lifted -> job-a's gang bound"] = wait_until(
-            lambda: bound(api, namespace, "job-a") == 5, timeout=30, what="job-a bound"
+            lambda: bound(api, namespace, "job-a") == 5, timeout=60, what="job-a bound"
         )
         wait_until(
             lambda: job_state(api, namespace, "job-a") == "Running",
-            timeout=30,
+            timeout=60,
             what="job-a Running",
         )
         time.sleep(1)
         _show(out, api, namespace, jobs, "gang scheduling: job-a placed whole, job-b waits whole")
         finished = time.monotonic()
         setup.finish_pods(namespace, "job-a")
-        wait_until(lambda: bound(api, namespace, "job-b") == 5, timeout=30, what="job-b bound")
+        wait_until(lambda: bound(api, namespace, "job-b") == 5, timeout=60, what="job-b bound")
         timings["A finished -> B bound"] = time.monotonic() - finished
         wait_until(
             lambda: job_state(api, namespace, "job-b") == "Running",
-            timeout=30,
+            timeout=60,
             what="job-b Running",
         )
         _show(out, api, namespace, jobs, "job-a finished: job-b's gang placed")
         setup.finish_pods(namespace, "job-b")
         wait_until(
             lambda: job_state(api, namespace, "job-b") == "Succeeded",
-            timeout=30,
+            timeout=60,
             what="job-b Succeeded",
         )
         timings["A finished -> B Succeeded"] = time.monotonic() - finished

@@ -10,10 +10,7 @@ served by gunicorn over TLS, and ``mxjob-controller`` as its own process.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import os
-import signal
 import ssl
 import subprocess
 import sys
@@ -27,6 +24,7 @@ from typing import Any
 import yaml
 
 from certs import CertificateAuthority
+from localkube import processes
 from localkube.cluster import PROJECT_ROOT, ControlPlane
 from localkube.kubelet_daemon import is_kubelet_daemon
 from localkube.ports import free_port
@@ -60,33 +58,10 @@ def _bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def stop_process(pid: int, *, timeout: float = 15) -> None:
-    """SIGTERM the process group, then SIGKILL it if it is still there after ``timeout``."""
-    if not _alive(pid):
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        if not _alive(pid):
-            return
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+    """SIGTERM the process group, then SIGKILL it if its leader is still there after
+    ``timeout``."""
+    processes.stop([pid], timeout=timeout, group=True)
 
 
 def wait_established(plane: ControlPlane, name: str = CRD_NAME, *, timeout: float = 60) -> None:
@@ -317,14 +292,14 @@ class LocalOperator:
         self.plane.up()
         self.dir.mkdir(parents=True, exist_ok=True)
         state = self.state()
-        if not (_alive(state.webhook_pid) and self._webhook_ready(state.webhook_port)):
+        if not (processes.running(state.webhook_pid) and self._webhook_ready(state.webhook_port)):
             stop_process(state.webhook_pid)
             state.webhook_pid, state.webhook_port = self.start_webhook()
             self._save(state)
         self._ensure_certs()
         self.install_crd(webhook_port=state.webhook_port)
         self.register_webhooks(webhook_port=state.webhook_port)
-        if with_controller and not _alive(state.controller_pid):
+        if with_controller and not processes.running(state.controller_pid):
             process, state.controller_metrics_port, state.controller_health_port = (
                 self.start_controller("--leader-elect")
             )

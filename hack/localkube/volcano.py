@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from localkube import processes
 from localkube.cert_manager import third_party_dir
 from localkube.cluster import PROJECT_ROOT, ControlPlane
 from localkube.gomodule import pinned_version, run_build_script
@@ -33,7 +34,6 @@ from localkube.host_programs import (
     user_kubeconfig,
     wait_healthy,
 )
-from localkube.node.teardown import stop_pids
 from localkube.operator import wait_established
 from localkube.ports import free_port
 
@@ -170,5 +170,5 @@ class Volcano:
         return tail(self._log(program), lines)
 
     def stop(self) -> None:
-        stop_pids(list(self.pids.values()))
+        processes.stop(list(self.pids.values()))
         self.pids.clear()

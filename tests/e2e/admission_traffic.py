@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Kubectl = Callable[..., Any]
+CREATE_TIMEOUT = 30.0
+"""Seconds one ``kubectl create`` may take: the API server's webhook timeout is 10 s."""
 
 
 def single_worker_job(name: str, image: str, command: list[str]) -> dict[str, Any]:
@@ -51,8 +53,12 @@ class AdmissionTraffic:
     sent: dict[str, int] = field(default_factory=lambda: {"valid": 0, "invalid": 0})
     refused_valid: list[str] = field(default_factory=list)
     admitted_invalid: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+    """Why the stream stopped before it was told to, or did not stop: a kubectl that hung past
+    its timeout, or anything else that ended the thread; kept to be raised, not lost with it."""
 
     def assert_no_wrong_answer(self, *, at_least: int = 10) -> None:
+        assert self.broken == [], self.broken
         assert self.sent["valid"] >= at_least and self.sent["invalid"] >= at_least, self.sent
         assert self.refused_valid == [], self.refused_valid[:3]
         assert self.admitted_invalid == [], self.admitted_invalid[:3]
@@ -72,6 +78,12 @@ def admission_traffic(
     stop = threading.Event()
 
     def stream() -> None:
+        try:
+            send_until_stopped()
+        except Exception as error:  # kept for assert_no_wrong_answer, raised there
+            traffic.broken.append(f"{type(error).__name__}: {error}")
+
+    def send_until_stopped() -> None:
         index = 0
         while not stop.is_set():
             index += 1
@@ -81,8 +93,9 @@ def admission_traffic(
             invalid["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 2  # single-node: 1 only
             for kind, job in (("valid", valid), ("invalid", invalid)):
                 result = kubectl(
-                    "create", "-n", namespace, "-f", "-", input_text=json.dumps(job), check=False
-                )
+                    "create", "-n", namespace, "-f", "-", input_text=json.dumps(job),
+                    check=False, timeout=CREATE_TIMEOUT,
+                )  # fmt: skip
                 traffic.sent[kind] += 1
                 if kind == "valid" and result.returncode != 0:
                     traffic.refused_valid.append(result.stderr.strip())
@@ -95,4 +108,6 @@ def admission_traffic(
         yield traffic
     finally:
         stop.set()
-        thread.join(timeout=60)
+        thread.join(timeout=2 * CREATE_TIMEOUT)
+        if thread.is_alive():
+            traffic.broken.append(f"the stream still ran {2 * CREATE_TIMEOUT:g} s after the stop")

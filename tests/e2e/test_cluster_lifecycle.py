@@ -7,6 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from localkube import processes
 from localkube.cluster import COMPONENTS, PROJECT_ROOT
 
 
@@ -17,10 +18,9 @@ def _processes_using(state_dir: Path) -> list[str]:
             continue
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
-            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
         except OSError:
             continue
-        if state == "Z" or not argv or not argv[0]:
+        if not processes.running(int(proc.name)) or not argv or not argv[0]:
             continue
         if Path(argv[0].decode()).name in COMPONENTS and str(state_dir).encode() in b" ".join(argv):
             found.append(f"{proc.name}: {b' '.join(argv)[:120]!r}")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from localkube import processes
 from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
 from localkube.demo import DEMO_NAMESPACE, KUBELET_LOG
 from localkube.operator import LocalOperator
@@ -32,11 +33,10 @@ def kubelet_processes(state_dir: Path) -> list[int]:
             continue
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
-            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
         except OSError:
             continue
         if (
-            state != "Z"
+            processes.running(int(proc.name))
             and b"localkube.kubelet_daemon" in argv
             and str(state_dir).encode() in (b" ".join(argv))
         ):

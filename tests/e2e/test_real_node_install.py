@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from controller.election import ElectionSettings
 from localkube.api import ensure_namespace
 from localkube.cluster import PROJECT_ROOT
 from localkube.node.cluster import SYSTEM_NAMESPACE
@@ -25,19 +26,31 @@ from tests.e2e.admission_traffic import admission_traffic, single_worker_job
 from tests.e2e.real_node_fixtures import InstalledCluster
 from tests.e2e.test_install_running import PodCreations, wait_for
 
+# Fixture set-up and teardown count against a test's time limit: installing or removing a
+# third-party component (or the session's node) on a loaded machine can take minutes.
+pytestmark = pytest.mark.timeout(900)
+
 INVALID = sorted((PROJECT_ROOT / "examples" / "invalid").glob("*.yaml"))
 TRAIN_EXAMPLE = PROJECT_ROOT / "examples" / "v1" / "train" / "mx_job_dist_cpu.yaml"
 COMPONENTS = ("webhook", "controller")
 RUNAS = 65532
 
 
-def pods_of(installed: InstalledCluster, component: str) -> list[dict[str, Any]]:
+def every_pod_of(installed: InstalledCluster, component: str) -> list[dict[str, Any]]:
+    """The component's pods, the ones being deleted too."""
     items: list[dict[str, Any]] = installed.api.request(
         "GET",
         f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/pods",
         query=[("labelSelector", f"app.kubernetes.io/component={component}")],
     )["items"]
-    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+    return items
+
+
+def pods_of(installed: InstalledCluster, component: str) -> list[dict[str, Any]]:
+    """The component's pods that are not being deleted."""
+    return [
+        p for p in every_pod_of(installed, component) if not p["metadata"].get("deletionTimestamp")
+    ]
 
 
 def container_id(pod: dict[str, Any]) -> str:
@@ -187,8 +200,13 @@ def test_a_killed_leader_container_hands_over_to_the_standby_and_a_job_runs_once
     )
     takeover = time.monotonic() - killed
     # The restarted container frees its dead predecessor's Lease (controller/election.py), so
-    # the standby does not wait out a whole lease duration.
-    assert takeover < lease_duration(real_cluster), takeover
+    # the standby does not wait out a whole lease duration. That needs the kubelet to restart it
+    # at once, as it does a container's first exit; after an earlier one it backs off 10 s
+    # first, and the standby then takes the Lease when it expires.
+    duration = lease_duration(real_cluster)
+    retry = ElectionSettings.retry_period  # the manifests keep the defaults
+    bound = duration if restarts_before == 0 else duration + 2 * retry
+    assert takeover < bound, (takeover, restarts_before)
     wait_for(
         "the job to succeed",
         lambda: job_state(real_cluster, namespace, "during-takeover"),
@@ -202,7 +220,7 @@ def test_a_killed_leader_container_hands_over_to_the_standby_and_a_job_runs_once
     restarted = next(
         p for p in pods_of(real_cluster, "controller") if p["metadata"]["name"] == leader
     )
-    assert restarted["status"]["containerStatuses"][0]["restartCount"] == restarts_before + 1
+    assert restarted["status"]["containerStatuses"][0]["restartCount"] > restarts_before
     logs = real_cluster.plane.kubectl("logs", "-n", namespace, "during-takeover-worker-0").stdout
     assert logs.strip() == "ran once"
     print(f"{holder} took the Lease {takeover:.1f} s after the leader's container was killed")
@@ -223,14 +241,21 @@ def test_the_webhook_scaled_to_three_and_rolled_admits_every_valid_and_no_invali
             kubectl("-n", SYSTEM_NAMESPACE, "rollout", "restart", "deployment/mxjob-webhook")
             kubectl("-n", SYSTEM_NAMESPACE, "rollout", "status", "deployment/mxjob-webhook",
                     "--timeout=180s", timeout=190)  # fmt: skip
+            # Traffic goes on while the old pods stop (preStop, then a graceful stop).
             wait_for(
                 "the old webhook pods to finish terminating",
-                lambda: pods_of(real_cluster, "webhook"),
+                lambda: every_pod_of(real_cluster, "webhook"),
                 lambda pods: len(pods) == 3,
                 timeout=90,
             )
             rolled = time.monotonic() - started
     finally:
         kubectl("-n", SYSTEM_NAMESPACE, "scale", "deployment/mxjob-webhook", "--replicas=2")
+        wait_for(
+            "the webhook back at two pods",
+            lambda: every_pod_of(real_cluster, "webhook"),
+            lambda pods: len(pods) == 2,
+            timeout=90,
+        )
     traffic.assert_no_wrong_answer()
     print(f"scaled to 3 and rolled in {rolled:.1f} s under {traffic}")

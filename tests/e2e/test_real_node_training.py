@@ -15,10 +15,17 @@ from __future__ import annotations
 import io
 import itertools
 import re
+from typing import Any
+
+import pytest
 
 from localkube.demo import DEFAULT_JOB, Progress
 from localkube.node.demo import run_job
 from tests.e2e.real_node_fixtures import InstalledCluster
+from tests.e2e.test_install_running import wait_for
+
+# The job's own wait is 300 s, and its diagnosis is printed only if it ends first.
+pytestmark = pytest.mark.timeout(600)
 
 JOB = "dist-train-cpu"
 EPOCH = re.compile(r"^epoch (\d+)/(\d+) loss ([0-9.]+)", re.MULTILINE)
@@ -61,7 +68,20 @@ def test_the_demo_runs_the_cpu_train_example_in_containers_to_equal_parameters(
         assert found, text
         digests.append(found.group(1))
     assert digests[0] == digests[1], digests
-    pods = real_cluster.api.request("GET", f"/api/v1/namespaces/{namespace}/pods")["items"]
+
+    def every_container_ended(pods: list[dict[str, Any]]) -> bool:
+        return all(
+            "terminated" in (p["status"].get("containerStatuses") or [{}])[0].get("state", {})
+            for p in pods
+        )
+
+    # The job's state can be written before the kubelet reports each container's end.
+    pods = wait_for(
+        "every container to have ended",
+        lambda: real_cluster.api.request("GET", f"/api/v1/namespaces/{namespace}/pods")["items"],
+        every_container_ended,
+        timeout=60,
+    )
     addresses = {p["metadata"]["name"]: p["status"].get("podIP") for p in pods}
     assert len(set(addresses.values())) == 4, addresses  # four containers, four addresses
     for pod in pods:

@@ -12,8 +12,8 @@ Renewals and the CA's renewal happen while ``admission_traffic`` streams valid a
 MXJobs: a caBundle that did not verify what a webhook pod serves would refuse the valid ones.
 At the end the self-signed install is put back for the session's other real-node tests.
 
-This module sorts after the other real-node modules on purpose (it replaces the install they
-test), and restores it whichever order it runs in.
+The module replaces the install the other real-node modules test, so it puts the self-signed
+one back even when removing its own fails: they pass whichever order the modules run in.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ from tests.e2e.admission_traffic import admission_traffic
 from tests.e2e.real_node_fixtures import InstalledCluster, require
 from tests.e2e.test_install_running import wait_for
 from tests.e2e.test_real_node_install import namespace_for, pods_of
+
+# Fixture set-up and teardown count against a test's time limit: installing or removing a
+# third-party component (or the session's node) on a loaded machine can take minutes.
+pytestmark = pytest.mark.timeout(900)
 
 BASE = "cert-manager"
 LEAF, CA = "mxjob-webhook", "mxjob-webhook-ca"
@@ -91,9 +95,13 @@ def managed(real_cluster: InstalledCluster) -> Iterator[CertManaged]:
         cluster.wait_admission()
         yield CertManaged(real_cluster, manager, time.monotonic() - started)
     finally:
-        cluster.uninstall_operator(work / "install", base=BASE)
-        manager.stop()
-        cluster.install_operator(cluster.plane.dir / "install")
+        try:
+            try:
+                cluster.uninstall_operator(work / "install", base=BASE)
+            finally:
+                manager.stop()
+        finally:
+            cluster.install_operator(cluster.plane.dir / "install")
 
 
 # -- what the cluster holds and the pods serve --------------------------------------------------

@@ -27,6 +27,10 @@ from tests.e2e.real_node_fixtures import InstalledCluster, require
 from tests.e2e.test_install_running import wait_for
 from tests.e2e.test_real_node_install import namespace_for
 
+# Fixture set-up and teardown count against a test's time limit: installing or removing a
+# third-party component (or the session's node) on a loaded machine can take minutes.
+pytestmark = pytest.mark.timeout(900)
+
 NAMESPACE = "kueue-jobs"
 FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE = "mxjob-flavor", "mxjob-cq", "mxjob-lq"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -83,6 +87,7 @@ def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
         namespace_for(real_cluster, NAMESPACE)
         context = Queued(real_cluster, seconds)
         context.apply(*queue_objects())
+        wait_for("the ClusterQueue to be active", lambda: queue_active(context), timeout=60)
         yield context
     finally:
         real_cluster.plane.kubectl(
@@ -124,6 +129,13 @@ def condition(obj: dict[str, Any] | None, kind: str) -> bool:
     return any(c["type"] == kind and c["status"] == "True" for c in conditions)
 
 
+def queue_active(queued: Queued) -> bool:
+    """Kueue's own word that its cache has the ClusterQueue as it now is: the ``Active``
+    condition is computed from the cache (a held queue is inactive, reason ``Stopped``)."""
+    return condition(queued.api.request("GET", f"{KUEUE_API}/clusterqueues/{CLUSTER_QUEUE}"),
+                     "Active")  # fmt: skip
+
+
 def state(queued: Queued, name: str) -> str:
     return str((mxjob(queued, name).get("status") or {}).get("state"))
 
@@ -132,9 +144,11 @@ def test_a_queued_job_waits_suspended_until_kueue_admits_it_and_then_runs(queued
     image = queued.installed.cluster.images.examples.ref
     hold = {"spec": {"stopPolicy": "Hold"}}
     queued.kubectl("patch", f"clusterqueue/{CLUSTER_QUEUE}", "--type=merge", "-p", json.dumps(hold))
-    queued.kubectl(
-        "apply", "-n", NAMESPACE, "-f", "-", input_text=json.dumps(queued_job("held", image))
-    )
+    # Until Kueue has seen the hold, it could still admit the job.
+    wait_for("the ClusterQueue held", lambda: queue_active(queued), lambda on: not on, timeout=60)
+    # Long enough that Kueue sees the job Running before it ends: PodsReady comes from that.
+    held = queued_job("held", image, seconds=8)
+    queued.kubectl("apply", "-n", NAMESPACE, "-f", "-", input_text=json.dumps(held))
     assert mxjob(queued, "held")["spec"]["runPolicy"]["suspend"] is True  # Kueue's webhook
     workload = wait_for("its Workload", lambda: workload_of(queued, "held"), timeout=30)
     assert workload is not None
@@ -163,8 +177,14 @@ def test_a_queued_job_waits_suspended_until_kueue_admits_it_and_then_runs(queued
     assert any(
         all(t.get(k) == v for k, v in TOLERATION.items()) for t in pod["spec"]["tolerations"]
     )
-    workload = workload_of(queued, "held")
-    assert condition(workload, "Admitted") and condition(workload, "Finished"), workload
+    # Kueue marks the Workload Finished in a reconcile of its own, after the job's Succeeded.
+    workload = wait_for(
+        "the Workload to be Finished",
+        lambda: workload_of(queued, "held"),
+        lambda found: condition(found, "Finished"),
+        timeout=60,
+    )
+    assert condition(workload, "Admitted"), workload
     print(
         f"\nKueue: installed in {queued.seconds_to_ready:.1f} s; admitted and Succeeded"
         f" {seconds:.1f} s after the queue was released"
@@ -187,7 +207,10 @@ def test_five_jobs_on_a_quota_for_two_run_two_at_a_time_and_all_succeed(queued: 
     most = 0
     deadline = time.monotonic() + 240
     while True:
-        jobs = {name: mxjob(queued, name) for name in names}
+        # One LIST: every job as of one moment, not five reads between which one may end
+        # and the next be admitted.
+        listed = queued.api.request("GET", f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/mxjobs")
+        jobs = {j["metadata"]["name"]: j for j in listed["items"] if j["metadata"]["name"] in names}
         unsuspended = [
             n
             for n, j in jobs.items()
@@ -223,7 +246,8 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeed
         for name, value in (("mxjob-low", 10), ("mxjob-high", 1000))
     ]  # fmt: skip
     queued.apply(*classes)
-    low = queued_job("low", image, seconds=20, priority="mxjob-low")
+    # Long enough to still run when the preemption reaches it on a loaded machine.
+    low = queued_job("low", image, seconds=30, priority="mxjob-low")
     low["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"][
         "requests"
     ]["cpu"] = QUOTA_CPU

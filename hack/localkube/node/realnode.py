@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from certs import CertificateAuthority
+from localkube import processes
 from localkube.api import Api, ApiError
 from localkube.cluster import PROJECT_ROOT, ControlPlane, find_binaries
 from localkube.gomodule import run_build_script
@@ -136,7 +137,7 @@ class RealNode:
             other = Path(json.loads(CLAIM.read_text())["state_dir"])
             if other != self.dir:
                 previous = RealNode(RealNodeSettings(state_dir=other))
-                live = [n for n, p in previous.state().pids.items() if teardown._alive(p)]
+                live = [n for n, p in previous.state().pids.items() if processes.running(p)]
                 if live:
                     raise RealNodeError(
                         f"a real node from {other} runs on this machine ({', '.join(live)}); "
@@ -224,7 +225,7 @@ class RealNode:
         deadline = time.monotonic() + self.settings.ready_timeout
         while not check():
             for name, pid in state.pids.items():
-                if not teardown._alive(pid):
+                if not processes.running(pid):
                     raise RealNodeError(
                         f"{name} exited while waiting for {what}; its log "
                         f"({self.paths.logs / name}.log) ends:\n{self.tail(name)}"
@@ -367,7 +368,7 @@ class RealNode:
     def running(self) -> bool:
         state = self.state()
         return bool(state.pids) and all(
-            teardown._alive(state.pids.get(name, 0)) for name in PROGRAMS
+            processes.running(state.pids.get(name, 0)) for name in PROGRAMS
         )
 
     def ctr(self, *args: str) -> str:
@@ -380,7 +381,7 @@ class RealNode:
         state = self.state()
         # Nothing may restart containers while they are killed: kubelet first.
         for name in ("kubelet", "kube-proxy", "coredns"):
-            teardown.stop_pids([state.pids.get(name, 0)])
+            processes.stop([state.pids.get(name, 0)])
         teardown.kill_cgroup_processes(self.settings.cgroup_root)
         socket = str(self.containerd_paths.socket)
         shims = [
@@ -388,13 +389,13 @@ class RealNode:
             for pid in teardown.processes_mentioning(socket)
             if pid != state.pids.get("containerd")
         ]
-        teardown.stop_pids([state.pids.get("containerd", 0)])
+        processes.stop([state.pids.get("containerd", 0)])
         shim_ids = [_shim_id(pid) for pid in shims]
-        teardown.stop_pids(shims, timeout=2)
+        processes.stop(shims, timeout=2)
         for shim_id in filter(None, shim_ids):
             for path in containerd.shim_socket_paths(self.containerd_paths.socket, shim_id):
                 path.unlink(missing_ok=True)
-        teardown.stop_pids(teardown.processes_mentioning(str(self.dir)), timeout=5)
+        processes.stop(teardown.processes_mentioning(str(self.dir)), timeout=5)
         teardown.unmount_all(self.dir)
         teardown.remove_cgroups(self.settings.cgroup_root)
         teardown.delete_nft_tables(KUBE_PROXY_TABLE)

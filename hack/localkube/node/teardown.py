@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 CGROUP_FS = Path("/sys/fs/cgroup")
@@ -115,35 +115,6 @@ def processes_mentioning(needle: str) -> Iterator[int]:
         with contextlib.suppress(OSError):
             if encoded in (entry / "cmdline").read_bytes():
                 yield int(entry.name)
-
-
-def stop_pids(pids: Iterable[int], *, timeout: float = 10) -> None:
-    """SIGTERM, then SIGKILL what is still there after ``timeout``."""
-    pending = {p for p in pids if p > 0}
-    for pid in pending:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while pending and time.monotonic() < deadline:
-        for pid in list(pending):
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-            if not _alive(pid):
-                pending.discard(pid)
-        time.sleep(0.05)
-    for pid in pending:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def remove_container_log_links(state_dir: Path) -> int:
