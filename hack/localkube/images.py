@@ -241,12 +241,19 @@ def cache_lock(cache: Path) -> Iterator[None]:
 
 # -- buildah ---------------------------------------------------------------------------------------
 class Buildah:
-    """buildah with its storage in the cache, never the host's ``/var/lib/containers``."""
+    """buildah with its storage in the cache, never the host's ``/var/lib/containers``, and its
+    network configuration there too: even with ``--network host`` buildah makes
+    ``/etc/cni/net.d`` and a lock in it unless its ``containers.conf`` names another place."""
 
     def __init__(self, cache: Path) -> None:
         self.cache = cache
         self.storage = ["--root", str(cache / "storage"), "--runroot", str(cache / "run"),
                         "--storage-driver", "overlay"]  # fmt: skip
+        network = cache / "cni"
+        network.mkdir(parents=True, exist_ok=True)
+        config = cache / "containers.conf"
+        config.write_text(f'[network]\nnetwork_config_dir = "{network}"\n')
+        self.environment = {**os.environ, "CONTAINERS_CONF": str(config)}
 
     def run(self, image: str, step: str, *args: str, timeout: float = 1800) -> str:
         result = subprocess.run(
@@ -255,6 +262,7 @@ class Buildah:
             text=True,
             check=False,
             timeout=timeout,
+            env=self.environment,
         )
         if result.returncode != 0:
             output = (result.stdout + result.stderr).strip().splitlines()

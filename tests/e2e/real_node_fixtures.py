@@ -20,8 +20,9 @@ import pytest
 
 from localkube.api import Api
 from localkube.cluster import PROJECT_ROOT, ControlPlane
+from localkube.node import teardown
 from localkube.node.cluster import RealCluster
-from localkube.node.realnode import RealNode, preflight
+from localkube.node.realnode import CLAIM, RealNode, preflight
 
 STATE_ROOT = PROJECT_ROOT / ".local" / "real-node-tests"
 
@@ -69,6 +70,7 @@ def require_real_node() -> None:
 def real_cluster() -> Iterator[InstalledCluster]:
     require_real_node()
     _remove_stale_runs()
+    host_before = host_paths()
     state_dir = STATE_ROOT / str(os.getpid())
     cluster = RealCluster.start(state_dir, log=lambda line: None)
     atexit.register(cluster.down)
@@ -78,3 +80,12 @@ def real_cluster() -> Iterator[InstalledCluster]:
     finally:
         cluster.down()
         atexit.unregister(cluster.down)
+    left = sorted(map(str, host_paths() - host_before))
+    assert not left, f"the real node and its image builds left on the host: {left}"
+
+
+def host_paths() -> set[Path]:
+    """The host paths the node's programs and buildah make whatever their configuration, and
+    the node's claim, that exist now."""
+    fixed = {CLAIM.parent, Path("/etc/cni")}
+    return teardown.host_paths_present() | {path for path in fixed if path.exists()}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from localkube.images import (
     DOCKERFILE_IMAGES,
+    Buildah,
     ImageRecord,
     context_files,
     ignore_patterns,
@@ -138,3 +140,11 @@ def test_a_path_let_back_in_below_a_left_out_folder_is_found(tmp_path: Path) -> 
     write(tmp_path, {"keep/inner/a.py": "", "keep/other.py": "", ".local/big/b": "", "c": ""})
     found = context_files(tmp_path, ["*", "!keep/inner", "!c"])
     assert [p.relative_to(tmp_path).as_posix() for p in found] == ["c", "keep/inner/a.py"]
+
+
+def test_buildah_keeps_its_network_configuration_in_the_cache_not_in_etc(tmp_path: Path) -> None:
+    buildah = Buildah(tmp_path)
+    config = Path(buildah.environment["CONTAINERS_CONF"])
+    assert config.is_relative_to(tmp_path)
+    network_dir = Path(tomllib.loads(config.read_text())["network"]["network_config_dir"])
+    assert network_dir.is_dir() and network_dir.is_relative_to(tmp_path)

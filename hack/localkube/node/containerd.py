@@ -1,7 +1,8 @@
 """containerd for the real node: its configuration, its image imports, its shims.
 
 Everything containerd keeps lives in the node's state directory (root, state, sockets, network
-namespaces), so a node's teardown removes it whole. Two settings this machine needs: runc cannot
+namespaces, runc's state of each container), so a node's teardown removes it whole; only the
+shims' sockets have a fixed place. Two settings this machine needs: runc cannot
 lower its own ``oom_score_adj`` here (``restrict_oom_score_adj``), and cgroups are managed by
 the cgroupfs driver (no systemd). The sandbox ("pause") image is the project's own, built from
 Kubernetes' ``pause.c`` (``localkube.images``): no registry is reachable.
@@ -89,6 +90,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
         runtime_type = "io.containerd.runc.v2"
         [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
           BinaryName = {_quote(RUNC)}
+          Root = {_quote(paths.state / "runc")}
           SystemdCgroup = false
   [plugins.'io.containerd.grpc.v1.cri']
     stream_server_address = "127.0.0.1"

@@ -401,7 +401,9 @@ class RealNode:
         teardown.delete_nft_tables(KUBE_PROXY_TABLE)
         network.delete_bridges(self.net)
         teardown.remove_container_log_links(self.dir)
-        teardown.remove_cni_cache(self.net.cni_network)
+        teardown.remove_cni_cache(self.dir)
+        teardown.KUBELET_DEVICE_PLUGIN_SOCKET.unlink(missing_ok=True)
+        teardown.remove_empty_directories(teardown.HOST_DIRECTORIES)
         if state.pids:
             network.restore_ip_forward(state.ip_forward_before)
         for name in ("containerd", "kubelet", "ipam", "pod-logs", "volume-plugins"):
@@ -410,6 +412,7 @@ class RealNode:
         with contextlib.suppress(OSError, ValueError):
             if Path(json.loads(CLAIM.read_text())["state_dir"]) == self.dir:
                 CLAIM.unlink()
+        teardown.remove_empty_directories([CLAIM.parent])
 
 
 def _shim_id(pid: int) -> str | None:

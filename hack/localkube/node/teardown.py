@@ -8,18 +8,35 @@ run that was killed before it could record anything.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 CGROUP_FS = Path("/sys/fs/cgroup")
 CONTAINER_LOG_LINKS = Path("/var/log/containers")
 """The kubelet links every container's log here, whatever its ``podLogsDir``."""
 CNI_CACHE = Path("/var/lib/cni/results")
-"""libcni's result cache (containerd gives it no other place): ``<network>-<container>-<if>``."""
+"""libcni's result cache (containerd gives it no other place): ``<network>-<container>-<if>``,
+each a JSON document naming its pod's network namespace (``netns``)."""
+KUBELET_DEVICE_PLUGIN_SOCKET = Path("/var/lib/kubelet/device-plugins/kubelet.sock")
+"""The kubelet serves device plugins here whatever its ``--root-dir``, and leaves it when
+stopped."""
+HOST_DIRECTORIES = (
+    Path("/run/containerd/s"),
+    Path("/run/containerd"),
+    CNI_CACHE,
+    CNI_CACHE.parent,
+    KUBELET_DEVICE_PLUGIN_SOCKET.parent,
+    Path("/var/lib/kubelet"),
+    CONTAINER_LOG_LINKS,
+)
+"""Directories the node's programs make at fixed host paths whatever their configuration (the
+runc shim's sockets, libcni's cache, the kubelet's device-plugin socket and log
+links), deepest first: ``remove_empty_directories`` takes them away once emptied."""
 
 
 def cgroup_dirs(cgroup_root: str) -> list[Path]:
@@ -117,24 +134,50 @@ def processes_mentioning(needle: str) -> Iterator[int]:
                 yield int(entry.name)
 
 
+def _inside(path: str, directory: Path) -> bool:
+    return path.startswith(str(directory.resolve()) + "/")
+
+
 def remove_container_log_links(state_dir: Path) -> int:
     """Unlink the kubelet's ``/var/log/containers`` links that point into ``state_dir``."""
     removed = 0
-    prefix = str(state_dir.resolve()) + "/"
     for link in CONTAINER_LOG_LINKS.iterdir() if CONTAINER_LOG_LINKS.is_dir() else ():
         with contextlib.suppress(OSError):
-            if link.is_symlink() and os.readlink(link).startswith(prefix):
+            if link.is_symlink() and _inside(os.readlink(link), state_dir):
                 link.unlink()
                 removed += 1
     return removed
 
 
-def remove_cni_cache(network_name: str) -> int:
+def remove_cni_cache(state_dir: Path) -> int:
+    """Remove libcni's cached results of the pods whose network namespace was in ``state_dir``:
+    the node's own network and containerd's ``cni-loopback`` alike (the loopback's results
+    outlive their pods), and no other runtime's."""
     removed = 0
-    for entry in CNI_CACHE.glob(f"{network_name}-*") if CNI_CACHE.is_dir() else ():
-        entry.unlink(missing_ok=True)
-        removed += 1
+    for entry in CNI_CACHE.iterdir() if CNI_CACHE.is_dir() else ():
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            if _inside(json.loads(entry.read_text()).get("netns") or "", state_dir):
+                entry.unlink()
+                removed += 1
     return removed
+
+
+def remove_empty_directories(directories: Iterable[Path]) -> list[Path]:
+    """rmdir each directory that is empty, in the order given; the ones removed. One that holds
+    anything (another program's files) or is missing is left as it is."""
+    removed = []
+    for directory in directories:
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+            removed.append(directory)
+    return removed
+
+
+def host_paths_present() -> set[Path]:
+    """Which of ``HOST_DIRECTORIES`` exist, and every entry of libcni's cache: what a node's
+    teardown must leave as it found it."""
+    present = {directory for directory in HOST_DIRECTORIES if directory.exists()}
+    return present | (set(CNI_CACHE.iterdir()) if CNI_CACHE.is_dir() else set())
 
 
 def delete_nft_tables(name: str) -> None:

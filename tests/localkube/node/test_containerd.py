@@ -44,7 +44,11 @@ def test_runc_may_start_containers_here_and_the_sandbox_is_pinned(tmp_path: Path
     assert runtime["restrict_oom_score_adj"] is True
     assert runtime["netns_mounts_under_state_dir"] is True
     options = runtime["containerd"]["runtimes"]["runc"]["options"]
-    assert options == {"BinaryName": RUNC, "SystemdCgroup": False}
+    assert options == {
+        "BinaryName": RUNC,
+        "SystemdCgroup": False,
+        "Root": str(tmp_path / "state" / "runc"),
+    }
     images = parsed["plugins"]["io.containerd.cri.v1.images"]
     assert images["pinned_images"]["sandbox"] == "localhost/test/pause:9"
     assert images["snapshotter"] == "overlayfs"
