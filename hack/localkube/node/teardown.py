@@ -35,8 +35,8 @@ HOST_DIRECTORIES = (
     CONTAINER_LOG_LINKS,
 )
 """Directories the node's programs make at fixed host paths whatever their configuration (the
-runc shim's sockets, libcni's cache, the kubelet's device-plugin socket and log
-links), deepest first: ``remove_empty_directories`` takes them away once emptied."""
+runc shims' sockets, libcni's cache, the kubelet's device-plugin socket and log links), deepest
+first: ``remove_empty_directories`` takes them away once emptied."""
 
 
 def cgroup_dirs(cgroup_root: str) -> list[Path]:
@@ -134,16 +134,12 @@ def processes_mentioning(needle: str) -> Iterator[int]:
                 yield int(entry.name)
 
 
-def _inside(path: str, directory: Path) -> bool:
-    return path.startswith(str(directory.resolve()) + "/")
-
-
 def remove_container_log_links(state_dir: Path) -> int:
     """Unlink the kubelet's ``/var/log/containers`` links that point into ``state_dir``."""
     removed = 0
     for link in CONTAINER_LOG_LINKS.iterdir() if CONTAINER_LOG_LINKS.is_dir() else ():
         with contextlib.suppress(OSError):
-            if link.is_symlink() and _inside(os.readlink(link), state_dir):
+            if link.is_symlink() and Path(os.readlink(link)).is_relative_to(state_dir.resolve()):
                 link.unlink()
                 removed += 1
     return removed
@@ -156,7 +152,8 @@ def remove_cni_cache(state_dir: Path) -> int:
     removed = 0
     for entry in CNI_CACHE.iterdir() if CNI_CACHE.is_dir() else ():
         with contextlib.suppress(OSError, ValueError, AttributeError):
-            if _inside(json.loads(entry.read_text()).get("netns") or "", state_dir):
+            netns = json.loads(entry.read_text()).get("netns") or ""
+            if netns and Path(netns).is_relative_to(state_dir.resolve()):
                 entry.unlink()
                 removed += 1
     return removed
