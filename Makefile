@@ -70,16 +70,16 @@ dev-down: venv ## stop what dev-up, demo and demo-node started (test kubelet, op
 	@$(PY) -m localkube dev-down --state-dir $(LOCAL)
 
 demo: venv binaries $(call REAL_NODE_NEEDS,$(DEMO_ARGS)) ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train; DEMO_ARGS=--real-scheduling for kube-scheduler, --real-node for containers)
-	@$(PY) -m localkube.demo --state-dir $(LOCAL) --job $(JOB) $(DEMO_ARGS)
+	@$(PY) -m localkube.scenarios.demo --state-dir $(LOCAL) --job $(JOB) $(DEMO_ARGS)
 
 demo-node: venv binaries node-packages images ## the demo in containers on the real node: the operator's images and the job's (root; first run builds ~5 min)
-	@$(PY) -m localkube.demo --state-dir $(LOCAL) --job $(JOB) --real-node $(DEMO_ARGS)
+	@$(PY) -m localkube.scenarios.demo --state-dir $(LOCAL) --job $(JOB) --real-node $(DEMO_ARGS)
 
 demo-gang: venv binaries ## two GPU jobs on 6 GPUs under kube-scheduler, without and with native gang scheduling
-	@$(PY) -m localkube.gang_demo --state-dir $(LOCAL)/gang-demo
+	@$(PY) -m localkube.scenarios.gang_demo --state-dir $(LOCAL)/gang-demo
 
 demo-gang-50: venv binaries ## 50 GPU jobs compete for 6 GPUs under native gang scheduling (not in make test; a 9-job version is)
-	@$(PY) -m localkube.gang_competition --jobs 50 --state-dir $(LOCAL)/gang-competition
+	@$(PY) -m localkube.scenarios.gang_competition --jobs 50 --state-dir $(LOCAL)/gang-competition
 
 crd: venv binaries ## regenerate manifests/crd/ from the pinned kube-apiserver's OpenAPI
 	$(PY) hack/gen_crd.py
@@ -119,7 +119,7 @@ fuzz: venv ## fuzz the webhook's review endpoints with >= 100,000 generated inpu
 		$(VENV)/bin/pytest tests/fuzz --timeout=1800 -q -p no:cacheprovider $(PYTEST_ARGS)
 
 chaos: venv binaries ## 50 MXJobs through controller kills, API server and etcd restarts; docs/reliability.md
-	$(PY) -m localkube.chaos --state-dir $(LOCAL)/chaos --report docs/reliability.md
+	$(PY) -m localkube.scenarios.chaos --state-dir $(LOCAL)/chaos --report docs/reliability.md
 
 clean: dev-down ## stop everything and remove .local, .venv and .venv-sdk
 	rm -rf $(LOCAL) $(VENV) $(SDK_VENV)

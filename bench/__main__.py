@@ -24,7 +24,7 @@ from bench import (
 )
 from bench.common import BENCH_DIR
 from bench.report import render
-from localkube.cluster import PROJECT_ROOT
+from localkube.base.paths import PROJECT_ROOT
 
 RESULTS = BENCH_DIR / "results.json"
 FINDINGS = Path(__file__).resolve().parent / "findings.md"

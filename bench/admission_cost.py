@@ -48,9 +48,9 @@ from bench.common import (
     ratio,
 )
 from controller.kube import ApiError, KubeClient, mxjobs_path
-from localkube.api import ensure_namespace
-from localkube.cluster import ControlPlane
-from localkube.operator import LocalOperator, stop_process
+from localkube.base.api import ensure_namespace
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import LocalOperator, stop_process
 
 THREADS: Final = 8
 """Client threads: as many as ``controller_scale`` submits its jobs from."""

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from controller.kube import KubeClient, Query, WatchStream
-from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
 
 BENCH_DIR = PROJECT_ROOT / ".local" / "bench"
 """Every benchmark's own control planes and servers live under here (never a test's plane)."""

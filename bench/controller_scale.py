@@ -21,7 +21,8 @@ On the benchmark's own control plane, with the webhook registered as installed:
    scheduler exits 0; the clock stops when every job is Succeeded and its running pods are gone
    (``cleanPodPolicy: Running``, the default: the finished schedulers stay).
 
-4. The peer: kubeflow training-operator v1.8.1 (``localkube.training_operator``), the operator
+4. The peer: kubeflow training-operator v1.8.1 (``localkube.thirdparty.training_operator``), the
+operator
    users migrate from, on the same plane and the same jobs (``lifecycle_job``), phases A and B
    again, with its own CRD and validating webhook: once as released (client limited to 20
    requests/s, burst 30, hard-coded; one reconcile thread) and once at its best (built with
@@ -67,11 +68,11 @@ from bench.common import (
 )
 from controller.desired import build_pod, build_service, desired_slots
 from controller.kube import ApiError, KubeClient, mxjobs_path, pods_path, services_path
-from localkube.api import ensure_namespace
-from localkube.cluster import ControlPlane
-from localkube.kubelet import TestKubelet
-from localkube.operator import LocalOperator, stop_process
-from localkube.training_operator import LocalTrainingOperator
+from localkube.base.api import ensure_namespace
+from localkube.kubelet.core import TestKubelet
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import LocalOperator, stop_process
+from localkube.thirdparty.training_operator import LocalTrainingOperator
 from shared.defaults import apply_defaults
 
 TARGET_RATIO = 1.5

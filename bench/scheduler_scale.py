@@ -2,7 +2,7 @@
 
 On a fresh control plane per size that also runs kube-scheduler (as released, with its client
 rate raised and the cluster-wide default topology spreading off: see :data:`SCHEDULER_CONFIG`)
-and kwok (``localkube.kwok``: simulated nodes of 110 pods,
+and kwok (``localkube.thirdparty.kwok``: simulated nodes of 110 pods,
 enough for every pod, whose pods kwok moves through their phases), with this operator's webhook
 registered as installed and ``mxjob-controller`` watching the run's namespace:
 
@@ -11,8 +11,8 @@ registered as installed and ``mxjob-controller`` watching the run's namespace:
    LIST) have seen every pod and Service, every pod bound by kube-scheduler, every job Running
    (kwok's pod-ready stage makes a bound pod Running with running containers);
 2. then the driver annotates every scheduler pod with an exit code of 0 (kwok's exit stage,
-   ``localkube.kwok.EXIT_STAGE``, ends its container with it) and the clock stops when every job
-   is Succeeded and only the finished schedulers are left (``cleanPodPolicy: Running``).
+   ``localkube.thirdparty.kwok.EXIT_STAGE``, ends its container with it) and the clock stops when
+   every job is Succeeded and only the finished schedulers are left (``cleanPodPolicy: Running``).
 
 Per job: seconds, the controller's writes and CPU milliseconds. The controller's writes are its
 own count (``mxjob_controller_api_writes_total``) plus the core group's Event writes from
@@ -56,10 +56,10 @@ from bench.common import (
 )
 from bench.controller_scale import RESOURCES, _condition, submit_jobs
 from controller.kube import KubeClient, mxjobs_path, pods_path, services_path
-from localkube.api import ensure_namespace
-from localkube.cluster import ControlPlane
-from localkube.kwok import EXIT_CODE_ANNOTATION, LocalKwok, nodes_for
-from localkube.operator import LocalOperator, stop_process
+from localkube.base.api import ensure_namespace
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import LocalOperator, stop_process
+from localkube.thirdparty.kwok import EXIT_CODE_ANNOTATION, LocalKwok, nodes_for
 
 SIZES: Final = (100, 1000, 5000)
 PODS_PER_JOB: Final = 4
@@ -196,7 +196,7 @@ def only_schedulers_left(pods: Mapping[str, Any], wanted: int) -> bool:
 
 
 def end_pod(client: KubeClient, namespace: str, name: str, *, exit_code: int) -> None:
-    """Tell kwok how the pod's containers end (``localkube.kwok.EXIT_STAGE``)."""
+    """Tell kwok how the pod's containers end (``localkube.thirdparty.kwok.EXIT_STAGE``)."""
     client.request(
         "PATCH",
         f"{pods_path(namespace)}/{name}",

@@ -45,9 +45,9 @@ from typing import Any, Final
 from bench import loadgen
 from bench.common import BENCH_DIR, emit, machine, percentile, ratio
 from certs import CertificateAuthority
-from localkube.cluster import PROJECT_ROOT
-from localkube.operator import stop_process
-from localkube.ports import free_port
+from localkube.base.paths import PROJECT_ROOT
+from localkube.base.ports import free_port
+from localkube.plane.operator import stop_process
 from shared.defaults import apply_defaults
 from webhook.app import MUTATE_PATH, VALIDATE_PATH
 from webhook.testing import admission_review

@@ -53,7 +53,6 @@ GangScheduler = Literal["native", "volcano", "scheduler-plugins", "none"]
 """Which gang scheduler the controller writes for: ``native`` is kube-scheduler's Workload API,
 ``volcano`` and ``scheduler-plugins`` those projects' PodGroups, ``none`` writes nothing (pods
 are scheduled one by one)."""
-GANG_SCHEDULERS: Final[tuple[str, ...]] = ("native", "volcano", "scheduler-plugins", "none")
 
 VOLCANO_GROUP: Final = "scheduling.volcano.sh"
 VOLCANO_VERSION: Final = "v1beta1"

@@ -7,7 +7,7 @@ kubeconfig and in-cluster configuration, TLS, bearer-token refresh and urllib3 c
 (``ApiClient.param_serialize`` builds the request, ``ApiClient.call_api`` sends it and hands back
 the undecoded response).
 
-This module is a superset of ``hack/localkube/api.py`` (same ``request``/``watch`` signatures and
+This module is a superset of ``hack/localkube/base/api.py`` (same ``request``/``watch`` signatures and
 an ``ApiError`` with the same fields), so tooling can import it instead of keeping a copy. On top
 it adds typed errors (callers branch on ``NotFound``/``AlreadyExists``/``Conflict``/``Gone``
 instead of comparing numbers), a sized connection pool, a watch stream that another thread can
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,8 +26,6 @@ from typing import Any, Final
 from kubernetes import client, config
 
 from shared.constants import GROUP, PLURAL, V1
-
-log = logging.getLogger(__name__)
 
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"

@@ -211,20 +211,9 @@ class WorkQueue:
         with self._cond:
             return len(self._due)
 
-    def due_in(self, key: str) -> float | None:
-        """Seconds until the timer of ``key`` fires, None when it has none."""
-        with self._cond:
-            when = self._due.get(key)
-            return None if when is None else when - self._clock()
-
     def shutdown(self) -> None:
         """Stop handing out keys: every waiting :meth:`get` returns None; timers are dropped."""
         with self._cond:
             self._shutting_down = True
             self._cond.notify_all()
         self._timer_thread.join(timeout=5)
-
-    @property
-    def shutting_down(self) -> bool:
-        with self._cond:
-            return self._shutting_down

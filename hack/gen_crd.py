@@ -22,13 +22,16 @@ from typing import Any
 
 import yaml
 
-from localkube.api import Api
-from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
+from localkube.base.api import Api
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
 from shared.constants import (
     GROUP,
     KIND,
     MODE_REPLICA_TYPES,
     PLURAL,
+    SHORT_NAME,
+    SINGULAR,
     V1,
     V1BETA1,
     CleanPodPolicy,
@@ -457,8 +460,8 @@ def build_crd(core_openapi: dict[str, Any]) -> dict[str, Any]:
                 "kind": KIND,
                 "listKind": f"{KIND}List",
                 "plural": PLURAL,
-                "singular": KIND.lower(),
-                "shortNames": ["mxj"],
+                "singular": SINGULAR,
+                "shortNames": [SHORT_NAME],
                 "categories": ["kubeflow"],
             },
             "scope": "Namespaced",

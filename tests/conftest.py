@@ -19,8 +19,9 @@ from types import FrameType
 
 import pytest
 
-from localkube.api import Api, ApiError, ensure_namespace
-from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
+from localkube.base.api import Api, ApiError, ensure_namespace
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
 
 E2E_DIR = Path(__file__).parent / "e2e"
 

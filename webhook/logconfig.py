@@ -10,25 +10,17 @@ contents.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from shared.logformat import FIELDS_ATTR, JsonFormatter, TextFormatter, fields_of
+from shared.logformat import JsonFormatter, TextFormatter, fields_of
 from webhook.settings import LogFormat
 
 __all__ = [
-    "FIELDS_ATTR",
     "JsonFormatter",
     "TextFormatter",
     "fields_of",
-    "formatter_for",
     "logging_dict",
 ]
-
-
-def formatter_for(log_format: LogFormat) -> logging.Formatter:
-    """The formatter of one log format."""
-    return JsonFormatter() if log_format == "json" else TextFormatter()
 
 
 def logging_dict(*, log_format: LogFormat, level: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 The Makefile's ``cluster-up``/``cluster-down`` and ``dev-up``/``dev-down`` call this;
 ``--state-dir`` lets two control planes (the developer's and the test session's) live side by side.
 ``dev-up --real-node`` starts the control plane with the real node in ``<state-dir>/real-node``
-and installs the operator's images on it (``localkube.node``); ``dev-down`` stops both kinds.
+and installs the operator's images on it (``localkube.realnode``); ``dev-down`` stops both kinds.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ import sys
 import time
 from pathlib import Path
 
-from localkube.cluster import (
-    PROJECT_ROOT,
+from localkube.base.paths import PROJECT_ROOT
+from localkube.images import ImageBuildError
+from localkube.plane.controlplane import (
     ControlPlane,
     ControlPlaneError,
     ControlPlaneSettings,
     find_binaries,
 )
-from localkube.images import ImageBuildError
-from localkube.node.cluster import REAL_NODE_SUBDIR, RealCluster
-from localkube.node.realnode import RealNodeError
-from localkube.operator import LocalOperator, OperatorError
+from localkube.plane.operator import LocalOperator, OperatorError
+from localkube.realnode.cluster import REAL_NODE_SUBDIR, RealCluster
+from localkube.realnode.node import RealNodeError
 
 
 def real_node_up(state_dir: Path) -> int:

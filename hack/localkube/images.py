@@ -1,8 +1,8 @@
 """``make images``: the project's container images, built with buildah, rebuilt only when needed.
 
 Why: the install a user applies runs ``Dockerfile.webhook`` and ``Dockerfile.controller`` images;
-the real node (``localkube.node``) runs exactly those, built unmodified from the repository, plus
-the image of the runnable training example (``examples/Dockerfile``) and the pod sandbox. No
+the real node (``localkube.realnode``) runs exactly those, built unmodified from the repository,
+plus the image of the runnable training example (``examples/Dockerfile``) and the pod sandbox. No
 registry is reachable here, so the Dockerfiles' Python base is made locally with debootstrap
 (``--build-arg PYTHON_IMAGE=...``) and the sandbox ("pause") is compiled from Kubernetes' own
 ``pause.c`` of the pinned module.
@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from localkube.cluster import PROJECT_ROOT
-from localkube.gomodule import download_module, pinned_version
+from localkube.base.builds import download_module, pinned_version
+from localkube.base.paths import PROJECT_ROOT
 
 RUNC = "/usr/sbin/runc"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"

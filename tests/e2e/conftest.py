@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from localkube.api import Api
-from localkube.cluster import ControlPlane
-from localkube.kubelet import ExecSettings, TestKubelet
-from localkube.operator import LocalOperator, RunningOperator, stop_process
+from localkube.base.api import Api
+from localkube.kubelet.core import ExecSettings, TestKubelet
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import LocalOperator, RunningOperator, stop_process
 
 
 @pytest.fixture(scope="session")

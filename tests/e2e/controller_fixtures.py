@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from localkube.api import Api, ApiError
-from localkube.cluster import ControlPlane
-from localkube.operator import RunningOperator, stop_process
+from localkube.base.api import Api, ApiError
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import RunningOperator, stop_process
 
 T = TypeVar("T")
 

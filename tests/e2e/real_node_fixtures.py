@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from localkube.api import Api
-from localkube.cluster import PROJECT_ROOT, ControlPlane
-from localkube.node import teardown
-from localkube.node.cluster import RealCluster
-from localkube.node.realnode import CLAIM, RealNode, preflight
+from localkube.base.api import Api
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import ControlPlane
+from localkube.realnode import teardown
+from localkube.realnode.cluster import RealCluster
+from localkube.realnode.node import CLAIM, RealNode, preflight
 
 STATE_ROOT = PROJECT_ROOT / ".local" / "real-node-tests"
 

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from localkube.api import Api
-from localkube.cluster import PROJECT_ROOT, ControlPlane
-from localkube.operator import RunningOperator
+from localkube.base.api import Api
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import RunningOperator
 
 EXAMPLES = PROJECT_ROOT / "examples"
 SEED_JOB = EXAMPLES / "v1beta1" / "train" / "mx_job_dist_gpu.yaml"

@@ -7,8 +7,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from localkube import processes
-from localkube.cluster import COMPONENTS, PROJECT_ROOT
+from localkube.base import processes
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import COMPONENTS
 
 
 def _processes_using(state_dir: Path) -> list[str]:

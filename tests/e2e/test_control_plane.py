@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from certs import CertificateAuthority
-from localkube.api import Api, ApiError
-from localkube.cluster import ControlPlane
+from localkube.base.api import Api, ApiError
+from localkube.plane.controlplane import ControlPlane
 
 
 def _wait_until(predicate: object, *, timeout: float, interval: float = 0.1) -> float:

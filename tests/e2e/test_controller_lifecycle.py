@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from functools import partial
 
-from localkube.api import Api
-from localkube.cluster import ControlPlane
-from localkube.kubelet import TestKubelet
+from localkube.base.api import Api
+from localkube.kubelet.core import TestKubelet
+from localkube.plane.controlplane import ControlPlane
 from tests.e2e.controller_fixtures import (
     ControllerProcess,
     condition,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from localkube.api import Api, ApiError
-from localkube.cluster import ControlPlane
-from localkube.kubelet import TestKubelet
+from localkube.base.api import Api, ApiError
+from localkube.kubelet.core import TestKubelet
+from localkube.plane.controlplane import ControlPlane
 from tests.e2e.controller_fixtures import (
     ControllerProcess,
     condition,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from localkube.api import Api
-from localkube.kubelet import TestKubelet
+from localkube.base.api import Api
+from localkube.kubelet.core import TestKubelet
 from tests.e2e.controller_fixtures import (
     StartController,
     create_job,

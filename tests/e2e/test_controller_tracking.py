@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from localkube.api import Api
-from localkube.cluster import ControlPlane
-from localkube.kubelet import TestKubelet
+from localkube.base.api import Api
+from localkube.kubelet.core import TestKubelet
+from localkube.plane.controlplane import ControlPlane
 from shared.constants import TRACKING_FINALIZER
 from tests.e2e.controller_fixtures import (
     GROUP_PATH,

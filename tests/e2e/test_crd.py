@@ -8,7 +8,8 @@ from typing import Any
 
 import yaml
 
-from localkube.cluster import PROJECT_ROOT, ControlPlane
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import ControlPlane
 
 
 def test_committed_crd_matches_the_generator_output_for_this_api_server(

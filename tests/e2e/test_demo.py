@@ -1,9 +1,9 @@
 """``make demo``: after it exits, ``kubectl logs [-f]`` of its pods still works until dev-down.
 
-The demo runs as the command ``make demo`` runs (``python -m localkube.demo``) on a control plane
-of its own (its own ``--state-dir``, as a developer's ``.local``): it starts a controller that
-watches every namespace, which must not meet the jobs of the session's other tests. Its test
-kubelet is a background process; once the demo's process is gone, the real ``kubectl logs``
+The demo runs as the command ``make demo`` runs (``python -m localkube.scenarios.demo``) on a
+control plane of its own (its own ``--state-dir``, as a developer's ``.local``): it starts a
+controller that watches every namespace, which must not meet the jobs of the session's other tests.
+Its test kubelet is a background process; once the demo's process is gone, the real ``kubectl logs``
 reaches the pods through it. A second run replaces that kubelet, and ``dev-down`` stops it.
 """
 
@@ -17,16 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from localkube import processes
-from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
-from localkube.demo import DEMO_NAMESPACE, KUBELET_LOG
-from localkube.operator import LocalOperator
+from localkube.base import processes
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
+from localkube.plane.operator import LocalOperator
+from localkube.scenarios.demo import KUBELET_LOG
+from localkube.scenarios.jobwatch import DEMO_NAMESPACE
 
 WORKER = "dist-train-cpu-worker-0"
 
 
 def kubelet_processes(state_dir: Path) -> list[int]:
-    """Pids of live ``localkube.kubelet_daemon`` processes serving ``state_dir``'s plane."""
+    """Pids of live ``localkube.kubelet.daemon`` processes serving ``state_dir``'s plane."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -37,7 +39,7 @@ def kubelet_processes(state_dir: Path) -> list[int]:
             continue
         if (
             processes.running(int(proc.name))
-            and b"localkube.kubelet_daemon" in argv
+            and b"localkube.kubelet.daemon" in argv
             and str(state_dir).encode() in (b" ".join(argv))
         ):
             found.append(int(proc.name))
@@ -68,7 +70,7 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_kubectl_logs_works_after_the_demo_exits_until_dev_down(state_dir: Path) -> None:
-    demo = localkube("localkube.demo", "--state-dir", str(state_dir))
+    demo = localkube("localkube.scenarios.demo", "--state-dir", str(state_dir))
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert "keeps running after the demo" in demo.stdout
     plane = ControlPlane(ControlPlaneSettings(state_dir=state_dir))
@@ -90,7 +92,7 @@ def test_kubectl_logs_works_after_the_demo_exits_until_dev_down(state_dir: Path)
     assert f"127.0.0.1:{port}" in (plane.logs / KUBELET_LOG).read_text()
 
     # Again: the previous job is deleted, its kubelet replaced by one (and only one) new one.
-    again = localkube("localkube.demo", "--state-dir", str(state_dir))
+    again = localkube("localkube.scenarios.demo", "--state-dir", str(state_dir))
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "deleted the MXJob dist-train-cpu of a previous run" in again.stdout
     second = LocalOperator(plane).state().kubelet_pid

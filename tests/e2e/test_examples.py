@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from localkube.cluster import ControlPlane
-from localkube.demo import EXAMPLES, load_job
-from localkube.operator import RunningOperator
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import RunningOperator
+from localkube.scenarios.jobwatch import EXAMPLES
+from localkube.scenarios.jobwatch import load_job
 
 EXAMPLE_FILES = sorted([*EXAMPLES.glob("v1/*/*.yaml"), *EXAMPLES.glob("v1beta1/*/*.yaml")])
 OWNED_BY_MODE = {

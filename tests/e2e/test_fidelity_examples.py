@@ -29,10 +29,13 @@ from typing import Any
 
 import pytest
 
-from localkube.api import Api
-from localkube.cluster import ControlPlane
-from localkube.demo import EXAMPLES, examples_kubelet, load_job, on_free_ports, pod_log
-from localkube.kubelet import TestKubelet
+from localkube.base.api import Api
+from localkube.kubelet.core import TestKubelet
+from localkube.plane.controlplane import ControlPlane
+from localkube.scenarios.demo import examples_kubelet, pod_log
+from localkube.scenarios.jobwatch import EXAMPLES
+from localkube.scenarios.jobwatch import load_job
+from localkube.scenarios.jobwatch import on_free_ports
 from tests.e2e.controller_fixtures import (
     condition,
     events,

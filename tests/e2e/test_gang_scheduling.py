@@ -5,7 +5,7 @@ The pods reach kube-scheduler interleaved (A, B, A, B...: :func:`release_interle
 order in every test. Without gang scheduling each job gets three of its four GPUs and neither
 runs; with the native Workload API one job's pods are bound together while the other's wait as
 a whole, and run once the first job is done. The stage is the one ``make demo-gang`` shows
-(:mod:`localkube.gang_demo`), on a control plane of its own: this one runs kube-scheduler.
+(:mod:`localkube.scenarios.gang_demo`), on a control plane of its own: this one runs kube-scheduler.
 
 ``--gang-scheduler=volcano`` and ``scheduler-plugins`` are checked against those projects' real
 PodGroup CRDs (``hack/gang-crds.sh``), installed on the same plane: the API server accepts the
@@ -29,12 +29,13 @@ from typing import Any
 
 import pytest
 
-from localkube.api import NotFound, ensure_namespace
-from localkube.cluster import PROJECT_ROOT
-from localkube.demo import job_pods
-from localkube.gang_competition import describe
-from localkube.gang_competition import run as run_competition
-from localkube.gang_demo import (
+from localkube.base.api import NotFound, ensure_namespace
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.operator import stop_process, wait_established
+from localkube.scenarios.jobwatch import job_pods
+from localkube.scenarios.gang_competition import describe
+from localkube.scenarios.gang_competition import run as run_competition
+from localkube.scenarios.gang_demo import (
     Scene,
     bound,
     clear,
@@ -45,8 +46,7 @@ from localkube.gang_demo import (
     scene,
     wait_until,
 )
-from localkube.operator import stop_process, wait_established
-from localkube.training_operator import LocalTrainingOperator
+from localkube.thirdparty.training_operator import LocalTrainingOperator
 
 JOBS = ("job-a", "job-b")
 PODS_EACH = 5
@@ -464,7 +464,7 @@ def test_pod_groups_and_pods_are_the_same_as_training_operators(
 
 
 def test_many_gangs_competing_for_the_same_gpus_all_succeed_none_holds_part(stage: Scene) -> None:
-    """A small version of ``make demo-gang-50`` (:mod:`localkube.gang_competition`)."""
+    """A small version of ``make demo-gang-50`` (:mod:`localkube.scenarios.gang_competition`)."""
     result = run_competition(stage, jobs=9, timeout=120)
     print(f"\n{describe(result)}")
     assert result.succeeded == 9

@@ -1,11 +1,11 @@
 """Volcano v1.15.1's own scheduler places the operator's gangs (``--gang-scheduler=volcano``).
 
-The stage of the native gang tests (:mod:`localkube.gang_demo`: three test-kubelet nodes with
-two GPUs each, six in all) on a control plane of its own, with vc-scheduler and its
+The stage of the native gang tests (:mod:`localkube.scenarios.gang_demo`: three test-kubelet nodes
+with two GPUs each, six in all) on a control plane of its own, with vc-scheduler and its
 controller-manager built from Volcano's release source and run with the release's configuration
-(:mod:`localkube.volcano`). The operator writes the PodGroups training-operator v1.8.1 wrote and
-creates a job's pods once Volcano's enqueue action has admitted its group; from there on only
-Volcano decides where, and whether, pods are bound.
+(:mod:`localkube.thirdparty.volcano`). The operator writes the PodGroups training-operator v1.8.1
+wrote and creates a job's pods once Volcano's enqueue action has admitted its group; from there on
+only Volcano decides where, and whether, pods are bound.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from localkube import volcano
-from localkube.api import NotFound, ensure_namespace
-from localkube.gang_demo import (
+from localkube.base.api import NotFound, ensure_namespace
+from localkube.plane.operator import stop_process
+from localkube.scenarios.gang_demo import (
     Scene,
     bound,
     clear,
@@ -30,7 +30,7 @@ from localkube.gang_demo import (
     release_interleaved,
     scene,
 )
-from localkube.operator import stop_process
+from localkube.thirdparty import volcano
 from tests.e2e.real_node_fixtures import require
 from tests.e2e.test_install_running import wait_for
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from cryptography import x509
 
-from localkube.api import Api
-from localkube.operator import RunningOperator
+from localkube.base.api import Api
+from localkube.plane.operator import RunningOperator
 from tests.e2e.controller_fixtures import mxjob, wait_for
 
 CLIENTS = 4

@@ -25,8 +25,9 @@ import yaml
 from cryptography import x509
 
 from certs.cli import main as certs_main
-from localkube import cert_manager
-from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
+from localkube.thirdparty import cert_manager
 
 MANIFESTS = PROJECT_ROOT / "manifests"
 NAMESPACE = "mxjob-system"

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 import yaml
 
-from localkube.api import Api, ApiError
-from localkube.cluster import PROJECT_ROOT, ControlPlane
-from localkube.kubelet import TestKubelet
-from localkube.operator import RunningOperator, stop_process
+from localkube.base.api import Api, ApiError
+from localkube.base.paths import PROJECT_ROOT
+from localkube.kubelet.core import TestKubelet
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import RunningOperator, stop_process
 from tests.e2e.controller_fixtures import (
     create_job,
     event_reasons,

@@ -6,7 +6,7 @@ A control plane of this module's own runs the controllers a Deployment needs
 ready addresses of the Service's EndpointSlice, not at a ClusterIP that nothing routes here. The
 install is applied exactly as docs/install.md says (``python -m certs webhook --out …`` then a
 plain ``kubectl apply -k`` of the ``self-signed`` overlay). The test kubelet's install profile
-(``localkube.exec_profile``) runs the pods kube-controller-manager creates as the installed
+(``localkube.kubelet.profile``) runs the pods kube-controller-manager creates as the installed
 console scripts, each with its own pod IP, its Secret volume and service-account token
 mounted where the pod says, and its readiness probe driving its Ready condition.
 """
@@ -31,15 +31,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from localkube.api import Api, ApiError, ensure_namespace
-from localkube.cluster import (
-    INSTALL_CONTROLLERS,
-    PROJECT_ROOT,
-    ControlPlane,
-    ControlPlaneSettings,
-)
-from localkube.exec_profile import ExecProfile
-from localkube.kubelet import ExecSettings, TestKubelet
+from localkube.base.api import Api, ApiError, ensure_namespace
+from localkube.base.paths import PROJECT_ROOT
+from localkube.kubelet.core import ExecSettings, TestKubelet
+from localkube.kubelet.profile import ExecProfile
+from localkube.plane.controlplane import INSTALL_CONTROLLERS, ControlPlane, ControlPlaneSettings
 
 SYSTEM = "mxjob-system"
 VENV_BIN = Path(sys.executable).parent

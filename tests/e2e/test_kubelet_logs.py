@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from certs import CertificateAuthority
-from localkube.api import Api
-from localkube.cluster import ControlPlane
-from localkube.kubelet import TestKubelet
+from localkube.base.api import Api
+from localkube.kubelet.core import TestKubelet
+from localkube.plane.controlplane import ControlPlane
 
 TIMESTAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z"
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from controller.election import ElectionSettings
-from localkube.api import ensure_namespace
-from localkube.cluster import PROJECT_ROOT
-from localkube.node.cluster import SYSTEM_NAMESPACE
+from localkube.base.api import ensure_namespace
+from localkube.base.paths import PROJECT_ROOT
+from localkube.realnode.cluster import SYSTEM_NAMESPACE
 from tests.e2e.admission_traffic import admission_traffic, single_worker_job
 from tests.e2e.real_node_fixtures import InstalledCluster
 from tests.e2e.test_install_running import PodCreations, wait_for

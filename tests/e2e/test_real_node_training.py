@@ -1,7 +1,7 @@
 """``make demo DEMO_ARGS=--real-node`` runs the CPU training example: real MXNet ``dist_sync``
 in containers on the real node.
 
-The demo's own job step (``localkube.node.demo.run_job``) runs on the session's node:
+The demo's own job step (``localkube.scenarios.node_demo.run_job``) runs on the session's node:
 ``examples/v1/train/mx_job_dist_cpu.yaml`` as written (its image is the one ``make images``
 builds from ``examples/Dockerfile`` under the same name), its requests scaled to what the node
 has free. Each replica is a container with its own address on the pod bridge; the workers find
@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from localkube.demo import DEFAULT_JOB, Progress
-from localkube.node.demo import run_job
+from localkube.scenarios.jobwatch import DEFAULT_JOB
+from localkube.scenarios.jobwatch import Progress
+from localkube.scenarios.node_demo import run_job
 from tests.e2e.real_node_fixtures import InstalledCluster
 from tests.e2e.test_install_running import wait_for
 

@@ -1,10 +1,10 @@
 """The cert-manager install on the real node, with the real cert-manager issuing and injecting.
 
 cert-manager v1.21.1's controller and CA injector, built from its release source
-(``localkube.cert_manager``), run beside the session's control plane. The session's self-signed
-install is removed (``kubectl delete -k``) and ``manifests/overlays/cert-manager`` is applied as
-docs/install.md says, with plain ``kubectl apply -k`` of an overlay that only names the built
-images. Nothing of the project writes a certificate or a caBundle on this path: cert-manager
+(``localkube.thirdparty.cert_manager``), run beside the session's control plane. The session's
+self-signed install is removed (``kubectl delete -k``) and ``manifests/overlays/cert-manager`` is
+applied as docs/install.md says, with plain ``kubectl apply -k`` of an overlay that only names the
+built images. Nothing of the project writes a certificate or a caBundle on this path: cert-manager
 issues the CA and the serving certificate, its injector fills every caBundle, and the webhook
 pods (real containers) read the Secret as the kubelet mounts and refreshes it.
 
@@ -32,10 +32,10 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from localkube import cert_manager
-from localkube.api import Api
-from localkube.cluster import PROJECT_ROOT
-from localkube.node.cluster import SYSTEM_NAMESPACE, image_overlay
+from localkube.base.api import Api
+from localkube.base.paths import PROJECT_ROOT
+from localkube.realnode.cluster import SYSTEM_NAMESPACE, image_overlay
+from localkube.thirdparty import cert_manager
 from tests.e2e.admission_traffic import admission_traffic
 from tests.e2e.real_node_fixtures import InstalledCluster, require
 from tests.e2e.test_install_running import wait_for

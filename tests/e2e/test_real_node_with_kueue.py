@@ -1,8 +1,8 @@
 """Kueue v0.10.6 queues the operator's MXJobs on the real node, as it queued training-operator's.
 
 Kueue is built from its release source and installed from its own ``config/components``
-(``localkube.kueue``); its MXJob integration works on the ``kubeflow.org/v1`` MXJob it knew from
-training-operator v1.8.1: it suspends a queued job through its webhook, makes a Workload,
+(``localkube.thirdparty.kueue``); its MXJob integration works on the ``kubeflow.org/v1`` MXJob it
+knew from training-operator v1.8.1: it suspends a queued job through its webhook, makes a Workload,
 unsuspends the job when it admits the Workload (adding its flavor's node labels and tolerations
 to the pod templates), reads ``status.replicaStatuses[].active`` and the ``Succeeded``/``Failed``
 conditions, and suspends the job again to evict it. The jobs are single Workers of the examples
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from localkube import kueue
-from localkube.api import Api
+from localkube.base.api import Api
+from localkube.thirdparty import kueue
 from tests.e2e.admission_traffic import single_worker_job
 from tests.e2e.real_node_fixtures import InstalledCluster, require
 from tests.e2e.test_install_running import wait_for

@@ -2,8 +2,9 @@
 
 ``make chaos`` runs the full version (50 jobs, 10 controller SIGKILLs, etcd restart, ...) and
 writes its figures into ``docs/reliability.md``; this one keeps the same invariants within the
-budget of ``make test``. It runs on its own control plane (``localkube.chaos`` starts one), since
-restarting kube-apiserver under the session's plane would disturb the other tests' clients.
+budget of ``make test``. It runs on its own control plane (``localkube.scenarios.chaos`` starts
+one), since restarting kube-apiserver under the session's plane would disturb the other tests'
+clients.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from localkube.chaos import ChaosConfig, ChaosRun
+from localkube.scenarios.chaos import ChaosConfig, ChaosRun
 
 
 @pytest.mark.timeout(240)

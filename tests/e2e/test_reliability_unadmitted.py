@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from localkube.api import Api, ApiError
-from localkube.kubelet import TestKubelet
-from localkube.operator import RunningOperator
+from localkube.base.api import Api, ApiError
+from localkube.kubelet.core import TestKubelet
+from localkube.plane.operator import RunningOperator
 from tests.e2e.controller_fixtures import (
     GROUP_PATH,
     StartController,

@@ -21,11 +21,14 @@ from typing import Any
 
 import pytest
 
-from localkube.api import Api, ApiError, ensure_namespace
-from localkube.cluster import PROJECT_ROOT, ControlPlane
-from localkube.demo import EXAMPLES, examples_kubelet, load_job, pod_log
-from localkube.operator import RunningOperator, stop_process
-from localkube.ports import free_port
+from localkube.base.api import Api, ApiError, ensure_namespace
+from localkube.base.paths import PROJECT_ROOT
+from localkube.base.ports import free_port
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import RunningOperator, stop_process
+from localkube.scenarios.demo import examples_kubelet, pod_log
+from localkube.scenarios.jobwatch import EXAMPLES
+from localkube.scenarios.jobwatch import load_job
 
 SDK_PYTHON = PROJECT_ROOT / ".venv-sdk" / "bin" / "python"
 DRIVER = Path(__file__).parent / "sdk" / "driver.py"

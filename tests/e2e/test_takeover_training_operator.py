@@ -1,8 +1,8 @@
 """Switching from kubeflow training-operator v1.8.1 to this operator with jobs live.
 
 On a control plane of its own (the session's already has this project's CRD), the real
-training-operator v1.8.1 (``localkube.training_operator``: built from the Go module proxy, its
-own CRD) runs three MXJobs while the test kubelet plays the node: one still running, one
+training-operator v1.8.1 (``localkube.thirdparty.training_operator``: built from the Go module
+proxy, its own CRD) runs three MXJobs while the test kubelet plays the node: one still running, one
 Succeeded, one Failed. Then it is stopped and this operator is installed as docs/migrating.md
 says: its CRD by server-side apply taking over the fields, its webhooks, its controller. The
 module fixture does all of that once; the tests read what came of it, and the last one lets the
@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from localkube.api import Api, ensure_namespace
-from localkube.cluster import ControlPlane, ControlPlaneSettings
-from localkube.kubelet import TestKubelet
-from localkube.operator import LocalOperator, stop_process, wait_established
-from localkube.training_operator import LocalTrainingOperator
+from localkube.base.api import Api, ensure_namespace
+from localkube.kubelet.core import TestKubelet
+from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
+from localkube.plane.operator import LocalOperator, stop_process, wait_established
+from localkube.thirdparty.training_operator import LocalTrainingOperator
 from shared.conversion import convert
 from shared.defaults import apply_defaults
 from shared.validation import validate

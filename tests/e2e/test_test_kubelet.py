@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from localkube.api import Api
-from localkube.kubelet import TestKubelet
+from localkube.base.api import Api
+from localkube.kubelet.core import TestKubelet
 
 
 def _pod(

@@ -1,7 +1,7 @@
 """training-operator v1.8.1's own MXJob examples apply unchanged through this operator's admission.
 
 The files are read from the pinned module's source in the Go module cache
-(``localkube.training_operator.examples_dir``: ``examples/mxnet`` of
+(``localkube.thirdparty.training_operator.examples_dir``: ``examples/mxnet`` of
 github.com/kubeflow/training-operator@v1.8.1), not copied. Each is applied with ``kubectl apply``
 as its README says, through the real API server and this project's webhooks, and read back:
 what the user wrote is kept, the operator's env is added.
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from localkube.cluster import ControlPlane
-from localkube.demo import load_job
-from localkube.operator import RunningOperator
-from localkube.training_operator import examples_dir
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import RunningOperator
+from localkube.scenarios.jobwatch import load_job
+from localkube.thirdparty.training_operator import examples_dir
 from shared.env import resolve_env
 
 EXAMPLES = examples_dir()

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from localkube.cluster import PROJECT_ROOT, ControlPlane, ControlPlaneSettings
-from localkube.operator import LocalOperator, stop_process, wait_established
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
+from localkube.plane.operator import LocalOperator, stop_process, wait_established
 
 SEED_JOB = PROJECT_ROOT / "examples" / "v1beta1" / "train" / "mx_job_dist_gpu.yaml"
 COMPONENT = PROJECT_ROOT / "manifests" / "components" / "v1-only" / "kustomization.yaml"

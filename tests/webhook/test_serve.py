@@ -22,7 +22,7 @@ from cryptography import x509
 from gunicorn.workers.gthread import ThreadWorker
 
 from certs import CertificateAuthority, KeyPair
-from localkube.ports import free_port
+from localkube.base.ports import free_port
 from webhook.app import MUTATE_PATH, VALIDATE_PATH
 from webhook.serve import gunicorn_options
 from webhook.settings import WebhookSettings

@@ -10,7 +10,7 @@ call returned (as the JSON the API server speaks) or the exception it raised, wi
 The job is ``examples/v1/train/mx_job_dist_cpu.yaml`` built from the SDK's models, with two
 differences a user of the SDK would have: ``jobMode`` left at the model's default (``""``), and
 each replica type's ``mxjob-port`` given on the command line (every pod here shares the host's
-loopback, see ``localkube.demo.on_free_ports``).
+loopback, see ``localkube.scenarios.demo.on_free_ports``).
 """
 
 from __future__ import annotations

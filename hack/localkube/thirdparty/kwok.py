@@ -1,0 +1,299 @@
+"""kwok on the local control plane: simulated nodes whose pods live by declarative stages.
+
+Why: a scale run needs thousands of pods placed by the real kube-scheduler and moved through
+their phases, which the test kubelet (``localkube.kubelet.core``, one Python process that binds and
+runs pods) cannot do at that size. kwok's ``kwok`` controller (built from the Go module proxy by
+``hack/build-kwok.sh``, pinned in ``hack/kwok/go.mod``) is the tool Kubernetes' own scale tests
+use: it manages the Nodes that carry :data:`NODE_ANNOTATION` and plays *stages* on them and
+their pods, each a selector over the object and the status it gets next.
+
+The stages (:func:`stages`):
+
+- kwok's own ``fast`` node-initialize (a managed node becomes Ready with the capacity it was
+  created with) and pod-delete (a deleted pod goes: kwok deletes it with grace 0; a finalizer
+  keeps it until its owner lets go), read from the pinned module's ``kustomize/stage``;
+- :data:`READY_STAGE`: kwok's fast pod-ready (a pod bound to a managed node becomes Running,
+  every container running) without pod IPs;
+- :data:`EXIT_STAGE`, this project's: a Running pod that carries :data:`EXIT_CODE_ANNOTATION`
+  ends with every container terminated with that exit code, ``Succeeded`` for 0 and ``Failed``
+  otherwise. The controller reads exit codes from ``containerStatuses``
+  (``controller/observed.py``), so the driver decides how each pod ends by annotating it.
+
+No node heartbeats: this plane runs no node-lifecycle controller, so nothing would mark a silent
+node NotReady, and heartbeats would only add writes to what is measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from localkube.base.api import AlreadyExists, Api
+from localkube.base.builds import download_module, pinned_version, run_build_script
+from localkube.base.paths import PROJECT_ROOT
+from localkube.base.ports import free_port
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import OperatorError, stop_process
+
+MODULE: Final = "sigs.k8s.io/kwok"
+MODULE_DIR: Final = PROJECT_ROOT / "hack" / "kwok"
+BUILD_SCRIPT: Final = PROJECT_ROOT / "hack" / "build-kwok.sh"
+NODE_ANNOTATION: Final = "kwok.x-k8s.io/node"
+NODE_ANNOTATION_VALUE: Final = "fake"
+EXIT_CODE_ANNOTATION: Final = "localkube.mxjob.io/exit-code"
+"""Set on a Running pod of a kwok node: its containers end with this exit code."""
+KWOK_STAGES: Final = ("node/fast/node-initialize", "pod/fast/pod-delete")
+POD_CIDR: Final = "10.128.0.1/14"
+"""kwok hands pod IPs out of this range (its default /24 runs out after 254 pods)."""
+PODS_PER_NODE: Final = 110
+"""A kubelet's default ``maxPods``: nodes are sized as a real cluster's would be."""
+
+READY_STAGE: Final[dict[str, Any]] = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+    "kind": "Stage",
+    "metadata": {"name": "pod-ready"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {
+            "matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+            ]
+        },
+        "next": {
+            "statusTemplate": """\
+{{ $now := Now }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Initialized
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Ready
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: ContainersReady
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: true
+  restartCount: 0
+  started: true
+  state:
+    running:
+      startedAt: {{ $now | Quote }}
+{{ end }}
+phase: Running
+startTime: {{ $now | Quote }}
+"""
+        },
+    },
+}
+"""kwok's fast pod-ready stage without the pod IPs: kwok hands out an IP on every attempt, so
+a status patch retried after a conflict carries a second IP of the same family, which the API
+server refuses, and the pod stays Pending for good (1,495 refusals in a 20,000-pod run). Nothing
+here reads pod IPs."""
+
+EXIT_STAGE: Final[dict[str, Any]] = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+    "kind": "Stage",
+    "metadata": {"name": "pod-exit"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {
+            "matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                {
+                    "key": f'.metadata.annotations["{EXIT_CODE_ANNOTATION}"]',
+                    "operator": "Exists",
+                },
+            ]
+        },
+        "next": {
+            "statusTemplate": f"""\
+{{{{ $now := Now }}}}
+{{{{ $code := index .metadata.annotations "{EXIT_CODE_ANNOTATION}" }}}}
+{{{{ $root := . }}}}
+conditions:
+- lastTransitionTime: {{{{ $now | Quote }}}}
+  status: "False"
+  type: Ready
+  reason: PodCompleted
+- lastTransitionTime: {{{{ $now | Quote }}}}
+  status: "False"
+  type: ContainersReady
+  reason: PodCompleted
+containerStatuses:
+{{{{ range $index, $item := .spec.containers }}}}
+- image: {{{{ $item.image | Quote }}}}
+  name: {{{{ $item.name | Quote }}}}
+  ready: false
+  restartCount: 0
+  started: false
+  state:
+    terminated:
+      exitCode: {{{{ $code }}}}
+      finishedAt: {{{{ $now | Quote }}}}
+      reason: {{{{ if eq $code "0" }}}}Completed{{{{ else }}}}Error{{{{ end }}}}
+      startedAt: {{{{ or $root.status.startTime $now | Quote }}}}
+{{{{ end }}}}
+phase: {{{{ if eq $code "0" }}}}Succeeded{{{{ else }}}}Failed{{{{ end }}}}
+"""
+        },
+    },
+}
+
+
+def version() -> str:
+    """The pinned version, as ``hack/versions.env`` names it."""
+    return pinned_version("KWOK_VERSION")
+
+
+def build() -> Path:
+    """The ``kwok`` binary, built the first time (about a minute or two), cached per machine."""
+    return run_build_script(BUILD_SCRIPT)
+
+
+@cache
+def module_source() -> Path:
+    """The downloaded (read-only) source of the pinned module, in the Go module cache."""
+    return download_module(MODULE, version(), module_dir=MODULE_DIR)
+
+
+def stages() -> list[dict[str, Any]]:
+    """kwok's own fast node-initialize and pod-delete stages, :data:`READY_STAGE` and
+    :data:`EXIT_STAGE`."""
+    root = module_source() / "kustomize" / "stage"
+    own = [yaml.safe_load((root / f"{name}.yaml").read_text()) for name in KWOK_STAGES]
+    return [*own, READY_STAGE, EXIT_STAGE]
+
+
+def node(name: str, *, pods: int = PODS_PER_NODE) -> dict[str, Any]:
+    """A Node kwok manages, with room for ``pods`` pods (and CPU and memory to spare).
+
+    A Node may be created with its status (the API server keeps it on create), which kwok's
+    node-initialize stage keeps as the node's capacity.
+    """
+    resources = {"cpu": "64", "memory": "256Gi", "pods": str(pods)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {NODE_ANNOTATION: NODE_ANNOTATION_VALUE},
+            "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
+        },
+        "status": {"allocatable": resources, "capacity": dict(resources)},
+    }
+
+
+def nodes_for(pods: int, *, per_node: int = PODS_PER_NODE) -> int:
+    """How many nodes of ``per_node`` pods hold ``pods`` pods, with one to spare."""
+    return math.ceil(pods / per_node) + 1
+
+
+def _ready(item: dict[str, Any]) -> bool:
+    conditions = (item.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+@dataclass
+class LocalKwok:
+    """One ``kwok`` process against ``plane``, managing the nodes it is given."""
+
+    plane: ControlPlane
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def dir(self) -> Path:
+        return self.plane.dir / "kwok"
+
+    def start(self, *, timeout: float = 60) -> subprocess.Popen[bytes]:
+        """Write the stages, start kwok and return once it answers ``/healthz``."""
+        binary = build()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        config = self.dir / "stages.yaml"
+        config.write_text(yaml.safe_dump_all(stages(), sort_keys=False))
+        port = free_port()
+        log = (self.plane.logs / "kwok.log").open("ab")
+        self.process = subprocess.Popen(
+            [
+                str(binary),
+                f"--kubeconfig={self.plane.kubeconfig}",
+                f"--config={config}",
+                f"--manage-nodes-with-annotation-selector={NODE_ANNOTATION}={NODE_ANNOTATION_VALUE}",
+                f"--cidr={POD_CIDR}",
+                f"--server-address=127.0.0.1:{port}",
+                "--node-lease-duration-seconds=0",
+                "--v=WARN",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=self.dir,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise OperatorError(
+                    f"kwok exited with code {self.process.returncode}; see "
+                    f"{self.plane.logs / 'kwok.log'}"
+                )
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                    return self.process
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.2)
+        self.stop()
+        raise OperatorError(f"kwok not healthy after {timeout:.0f} s")
+
+    def add_nodes(
+        self, api: Api, count: int, *, prefix: str = "kwok-node", timeout: float = 120
+    ) -> list[str]:
+        """Create ``count`` nodes for kwok and wait until every one is Ready; return their names."""
+        names = [f"{prefix}-{number}" for number in range(count)]
+        for name in names:
+            with contextlib.suppress(AlreadyExists):
+                api.request("POST", "/api/v1/nodes", body=node(name))
+        deadline = time.monotonic() + timeout
+        while True:
+            listed = api.request("GET", "/api/v1/nodes", query=[("labelSelector", "type=kwok")])
+            ready = {item["metadata"]["name"] for item in listed.get("items", []) if _ready(item)}
+            if ready >= set(names):
+                break
+            if time.monotonic() > deadline:
+                raise OperatorError(
+                    f"{len(set(names) - ready)} of {count} kwok nodes not Ready "
+                    f"after {timeout:.0f} s"
+                )
+            time.sleep(0.5)
+        # The API server taints a new Node not-ready; the node lifecycle controller (not run
+        # here) lifts the taint once the node reports Ready, which is what kube-scheduler waits
+        # for.
+        for name in names:
+            api.request(
+                "PATCH",
+                f"/api/v1/nodes/{name}",
+                body={"spec": {"taints": None}},
+                content_type="application/merge-patch+json",
+            )
+        return names
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process(self.process.pid)
+            self.process = None
