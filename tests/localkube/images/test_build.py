@@ -7,17 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from localkube.images import (
-    DOCKERFILE_IMAGES,
-    Buildah,
-    ImageRecord,
-    context_files,
-    ignore_patterns,
-    included,
-    inputs_digest,
-    load_record,
-    save_record,
-)
+from localkube.images.build import DOCKERFILE_IMAGES, Buildah
+from localkube.images.cache import ImageRecord, load_record, save_record
+from localkube.images.inputs import context_files, ignore_patterns, included, inputs_digest
 
 
 def test_comments_and_blank_lines_are_not_patterns() -> None:

@@ -17,24 +17,30 @@ hybrid cgroups) and the host's CA bundle (pip reaches PyPI through a proxy with 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
-import fnmatch
 import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from localkube.base.builds import download_module, pinned_version
 from localkube.base.paths import PROJECT_ROOT
+from localkube.images.cache import (
+    BuiltImage,
+    ImageRecord,
+    cache_lock,
+    cache_root,
+    layers_size,
+    load_record,
+    save_record,
+)
+from localkube.images.inputs import ignore_patterns, inputs_digest
 
 RUNC = "/usr/sbin/runc"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
@@ -48,20 +54,6 @@ EXAMPLES_REF = "docker.io/mxjob/mxnet-examples:1.9.1-cpu"
 
 class ImageBuildError(RuntimeError):
     """An image could not be built; the message names the image, the step and buildah's output."""
-
-
-@dataclass(frozen=True)
-class BuiltImage:
-    ref: str
-    archive: Path
-    """A docker-archive, importable with ``ctr images import``."""
-    size_bytes: int
-    """The image's uncompressed size, as buildah reports it."""
-    archive_bytes: int
-    build_seconds: float
-    """Of the build that made it (a cached image keeps its original figure)."""
-    rebuilt: bool
-    """Built by this call (not found in the cache)."""
 
 
 @dataclass(frozen=True)
@@ -115,130 +107,6 @@ DOCKERFILE_IMAGES = (
 )
 
 
-# -- inputs (pure) ---------------------------------------------------------------------------------
-def ignore_patterns(text: str) -> list[str]:
-    return [
-        line.strip()
-        for line in text.splitlines()
-        if line.strip() and not line.strip().startswith("#")
-    ]
-
-
-def _matches(pattern: str, relative: str) -> bool:
-    """Does a .dockerignore ``pattern`` cover ``relative`` (a file) or one of its folders?"""
-    pattern = pattern.strip("/")
-    parts = relative.split("/")
-    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    if pattern.startswith("**/"):
-        tail = pattern[3:]
-        return any(fnmatch.fnmatchcase(part, tail) for part in parts)
-    return any(fnmatch.fnmatchcase(prefix, pattern) for prefix in prefixes)
-
-
-def included(relative: str, patterns: Sequence[str]) -> bool:
-    """The last pattern that matches decides; ``!`` lets a path back in."""
-    keep = True
-    for pattern in patterns:
-        negated = pattern.startswith("!")
-        if _matches(pattern.lstrip("!"), relative):
-            keep = negated
-    return keep
-
-
-def context_files(context: Path, patterns: Sequence[str]) -> list[Path]:
-    """The files of ``context`` the ignore patterns let in, sorted.
-
-    A folder that is left out, and that no ``!`` pattern could let a path back in from, is not
-    walked at all: ``.local`` (with the real node's containerd state) and ``.venv`` are large.
-    """
-    negations = [p.lstrip("!").strip("/") for p in patterns if p.startswith("!")]
-
-    def prunable(relative: str) -> bool:
-        if included(relative, patterns):
-            return False
-        return not any(n.startswith("**") or n.startswith(f"{relative}/") for n in negations)
-
-    found = []
-    for root, dirs, files in os.walk(context):
-        base = Path(root)
-        dirs[:] = [d for d in dirs if not prunable((base / d).relative_to(context).as_posix())]
-        for name in files:
-            path = base / name
-            if path.is_file() and included(path.relative_to(context).as_posix(), patterns):
-                found.append(path)
-    return sorted(found)
-
-
-def inputs_digest(
-    *, dockerfile: Path, context: Path, patterns: Sequence[str], build_args: dict[str, str]
-) -> str:
-    """sha256 over everything a build reads: a change to any of it is a new image."""
-    digest = hashlib.sha256()
-    digest.update(dockerfile.read_bytes())
-    for key in sorted(build_args):
-        digest.update(f"\0arg {key}={build_args[key]}".encode())
-    for path in context_files(context, patterns):
-        digest.update(f"\0file {path.relative_to(context).as_posix()}\0".encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-# -- cache -----------------------------------------------------------------------------------------
-def cache_root() -> Path:
-    base = os.environ.get("MXJOB_CACHE_DIR") or str(
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mxjob-operator"
-    )
-    return Path(base) / "images"
-
-
-@dataclass(frozen=True)
-class ImageRecord:
-    """What the cache keeps of one built image (``<name>.json``)."""
-
-    ref: str
-    digest: str
-    archive: str
-    size_bytes: int
-    archive_bytes: int
-    build_seconds: float
-    built_at: str
-
-    def image(self, *, rebuilt: bool) -> BuiltImage:
-        return BuiltImage(
-            ref=self.ref,
-            archive=Path(self.archive),
-            size_bytes=self.size_bytes,
-            archive_bytes=self.archive_bytes,
-            build_seconds=self.build_seconds,
-            rebuilt=rebuilt,
-        )
-
-
-def load_record(cache: Path, name: str, digest: str) -> ImageRecord | None:
-    """The cached record of ``name`` when it is for ``digest`` and its archive exists."""
-    try:
-        record = ImageRecord(**json.loads((cache / f"{name}.json").read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-    if record.digest != digest or not Path(record.archive).is_file():
-        return None
-    return record
-
-
-def save_record(cache: Path, name: str, record: ImageRecord) -> None:
-    staging = cache / f".{name}.json.tmp"
-    staging.write_text(json.dumps(asdict(record), indent=2) + "\n")
-    staging.replace(cache / f"{name}.json")
-
-
-@contextlib.contextmanager
-def cache_lock(cache: Path) -> Iterator[None]:
-    cache.mkdir(parents=True, exist_ok=True)
-    with (cache / ".lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-
-
 # -- buildah ---------------------------------------------------------------------------------------
 class Buildah:
     """buildah with its storage in the cache, never the host's ``/var/lib/containers``, and its
@@ -277,12 +145,6 @@ class Buildah:
         staging.unlink(missing_ok=True)
         self.run(ref, "export", "push", ref, f"docker-archive:{staging}:{ref}")
         staging.replace(archive)
-
-
-def layers_size(archive: Path) -> int:
-    """The image's uncompressed size: its layers, as the docker-archive stores them."""
-    with tarfile.open(archive) as tar:
-        return sum(m.size for m in tar.getmembers() if m.name.endswith((".tar", "layer.tar")))
 
 
 def _record_build(
@@ -465,6 +327,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"done in {time.monotonic() - started:.1f} s")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
