@@ -1,10 +1,13 @@
-"""No product function is longer than a screen, so each one reads at a glance.
+"""No function is longer than a screen, so each one reads at a glance; no tooling module is
+longer than a sitting.
 
 Long decisions are split into named steps instead (``compute_status`` in controller/status.py
 is a sequence of small phases over one state object). This holds every function and method of
-the product packages to :data:`LIMIT` lines, counted from ``def`` to its last line (docstring and
-comments included; a nested function counts within its parent too). Run as a script, it prints
-the longest ones.
+the product packages, the development tooling (``hack/``) and the benchmarks (``bench/``) to
+:data:`LIMIT` lines, counted from ``def`` to its last line (docstring and comments included; a
+nested function counts within its parent too), and every module of ``hack/`` to
+:data:`MODULE_LIMIT` lines: the tooling is read by every newcomer before the product. Run as a
+script, it prints the longest functions.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ("shared", "webhook", "controller", "certs")
+CHECKED = (*PRODUCT, "hack", "bench")
 LIMIT = 80
+MODULE_LIMIT = 400
 
 
 @dataclass(frozen=True, order=True)
@@ -25,10 +30,10 @@ class Length:
     where: str
 
 
-def function_lengths(root: Path = ROOT) -> list[Length]:
-    """Every function of the product, longest first."""
+def function_lengths(root: Path = ROOT, packages: tuple[str, ...] = CHECKED) -> list[Length]:
+    """Every function of ``packages``, longest first."""
     found: list[Length] = []
-    for package in PRODUCT:
+    for package in packages:
         for path in sorted((root / package).rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
             for node in ast.walk(tree):
@@ -50,11 +55,35 @@ def test_the_measure_counts_a_function_from_def_to_its_last_line(tmp_path: Path)
     ]
 
 
-def test_no_product_function_is_longer_than_the_limit() -> None:
+def module_lengths(root: Path = ROOT) -> list[Length]:
+    """Every Python module of ``hack/``, longest first."""
+    found = [
+        Length(len(path.read_text(encoding="utf-8").splitlines()), str(path.relative_to(root)))
+        for path in (root / "hack").rglob("*.py")
+    ]
+    return sorted(found, reverse=True)
+
+
+def test_the_module_measure_counts_lines(tmp_path: Path) -> None:
+    (tmp_path / "hack" / "room").mkdir(parents=True)
+    (tmp_path / "hack" / "room" / "m.py").write_text("a = 1\nb = 2\n")
+    (tmp_path / "hack" / "n.py").write_text("")
+    assert module_lengths(tmp_path) == [Length(2, "hack/room/m.py"), Length(0, "hack/n.py")]
+
+
+def test_no_function_is_longer_than_the_limit() -> None:
     lengths = function_lengths()
-    assert len(lengths) > 100  # the product was found
+    for package in CHECKED:  # every package was found
+        assert any(x.where.startswith(f"{package}/") for x in lengths), package
     too_long = [f"{x.lines} lines: {x.where}" for x in lengths if x.lines > LIMIT]
     assert not too_long, f"longer than {LIMIT} lines:\n" + "\n".join(too_long)
+
+
+def test_no_tooling_module_is_longer_than_the_module_limit() -> None:
+    lengths = module_lengths()
+    assert len(lengths) > 30  # hack/ was found
+    too_long = [f"{x.lines} lines: {x.where}" for x in lengths if x.lines > MODULE_LIMIT]
+    assert not too_long, f"longer than {MODULE_LIMIT} lines:\n" + "\n".join(too_long)
 
 
 if __name__ == "__main__":
