@@ -1,5 +1,7 @@
 # mxjob-operator: every command a newcomer needs. `make test` and `make demo` work on a fresh
 # machine: they create the virtualenv and build the local control plane's binaries when missing.
+# `make test` also needs root on a Debian-like machine and ../shared/third_party (README.md says
+# what each target needs, and which run without root).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -104,7 +106,7 @@ e2e: venv sdk-venv binaries images third-party ## the tests against the local co
 test: venv sdk-venv binaries images third-party lint typecheck ## lint, typecheck, then every test (unit and e2e)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-third-party: ## cert-manager, Kueue and Volcano from their release sources in ../shared/third_party (cached)
+third-party: ## cert-manager (controller, cainjector), Kueue (kueue) and Volcano (vc-scheduler, vc-controller-manager), each with its CRDs, from its release source in ../shared/third_party (cached)
 	hack/build-third-party.sh cert-manager >/dev/null
 	hack/build-third-party.sh kueue >/dev/null
 	hack/build-third-party.sh volcano >/dev/null
@@ -121,5 +123,8 @@ fuzz: venv ## fuzz the webhook's review endpoints with >= 100,000 generated inpu
 chaos: venv binaries ## 50 MXJobs through controller kills, API server and etcd restarts; docs/reliability.md
 	$(PY) -m localkube.scenarios.chaos --state-dir $(LOCAL)/chaos --report docs/reliability.md
 
-clean: dev-down ## stop everything and remove .local, .venv and .venv-sdk
+# clean never builds .venv only to remove it: without a finished one (no stamp, so localkube is not
+# on its path) nothing make started can be running, and there is nothing to stop.
+clean: ## stop what dev-up, demo and demo-node started (if .venv is installed), then remove .local, .venv and .venv-sdk
+	@if [ -f $(STAMP) ]; then $(PY) -m localkube dev-down --state-dir $(LOCAL); fi
 	rm -rf $(LOCAL) $(VENV) $(SDK_VENV)

@@ -49,8 +49,8 @@ from localkube.base.paths import PROJECT_ROOT
 from localkube.base.ports import free_port
 from localkube.plane.operator import stop_process
 from shared.defaults import apply_defaults
+from tests.webhook.reviews_samples import admission_review
 from webhook.app import MUTATE_PATH, VALIDATE_PATH
-from webhook.testing import admission_review
 
 FRACTIONS = (0.25, 0.5, 0.75)
 TARGET_RATIO = 0.7

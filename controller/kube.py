@@ -7,11 +7,11 @@ kubeconfig and in-cluster configuration, TLS, bearer-token refresh and urllib3 c
 (``ApiClient.param_serialize`` builds the request, ``ApiClient.call_api`` sends it and hands back
 the undecoded response).
 
-This module is a superset of ``hack/localkube/base/api.py`` (same ``request``/``watch`` signatures and
-an ``ApiError`` with the same fields), so tooling can import it instead of keeping a copy. On top
-it adds typed errors (callers branch on ``NotFound``/``AlreadyExists``/``Conflict``/``Gone``
-instead of comparing numbers), a sized connection pool, a watch stream that another thread can
-close, and path builders for the resources the controller touches.
+This module is a superset of ``hack/localkube/base/api.py`` (same ``request``/``watch``
+signatures and an ``ApiError`` with the same fields), so tooling can import it instead of keeping
+a copy. On top it adds typed errors (callers branch on ``NotFound``/``AlreadyExists``/
+``Conflict``/``Gone`` instead of comparing numbers), a sized connection pool, a watch stream that
+another thread can close, and path builders for the resources the controller touches.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ import yaml
 
 from localkube.base.api import Api
 from localkube.base.paths import PROJECT_ROOT
-from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.settings import ControlPlaneSettings
 from shared.constants import (
     GROUP,
     KIND,

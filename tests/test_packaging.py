@@ -9,6 +9,7 @@ dependency fails here rather than when an image starts.
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 import tomllib
@@ -52,6 +53,41 @@ def _imported_top_levels(package: str) -> set[str]:
 def test_the_wheel_holds_the_product_packages_only() -> None:
     assert PROJECT["tool"]["setuptools"]["packages"] == list(PRODUCT)
     assert "package-dir" not in PROJECT["tool"]["setuptools"]
+
+
+def _wheel_files() -> set[str]:
+    """The files the wheel carries, as setuptools' ``build_py`` (the step that fills it) lists them.
+
+    Read from the project's own configuration by setuptools, without building: the modules of every
+    listed package and their package data.
+    """
+    pytest.importorskip("setuptools")
+    code = (
+        "import json, warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "from setuptools.config.pyprojecttoml import apply_configuration\n"
+        "from setuptools.dist import Distribution\n"
+        "dist = Distribution({'script_name': 'setup.py'})\n"
+        "apply_configuration(dist, 'pyproject.toml')\n"
+        "build = dist.get_command_obj('build_py')\n"
+        "build.ensure_finalized()\n"
+        "files = [path for _, _, path in build.find_all_modules()]\n"
+        "files += [f'{src}/{name}' for _, src, _, names in build.data_files for name in names]\n"
+        "print(json.dumps(files))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    return {Path(path).as_posix() for path in json.loads(result.stdout)}
+
+
+def test_the_wheel_carries_no_test_support() -> None:
+    files = _wheel_files()
+    assert {"webhook/reviews.py", "controller/main.py", "shared/py.typed"} <= files
+    # Reviews as the API server sends them are test support: tests/webhook/reviews_samples.py.
+    assert "webhook/testing.py" not in files
+    support = {f for f in files if Path(f).stem in ("testing", "conftest") or "/test" in f}
+    assert support == set()
 
 
 @pytest.mark.parametrize("package", PRODUCT)

@@ -39,7 +39,10 @@ _OPENED = "_mxjob_opened"
 
 
 _DEFER: object | None = getattr(gthread, "_DEFER", None)
-"""What ``handle`` returns to have the poller wait for the connection's data (gunicorn 24+)."""
+"""What ``handle`` returns to have the poller wait for the connection's data (gunicorn 24+).
+
+A private name of gunicorn's: tests/webhook/test_worker.py fails if an upgrade removes it or any
+other gthread internal this module uses, since the fallback would silently drop the deferral."""
 _DATA_TIMEOUT: float = getattr(gthread, "DEFAULT_WORKER_DATA_TIMEOUT", 5.0)
 
 

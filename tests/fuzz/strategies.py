@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from shared import constants, conversion
+from tests.webhook.reviews_samples import admission_review, conversion_review
 from webhook.reviews import Operation
-from webhook.testing import admission_review, conversion_review
 
 Job = dict[str, Any]
 

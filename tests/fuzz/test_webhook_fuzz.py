@@ -32,12 +32,12 @@ from tests.fuzz.harness import (
     count,
     fuzz_settings,
 )
+from tests.webhook.reviews_samples import admission_review, conversion_review
 from webhook import answers, reviews
 from webhook.answers import Answer, answer_admission, answer_conversion
 from webhook.app import CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH, create_app
 from webhook.reviews import decode_json, review_uid
 from webhook.settings import MIB, WebhookSettings
-from webhook.testing import admission_review, conversion_review
 
 Job = dict[str, Any]
 VERSIONS = (constants.API_VERSION_V1, constants.API_VERSION_V1BETA1)

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from shared.conversion import convert
 from shared.defaults import apply_defaults
 from shared.validation import validate as shared_validate
+from tests.webhook.reviews_samples import admission_review
 from webhook.admission import decode_patch, make_patch, mutate, validate
 from webhook.reviews import AdmissionRequest, AdmissionResponse, Operation
-from webhook.testing import admission_review
 
 Job = dict[str, Any]
 

@@ -20,13 +20,13 @@ from werkzeug.wrappers import Request
 
 from certs import CertificateAuthority
 from shared.defaults import apply_defaults
+from tests.webhook.reviews_samples import admission_review
+from tests.webhook.reviews_samples import conversion_review as make_conversion_review
 from webhook import answers, conversion_review
 from webhook.app import CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH, create_app, webhook_state
 from webhook.logconfig import fields_of
 from webhook.reviews import Operation
 from webhook.settings import MIB, WebhookSettings
-from webhook.testing import admission_review
-from webhook.testing import conversion_review as make_conversion_review
 
 REVIEW_PATHS = (MUTATE_PATH, VALIDATE_PATH, CONVERT_PATH)
 

@@ -10,10 +10,10 @@ from flask.testing import FlaskClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.webhook.reviews_samples import conversion_review
 from webhook.app import CONVERT_PATH
 from webhook.conversion_review import convert_review
 from webhook.reviews import ConversionRequest, ConversionResponse
-from webhook.testing import conversion_review
 
 Job = dict[str, Any]
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.webhook.reviews_samples import admission_review, conversion_review
 from webhook.reviews import (
     MalformedReview,
     decode_json,
@@ -17,7 +18,6 @@ from webhook.reviews import (
     parse_conversion_review,
     review_uid,
 )
-from webhook.testing import admission_review, conversion_review
 
 JOB: dict[str, Any] = {
     "apiVersion": "kubeflow.org/v1",

@@ -23,10 +23,11 @@ from gunicorn.workers.gthread import ThreadWorker
 
 from certs import CertificateAuthority, KeyPair
 from localkube.base.ports import free_port
+from tests.helpers.waiting import wait_for
+from tests.webhook.reviews_samples import admission_review
 from webhook.app import MUTATE_PATH, VALIDATE_PATH
 from webhook.serve import gunicorn_options
 from webhook.settings import WebhookSettings
-from webhook.testing import admission_review
 
 WEBHOOK_SCRIPT = Path(sys.executable).parent / "mxjob-webhook"
 MARKER = "secret-argument-never-logged"
@@ -94,13 +95,15 @@ class Webhook:
         return _write_pair(self.cert_dir, self.ca.issue_serving(hosts=("127.0.0.1",)), gap=gap)
 
     def wait_for_log(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        deadline = time.monotonic() + 10
-        while True:
-            found = [line for line in self.logs() if predicate(line)]
-            if found:
-                return found[0]
-            assert time.monotonic() < deadline, self.log_path.read_text()
-            time.sleep(0.05)
+        """The first log line ``predicate`` accepts, once the process has written one."""
+        found = wait_for(
+            "a log line",
+            lambda: [line for line in self.logs() if predicate(line)],
+            bool,
+            timeout=10,
+            interval=0.05,
+        )
+        return found[0]
 
 
 def _start(tmp_path: Path, *extra: str) -> Webhook:
@@ -134,22 +137,24 @@ def _start(tmp_path: Path, *extra: str) -> Webhook:
             env={k: v for k, v in os.environ.items() if not k.startswith("MXJOB_WEBHOOK_")},
         )
     webhook = Webhook(process, port, ca, cert_dir, log_path, serial)
-    deadline = time.monotonic() + 30
-    while True:
+
+    def readiness() -> int:
+        """``/readyz``'s status (a refused connection is retried by ``wait_for``)."""
         if process.poll() is not None:
-            raise AssertionError(f"mxjob-webhook exited early:\n{log_path.read_text()}")
+            raise AssertionError("mxjob-webhook exited early")
+        connection = webhook.connection()
         try:
-            connection = webhook.connection()
             connection.request("GET", "/readyz")
-            if connection.getresponse().status == 200:
-                connection.close()
-                return webhook
-        except (OSError, http.client.HTTPException):
-            pass
-        if time.monotonic() > deadline:
-            process.kill()
-            raise AssertionError(f"mxjob-webhook never became ready:\n{log_path.read_text()}")
-        time.sleep(0.1)
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
+    try:
+        wait_for("mxjob-webhook to be ready", readiness, lambda status: status == 200, timeout=30)
+    except AssertionError as error:
+        process.kill()
+        raise AssertionError(f"{error}:\n{log_path.read_text()}") from None
+    return webhook
 
 
 def _stop(webhook: Webhook) -> None:
@@ -332,6 +337,18 @@ class _Loop:
             connection.close()
 
 
+def both_answer_more(kept: _Loop, fresh: _Loop, *, reviews: int, what: str) -> None:
+    """Wait until each loop has had ``reviews`` more reviews answered."""
+    targets = (kept.answered + reviews, fresh.answered + reviews)
+    wait_for(
+        what,
+        lambda: (kept.answered, fresh.answered),
+        lambda answered: answered[0] >= targets[0] and answered[1] >= targets[1],
+        timeout=15,
+        interval=0.05,
+    )
+
+
 def test_a_rotated_certificate_is_served_without_a_restart(
     start_webhook: Callable[..., Webhook],
 ) -> None:
@@ -343,15 +360,19 @@ def test_a_rotated_certificate_is_served_without_a_restart(
     for thread in threads:
         thread.start()
     try:
-        time.sleep(0.5)
+        both_answer_more(kept, fresh, reviews=5, what="reviews before the rotation")
         # The key follows the certificate a second later: five certificate checks (every
         # 0.2 s) find a pair that does not load, and the old certificate must keep serving.
         new_serial = webhook.rotate(gap=1.0)
-        deadline = time.monotonic() + 15
-        while new_serial not in fresh.serials[-3:]:
-            assert time.monotonic() < deadline, "the new certificate was never presented"
-            time.sleep(0.05)
-        time.sleep(0.5)  # keep reviewing on both connections after the switch
+        wait_for(
+            "the new certificate presented",
+            lambda: fresh.serials[-3:],
+            lambda last: new_serial in last,
+            timeout=15,
+            interval=0.05,
+        )
+        # Keep reviewing on both connections after the switch.
+        both_answer_more(kept, fresh, reviews=5, what="reviews after the switch")
     finally:
         stop.set()
         for thread in threads:
@@ -371,13 +392,16 @@ def test_sigterm_lets_an_in_flight_review_finish(start_webhook: Callable[..., We
     webhook = start_webhook("--graceful-timeout", "10")
     body = json.dumps(admission_review(_job(), uid="in-flight")).encode()
     connection = webhook.connection()
+    # The TLS handshake is done by one of the worker's threads: once connect() returns, the
+    # worker has taken the connection, and the half review sent next is in flight on it.
+    connection.connect()
     connection.putrequest("POST", VALIDATE_PATH)
     connection.putheader("Content-Type", "application/json")
     connection.putheader("Content-Length", str(len(body)))
-    connection.endheaders(body[: len(body) // 2])  # the review is being read by a worker
-    time.sleep(0.5)
+    connection.endheaders(body[: len(body) // 2])
     webhook.process.send_signal(signal.SIGTERM)
-    time.sleep(1.0)
+    # gunicorn's record that it took the signal: from there it stops, unless it waits.
+    webhook.wait_for_log(lambda line: line["message"].startswith("Handling signal: term"))
     assert webhook.process.poll() is None  # waiting for the review, not gone
     connection.send(body[len(body) // 2 :])
     response = connection.getresponse()
@@ -473,8 +497,9 @@ def test_idle_tls_connections_hold_no_thread(start_webhook: Callable[..., Webhoo
     idle = []
     for _ in range(4):
         raw = socket.create_connection(("127.0.0.1", webhook.port), timeout=10)
+        # The server's threads do the handshake: two threads handshaking four connections is
+        # the server's record that it took each one and gave its thread back.
         idle.append(context.wrap_socket(raw, server_hostname="127.0.0.1"))
-    time.sleep(0.5)
     connection = webhook.connection()
     started = time.monotonic()
     status, document, _ = _review(connection, path=VALIDATE_PATH, uid="beside-idle")

@@ -15,9 +15,9 @@ from typing import Any, cast
 import jsonpatch
 import pytest
 
+from tests.webhook.reviews_samples import admission_review
 from webhook.admission import decode_patch, mutate, validate
 from webhook.reviews import AdmissionRequest
-from webhook.testing import admission_review
 
 Job = dict[str, Any]
 

@@ -1,7 +1,8 @@
-"""Reviews shaped as the API server sends them, for tests and fuzzers of the webhook.
+"""Reviews shaped as the API server sends them, for tests, fuzzers and benchmarks of the webhook.
 
-Kept in the package (like ``kopf.testing``) so every test area, and the fuzzing in tests/fuzz, build
-requests the same way instead of each copying an AdmissionReview by hand.
+One module, so the webhook's tests, the fuzzing in tests/fuzz and the load in bench/ build requests
+the same way instead of each copying an AdmissionReview by hand. Test support, not product: it
+lives outside the ``webhook`` package, so the wheel and the webhook's image do not carry it.
 """
 
 from __future__ import annotations
