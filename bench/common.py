@@ -29,7 +29,8 @@ from typing import Any, Protocol
 
 from controller.kube import KubeClient, Query, WatchStream
 from localkube.base.paths import PROJECT_ROOT
-from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.settings import ControlPlaneSettings
 
 BENCH_DIR = PROJECT_ROOT / ".local" / "bench"
 """Every benchmark's own control planes and servers live under here (never a test's plane)."""

@@ -23,7 +23,8 @@ from bench import admission_cost, admission_overhead, controller_scale, webhook_
 from bench.__main__ import main as bench_main
 from bench.common import BENCH_DIR
 from bench.report import render
-from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.settings import ControlPlaneSettings
 
 pytestmark = pytest.mark.e2e
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bench.controller_scale import _condition, baseline_objects, lifecycle_job
+from bench.controller_scale import baseline_objects, lifecycle_job
+from bench.controller_scale_phases import _condition
 
 
 def test_lifecycle_job_asks_for_running_pods_cleaned_without_grace() -> None:

@@ -1,0 +1,214 @@
+"""Sections 1, 2 and 2b of ``docs/benchmarks.md``: the webhook under load, admission end to end,
+and what each way of installing admission costs the API server per job."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bench.report_tables import table, verdict
+
+
+def webhook_section(report: Mapping[str, Any]) -> list[str]:
+    targets = report["targets"]
+    ceiling = targets["ceiling"]
+    lines = [
+        "## 1. Webhook under load",
+        "",
+        f"Server: {report['config']['server']}. Load: {report['config']['load_processes']} "
+        "spawned processes, one keep-alive TLS connection each, on loopback; "
+        f"{report['config']['duration_s']} s measured after {report['config']['warmup_s']} s "
+        "of warm-up per point. Baseline (the ceiling): the same server configuration answering "
+        "a precomputed constant review (`bench/constant_webhook.py`). Jobs: `3` = MXTrain with "
+        "Scheduler, Server x2, Worker x4, one realistic container per template; `12` = the same "
+        "with four containers per template (12 container templates). Mutate gets the job as "
+        "written, validate gets it defaulted.",
+        "",
+    ]
+    rows = []
+    for name, target in targets.items():
+        half = next(p for p in target["points"] if p["fraction"] == 0.5)
+        cells = [f"{point['p50_ms']:.2f} / {point['p99_ms']:.2f}" for point in target["points"]]
+        rows.append(
+            [
+                name,
+                target["request_bytes"],
+                target["saturation_rps"],
+                f"{target['ratio_to_ceiling']:.3f}",
+                *cells,
+                "baseline"
+                if name == "ceiling"
+                else f"{verdict(target['meets_throughput_target'])} / "
+                f"{verdict(target['meets_latency_target'])} ({half['p99_ms']:.1f} ms)",
+            ]
+        )
+    lines += table(
+        [
+            "target",
+            "review bytes",
+            "reviews/s at saturation",
+            "ratio to ceiling",
+            "p50 / p99 ms at 25 %",
+            "p50 / p99 ms at 50 %",
+            "p50 / p99 ms at 75 %",
+            "≥ 0.70 of ceiling / p99 ≤ 5 ms at 50 %",
+        ],
+        rows,
+    )
+    lines += ["", f"Ceiling: {ceiling['saturation_rps']} reviews/s.", ""]
+    if "worker_ab" in report:
+        lines += worker_ab_lines(report["worker_ab"])
+    lines += [f"Reproduce: `{report['command']}`", ""]
+    return lines
+
+
+def worker_ab_lines(ab: Mapping[str, Any]) -> list[str]:
+    """The ceiling under the project's gunicorn worker and under gunicorn's own gthread."""
+    lines = [
+        "The ceiling's server under its two possible gunicorn workers, fresh server per "
+        "segment, in the order shown: `webhook/worker.py` (the connection-age limit; what "
+        "`mxjob-webhook` runs) and gunicorn's own `gthread`, which it subclasses. Latency at "
+        f"one offered rate for both, {ab['offered_rps']} reviews/s (half the ceiling above).",
+        "",
+    ]
+    rows = [
+        [
+            segment["worker"],
+            segment["saturation_rps"],
+            f"{segment['p50_ms']:.2f} / {segment['p99_ms']:.2f}",
+            segment["errors"],
+        ]
+        for segment in ab["segments"]
+    ]
+    lines += table(
+        ["worker", "reviews/s at saturation", "p50 / p99 ms at the offered rate", "errors"],
+        rows,
+    )
+    over = ab["webhook_over_gthread"]
+    lines += [
+        "",
+        f"`webhook/worker.py` over `gthread` (means of their segments): saturation "
+        f"{over['saturation_rps']:.2f}, p50 {over['p50_ms']:.2f}, p99 {over['p99_ms']:.2f}.",
+        "",
+    ]
+    return lines
+
+
+def admission_section(report: Mapping[str, Any]) -> list[str]:
+    lines = [
+        "## 2. Admission overhead end to end",
+        "",
+        f"{report['jobs_per_configuration']} MXJobs per configuration created through the API "
+        f"server from {report['threads']} threads, in A-B-C-C-B-A segments; the webhook's own "
+        "review counter confirms each segment (two reviews per job with the webhooks, none "
+        "without). C splits the difference: no webhooks, but each job is sent already defaulted, "
+        "so the API server stores the same object as with them.",
+        "",
+    ]
+    lines += table(
+        ["configuration", "wall time s", "jobs/s"],
+        [
+            [
+                "A: webhooks registered",
+                report["with_webhooks_s"],
+                report["with_webhooks_jobs_per_s"],
+            ],
+            [
+                "B: webhooks removed (baseline)",
+                report["without_webhooks_s"],
+                report["without_webhooks_jobs_per_s"],
+            ],
+            [
+                "C: webhooks removed, jobs sent defaulted",
+                report["defaulted_without_webhooks_s"],
+                report["defaulted_without_webhooks_jobs_per_s"],
+            ],
+        ],
+    )
+    lines += [
+        "",
+        f"Ratio A / B: **{report['ratio']:.2f}** (target ≤ 1.3: {verdict(report['meets_target'])}) "
+        f"= C / B {report['defaults_ratio']:.2f} (storing the defaulted job: the injected env "
+        f"makes it larger) times A / C {report['webhook_calls_ratio']:.2f} (calling the two "
+        "webhooks).",
+        "",
+        f"Reproduce: `{report['command']}`",
+        "",
+    ]
+    return lines
+
+
+CANDIDATE_LABELS = {
+    "today": "both webhooks, v1beta1 served, no matchConditions (before)",
+    "match-conditions": "+ matchConditions (**the install now**)",
+    "mutate-only": "validating webhook removed (one call)",
+    "two-workers": "webhook with 2 gunicorn workers",
+    "no-webhooks": "no webhooks (floor; job stored as written)",
+    "no-webhooks-defaulted": "no webhooks, job sent defaulted (stored as with them)",
+    "no-v1beta1": "v1beta1 not served",
+    "lean": "matchConditions + v1beta1 not served (install option)",
+}
+
+
+def admission_cost_section(report: Mapping[str, Any]) -> list[str]:
+    """Per-job cost of each way of installing the admission path (``bench.admission_cost``)."""
+    candidates = report["candidates"]
+    first = next(iter(candidates))
+    jobs = report["jobs_per_candidate"]
+    lines = [
+        "## 2b. What admission costs the API server, per job",
+        "",
+        f"{jobs} MXJobs per candidate on one control plane, from {report['threads']} threads, "
+        "candidates in A B … B A order after a warm-up; each job is created, labelled (a "
+        "metadata-only merge PATCH, as `kubectl label`) and deleted in the foreground (the "
+        "garbage collector's finalizer removal is another metadata-only UPDATE). Webhook calls "
+        "are the API server's own counts (`apiserver_admission_webhook_request_total`, and the "
+        "CRD conversion histogram); CPU is `/proc` of kube-apiserver, etcd and every webhook "
+        "process; bytes are what etcd stores per job, read from etcd. Each segment checks the "
+        "API server made exactly the calls its candidate configures.",
+        "",
+    ]
+    rows = []
+    for name, c in candidates.items():
+        create, life = c["create"], c["life"]
+        ratios = c[f"ratios_to_{first}"]
+        rows.append(
+            [
+                CANDIDATE_LABELS.get(name, name),
+                create["seconds"],
+                f"{ratios['create_seconds']:.2f}",
+                create["kube-apiserver_cpu_ms_per_job"],
+                f"{ratios['create_kube-apiserver_cpu']:.2f}",
+                life["kube-apiserver_cpu_ms_per_job"],
+                f"{ratios['life_kube-apiserver_cpu']:.2f}",
+                life["etcd_cpu_ms_per_job"],
+                life["webhook_cpu_ms_per_job"],
+                ", ".join(f"{k} {v:g}" for k, v in create["calls_per_job"].items()) or "none",
+                life["calls_per_job"],
+                c["stored_bytes_per_job"],
+            ]
+        )
+    lines += table(
+        [
+            "candidate",
+            f"create {jobs} jobs s",
+            "ratio",
+            "API server CPU ms/job, create",
+            "ratio",
+            "API server CPU ms/job, life",
+            "ratio",
+            "etcd CPU ms/job, life",
+            "webhook CPU ms/job, life",
+            "calls/job, create",
+            "calls/job, life",
+            "bytes stored/job",
+        ],
+        rows,
+    )
+    lines += [
+        "",
+        f"Ratios are to the first row. Life = create + label + foreground delete. Reproduce: "
+        f"`{report['command']}`",
+        "",
+    ]
+    return lines
