@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import datetime
+import functools
 import json
 import re
 import shutil
@@ -27,19 +28,21 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from localkube.base.api import Api, ApiError, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
 from localkube.kubelet.core import ExecSettings, TestKubelet
-from localkube.kubelet.profile import ExecProfile
-from localkube.plane.controlplane import INSTALL_CONTROLLERS, ControlPlane, ControlPlaneSettings
+from localkube.kubelet.profile.entrypoints import ExecProfile
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.settings import INSTALL_CONTROLLERS, ControlPlaneSettings
+from tests.helpers.pod_creations import PodCreations
+from tests.helpers.waiting import wait_for
 
 SYSTEM = "mxjob-system"
 VENV_BIN = Path(sys.executable).parent
-T = TypeVar("T")
 
 
 @dataclass
@@ -66,24 +69,6 @@ class Install:
             "GET", f"/api/v1/namespaces/{SYSTEM}/pods", query=[("labelSelector", selector)]
         )["items"]
         return [p for p in items if not p["metadata"].get("deletionTimestamp")]
-
-
-def wait_for(
-    what: str,
-    fetch: Callable[[], T],
-    until: Callable[[T], bool] = bool,
-    *,
-    timeout: float = 60,
-) -> T:
-    """``fetch()`` again and again until ``until`` says its value will do."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fetch()
-        if until(value):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -181,6 +166,7 @@ def webhook_settled(install: Install, *, replicas: int = 2, terminated: bool = T
         f"{replicas} ready webhook endpoints",
         lambda: endpoint_addresses(install, "mxjob-webhook"),
         lambda found: len(found) == replicas,
+        timeout=60,
     )
     if not terminated:
         return
@@ -260,6 +246,7 @@ def test_a_job_applied_is_defaulted_and_run_to_success_by_the_controller_pods(
         "the job to succeed",
         lambda: install.api.request("GET", path),
         lambda job: job.get("status", {}).get("state") == "Succeeded",
+        timeout=60,
     )
     assert done["status"]["replicaStatuses"]["Worker"]["succeeded"] == 1
 
@@ -340,34 +327,6 @@ def lease_holder(install: Install) -> str:
     return str(lease["spec"].get("holderIdentity") or "")
 
 
-class PodCreations:
-    """Every pod created in a namespace while it runs: (name, uid) pairs from a watch."""
-
-    def __init__(self, api: Api, namespace: str) -> None:
-        self.api = api
-        self.namespace = namespace
-        self.seen: set[tuple[str, str]] = set()
-        self._stop = threading.Event()
-        listing = api.request("GET", f"/api/v1/namespaces/{namespace}/pods")
-        self._version = listing["metadata"]["resourceVersion"]
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        path = f"/api/v1/namespaces/{self.namespace}/pods"
-        while not self._stop.is_set():
-            query = [("resourceVersion", self._version), ("timeoutSeconds", "5")]
-            for event in self.api.watch(path, query=query):
-                meta = event.get("object", {}).get("metadata", {})
-                self._version = meta.get("resourceVersion", self._version)
-                if event.get("type") == "ADDED":
-                    self.seen.add((meta["name"], meta["uid"]))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-
 def test_two_controller_replicas_elect_one_leader_and_the_standby_takes_over(
     install: Install,
 ) -> None:
@@ -375,6 +334,7 @@ def test_two_controller_replicas_elect_one_leader_and_the_standby_takes_over(
         "both controller pods to answer /metrics",
         lambda: controller_leaders(install),
         lambda found: len(found) == 2,
+        timeout=60,
     )
     assert sorted(leaders.values()) == [False, True], leaders
     leader = next(name for name, leading in leaders.items() if leading)
@@ -401,19 +361,29 @@ def test_two_controller_replicas_elect_one_leader_and_the_standby_takes_over(
     # The standby, or the pod the ReplicaSet starts at once in the leader's place: whichever
     # asks first once the leader has released the Lease on SIGTERM.
     holder = wait_for(
-        "a new Lease holder", lambda: lease_holder(install), lambda h: h not in ("", leader)
+        "a new Lease holder",
+        lambda: lease_holder(install),
+        lambda h: h not in ("", leader),
+        timeout=60,
     )
     takeover = time.monotonic() - deleted
     wait_for(
         "the new holder to report itself leader",
-        lambda: controller_leaders(install).get(holder) is True,
+        lambda: controller_leaders(install),
+        lambda found: found.get(holder) is True,
+        timeout=60,
     )
 
     def state(name: str) -> str:
         path = f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs/{name}"
         return str(install.api.request("GET", path).get("status", {}).get("state"))
 
-    wait_for("every job to succeed", lambda: all(state(n) == "Succeeded" for n in jobs), timeout=60)
+    wait_for(
+        "every job to succeed",
+        lambda: {n: state(n) for n in jobs},
+        lambda states: set(states.values()) == {"Succeeded"},
+        timeout=60,
+    )
     creations.stop()
     # Not reconciled twice: each job's one pod was created once, by one of the two leaders.
     created = sorted(name for name, _ in creations.seen)
@@ -423,6 +393,7 @@ def test_two_controller_replicas_elect_one_leader_and_the_standby_takes_over(
         "the replacement controller pod",
         lambda: controller_leaders(install),
         lambda found: len(found) == 2,
+        timeout=60,
     )
     assert sorted(final.values()) == [False, True] and final[holder], final
     assert leader not in final
@@ -501,7 +472,9 @@ def test_rolling_updates_under_traffic_refuse_no_valid_job_and_admit_no_invalid_
     )  # fmt: skip
     creations = PodCreations(install.api, install.namespace)
     traffic, stop, thread = Traffic.start(install.api, install.namespace)
-    time.sleep(1)
+    wait_for(
+        "the traffic's first answers", lambda: len(traffic.latencies), lambda n: n >= 4, timeout=30
+    )
     webhook_roll = roll(install, "mxjob-webhook")
     controller_roll = roll(install, "mxjob-controller")
     stop.set()
@@ -567,6 +540,19 @@ class Flood:
                     self.admitted += 1
             n += 1
 
+    def answers(self) -> int:
+        """Requests answered so far, admitted or refused."""
+        with self._lock:
+            return self.admitted + len(self.refused)
+
+    def keep_on(self, *, answers: int) -> None:
+        """Wait until ``answers`` more requests are answered: the flood covers what comes next
+        (or what just happened) for that many of them."""
+        target = self.answers() + answers
+        wait_for(
+            f"{answers} more answers to the flood", self.answers, lambda n: n >= target, timeout=60
+        )
+
     def stop(self) -> Flood:
         self._stop.set()
         for thread in self._threads:
@@ -625,6 +611,12 @@ def evict(install: Install, pod: str) -> bool:
     return True
 
 
+def _evict_counted(install: Install, pod: str, tries: list[bool]) -> list[bool]:
+    """:func:`evict` once more; every outcome so far, this one last."""
+    tries.append(evict(install, pod))
+    return tries
+
+
 def drain_webhook(install: Install, *, budget: bool) -> tuple[int, int, float]:
     """Evict every webhook pod as ``kubectl drain`` does (429: try again in a second).
 
@@ -640,17 +632,22 @@ def drain_webhook(install: Install, *, budget: bool) -> tuple[int, int, float]:
                 "GET", f"/apis/policy/v1/namespaces/{SYSTEM}/poddisruptionbudgets/mxjob-webhook"
             ).get("status", {}),
             lambda status: status.get("disruptionsAllowed") == 1,
+            timeout=60,
         )
     names = [p["metadata"]["name"] for p in install.pods("webhook")]
     endpoints = ReadyEndpoints(install)
     started = time.monotonic()
     refused = 0
     for name in names:
-        deadline = time.monotonic() + 60
-        while not evict(install, name):
-            refused += 1
-            assert time.monotonic() < deadline, f"{name} was never evicted"
-            time.sleep(1)
+        # As kubectl drain: an eviction refused with 429 is asked again a second later.
+        tries = wait_for(
+            f"{name} evicted",
+            functools.partial(_evict_counted, install, name, []),
+            lambda outcomes: outcomes[-1],
+            timeout=60,
+            interval=1,
+        )
+        refused += tries.count(False)
     wait_for(
         "two ready webhook endpoints, none of them an evicted pod",
         lambda: [p for p in install.pods("webhook") if p["metadata"]["name"] not in names],
@@ -668,7 +665,7 @@ def drain_webhook(install: Install, *, budget: bool) -> tuple[int, int, float]:
 def test_the_webhook_budget_keeps_a_replica_serving_through_a_drain(install: Install) -> None:
     flood = Flood(install.api, install.namespace, prefix="drain-pdb", threads=2)
     with_pdb = drain_webhook(install, budget=True)
-    time.sleep(1)
+    flood.keep_on(answers=10)  # the replacements serve the flood too
     guarded = flood.stop()
 
     install.kubectl(
@@ -676,7 +673,7 @@ def test_the_webhook_budget_keeps_a_replica_serving_through_a_drain(install: Ins
     )  # fmt: skip
     flood = Flood(install.api, install.namespace, prefix="drain-nopdb", threads=2)
     without_pdb = drain_webhook(install, budget=False)
-    time.sleep(1)
+    flood.keep_on(answers=10)
     unguarded = flood.stop()
     install.kubectl("apply", "-k", str(install.overlay))  # the budget back
 
@@ -699,6 +696,7 @@ def test_the_webhook_budget_keeps_a_replica_serving_through_a_drain(install: Ins
             "GET", f"/apis/policy/v1/namespaces/{SYSTEM}/poddisruptionbudgets/mxjob-webhook"
         ).get("status", {}),
         lambda status: status.get("disruptionsAllowed") == 1,
+        timeout=60,
     )
 
 
@@ -706,7 +704,8 @@ class Timeline:
     """When each webhook pod was seen deleted, and its address seen leaving the ready endpoints.
 
     The API server chooses among the EndpointSlice's ready addresses, so the second time is when
-    it stopped dialling the pod (give or take its own watch's delay).
+    it stopped dialling the pod (give or take its own watch's delay). Both are listed before the
+    constructor returns and watched from the lists' resourceVersions: nothing after it is missed.
     """
 
     def __init__(self, install: Install) -> None:
@@ -716,25 +715,30 @@ class Timeline:
         self.left: dict[str, float] = {}
         self._ready: dict[str, set[str]] = {}
         self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._watch, args=(path,), daemon=True)
-            for path in (
-                f"/api/v1/namespaces/{SYSTEM}/pods",
-                f"/apis/discovery.k8s.io/v1/namespaces/{SYSTEM}/endpointslices",
+        self._threads = []
+        for path, handle in (
+            (f"/api/v1/namespaces/{SYSTEM}/pods", self._pod),
+            (f"/apis/discovery.k8s.io/v1/namespaces/{SYSTEM}/endpointslices", self._slice),
+        ):
+            listing = install.api.request("GET", path)
+            for item in listing["items"]:
+                handle(item, time.time())
+            version = listing["metadata"]["resourceVersion"]
+            self._threads.append(
+                threading.Thread(target=self._watch, args=(path, version, handle), daemon=True)
             )
-        ]
         for thread in self._threads:
             thread.start()
-        time.sleep(0.5)  # both watches open
 
-    def _watch(self, path: str) -> None:
-        version = self.install.api.request("GET", path)["metadata"]["resourceVersion"]
+    def _watch(
+        self, path: str, version: str, handle: Callable[[dict[str, Any], float], None]
+    ) -> None:
         while not self._stop.is_set():
             query = [("resourceVersion", version), ("timeoutSeconds", "2")]
             for event in self.install.api.watch(path, query=query):
                 item = event["object"]
                 version = item["metadata"]["resourceVersion"]
-                (self._pod if item["kind"] == "Pod" else self._slice)(item, time.time())
+                handle(item, time.time())
 
     def _pod(self, pod: dict[str, Any], now: float) -> None:
         name = pod["metadata"]["name"]
@@ -757,6 +761,10 @@ class Timeline:
         }
         for address in before - set().union(*self._ready.values()):
             self.left.setdefault(address, now)
+
+    def saw_leave(self, pods: list[str]) -> bool:
+        """Every one of ``pods`` seen deleted, and its address seen leaving the endpoints."""
+        return all(pod in self.deleted and self.addresses.get(pod) in self.left for pod in pods)
 
     def stop(self) -> None:
         self._stop.set()
@@ -813,12 +821,19 @@ def roll_webhook_under_flood(
     old = [p["metadata"]["name"] for p in install.pods("webhook")]
     timeline = Timeline(install)
     flood = Flood(install.api, install.namespace, prefix=prefix, threads=4)
-    time.sleep(0.5)
+    flood.keep_on(answers=8)  # flowing before the change
     started = time.monotonic()
     change()
     webhook_settled(install)
     seconds = time.monotonic() - started
-    time.sleep(0.5)
+    flood.keep_on(answers=8)  # and after it
+    # The timeline's watches may lag the reads webhook_settled made: wait for what they saw.
+    wait_for(
+        "the timeline to see every old pod deleted and out of the endpoints",
+        lambda: timeline.saw_leave(old),
+        bool,
+        timeout=30,
+    )
     flood.stop()
     timeline.stop()
     return Roll(flood, seconds, {pod: timeline.stages(pod) for pod in old})

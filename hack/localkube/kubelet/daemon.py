@@ -19,7 +19,6 @@ import logging
 import os
 import select
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+from localkube.base import programs
 from localkube.base.api import Api
 from localkube.kubelet.core import ExecSettings, TestKubelet
 
@@ -157,47 +157,51 @@ class Spawned:
 
 
 def spawn(settings: DaemonSettings, *, log_file: Path, timeout: float = READY_TIMEOUT) -> Spawned:
-    """Start the kubelet in its own session, output appended to ``log_file``; wait until up."""
-    log_file.parent.mkdir(parents=True, exist_ok=True)
+    """Start the kubelet in its own session, output appended to ``log_file``; wait until up.
+
+    Started by :mod:`localkube.base.programs` like every other program; waiting is not its
+    polling but the ready pipe: the child writes its log port once serving, and its exit closes
+    the pipe, so a failed start is reported at once.
+    """
     read_end, write_end = os.pipe()
     try:
-        with log_file.open("ab") as log:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    MODULE,
-                    *to_argv(settings),
-                    f"--ready-fd={write_end}",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
+        running = programs.start(
+            programs.Program(
+                name="test kubelet",
+                argv=[sys.executable, "-m", MODULE, *to_argv(settings), f"--ready-fd={write_end}"],
+                log=log_file,
                 pass_fds=(write_end,),
-                start_new_session=True,
             )
+        )
         os.close(write_end)
         write_end = -1
         try:
             report = _read_line(read_end, timeout=timeout)
         except BaseException:  # e.g. Ctrl-C while waiting: leave no unrecorded kubelet behind
-            process.kill()
-            process.wait()
+            _kill(running)
             raise
     finally:
         os.close(read_end)
         if write_end >= 0:
             os.close(write_end)
     if not report.strip().isdigit():
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        code = running.exit_code()
+        if code is None:
+            _kill(running)
+            code = running.exit_code()
         lines = log_file.read_text(errors="replace").strip().splitlines()
         last = f": {lines[-1]}" if lines else ""
         raise KubeletDaemonError(
-            f"the test kubelet did not start (exit {process.returncode}){last}; see {log_file}"
+            f"the test kubelet did not start (exit {code}){last}; see {log_file}"
         )
-    return Spawned(pid=process.pid, log_port=int(report))
+    return Spawned(pid=running.pid, log_port=int(report))
+
+
+def _kill(running: programs.Running) -> None:
+    """SIGKILL a kubelet that did not come up, and reap it (it has nothing to clean up yet)."""
+    assert running.process is not None  # started here, so a child of ours
+    running.process.kill()
+    running.process.wait()
 
 
 def _read_line(fd: int, *, timeout: float) -> str:

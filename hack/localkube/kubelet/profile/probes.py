@@ -7,6 +7,9 @@ probe fail, ``successThreshold`` successes make it pass again. Readiness starts 
 drives the pod's Ready condition (and so the Service's EndpointSlice); a failed liveness probe
 makes the kubelet restart the container. ``tcpSocket`` probes connect; ``exec`` and ``grpc``
 probes are not supported (a pod using them is treated as having no such probe).
+
+Only the install profile's pods are probed (see :mod:`localkube.kubelet.profile`): they have an
+address of their own to probe, which other exec-mode pods (sharing 127.0.0.1) do not.
 """
 
 from __future__ import annotations
@@ -153,3 +156,67 @@ class Prober:
                     self.passing = not self.passing
             if self._stop.wait(self.spec.period):
                 return
+
+
+class PodProbes:
+    """The probes of the running profile pods, by pod uid.
+
+    Registered before the pod's first status is written (so that status knows a readiness probe
+    decides), started once its process runs, stopped when it ends or restarts.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._probers: dict[str, list[Prober]] = {}
+
+    def register(
+        self,
+        uid: str,
+        container: Mapping[str, Any],
+        address: str,
+        *,
+        on_ready: Callable[[bool], None],
+        on_dead: Callable[[], None],
+    ) -> None:
+        """Create (not start) the pod's probers: readiness starts failed, liveness passing."""
+        probers: list[Prober] = []
+        readiness = probe_spec(container, "readinessProbe")
+        if readiness is not None:
+            probers.append(
+                Prober(readiness, address, initially=False, name="readiness", on_change=on_ready)
+            )
+        liveness = probe_spec(container, "livenessProbe")
+        if liveness is not None:
+            probers.append(
+                Prober(
+                    liveness,
+                    address,
+                    initially=True,
+                    name="liveness",
+                    on_change=lambda alive: None if alive else on_dead(),
+                )
+            )
+        with self._lock:
+            self._probers[uid] = probers
+
+    def start(self, uid: str) -> bool:
+        """Start the pod's registered probers; False (nothing started) when none are registered
+        or they ran already: register them afresh first."""
+        with self._lock:
+            probers = self._probers.get(uid)
+        if probers is None or any(p.started for p in probers):
+            return False
+        for prober in probers:
+            prober.start()
+        return True
+
+    def stop(self, uid: str) -> None:
+        with self._lock:
+            probers = self._probers.pop(uid, [])
+        for prober in probers:
+            prober.stop()
+
+    def has_readiness(self, uid: str) -> bool:
+        """Whether a readiness probe decides when the pod is ready."""
+        with self._lock:
+            return any(p.name == "readiness" for p in self._probers.get(uid, []))

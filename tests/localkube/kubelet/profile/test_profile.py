@@ -5,16 +5,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from localkube.kubelet.podvolumes import Mount
-from localkube.kubelet.probes import probe_spec
-from localkube.kubelet.profile import (
-    ExecProfile,
+from localkube.kubelet.profile.entrypoints import ExecProfile, image_repository
+from localkube.kubelet.profile.probes import probe_spec
+from localkube.kubelet.profile.sandbox import (
     bind_to_pod_ip,
-    image_repository,
     in_mount_namespace,
     missing_mount_points,
     remove_empty_tree,
 )
+from localkube.kubelet.profile.volumes import Mount
 
 
 def test_an_image_is_matched_by_repository_whatever_its_tag_or_digest() -> None:

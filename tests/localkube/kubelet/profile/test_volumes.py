@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from localkube.kubelet.podvolumes import VolumeError, volume_files, write_volumes
+from localkube.kubelet.profile.volumes import VolumeError, volume_files, write_volumes
 
 POD = {
     "metadata": {"name": "p", "namespace": "ns", "uid": "u-1"},
