@@ -94,3 +94,21 @@ def test_the_graph_sees_lazy_and_module_imports(tmp_path: Path) -> None:
         "    from localkube.plane.operator import LocalOperator\n"
     )
     assert sorted(imports_of(source)) == ["localkube.kubelet.daemon", "localkube.plane.operator"]
+
+
+def test_every_module_has_its_line_in_the_architecture_doc() -> None:
+    """A newcomer finds each module in docs/architecture.md ("localkube: the development house"),
+    by its path in the room or, for a subpackage's modules, by file name on its room's line."""
+    doc = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    house = doc[doc.index("## localkube") :]
+    house = house[: house.index("\n## ", 1)]
+    missing = []
+    for name, path in sorted(MODULES.items()):
+        relative = path.relative_to(PACKAGE)
+        if relative.name == "__init__.py" or len(relative.parts) == 1:
+            continue
+        direct = f"`{relative.as_posix()}`"
+        nested = f"`{relative.parent.as_posix()}/`" in house and f"`{relative.name}`" in house
+        if direct not in house and not nested:
+            missing.append(name)
+    assert not missing, f"modules docs/architecture.md does not name: {missing}"
