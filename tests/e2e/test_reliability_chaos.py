@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from localkube.scenarios.chaos import ChaosConfig, ChaosRun
+from localkube.scenarios.chaos.plan import ChaosConfig
+from localkube.scenarios.chaos.run import ChaosRun
 
 
 @pytest.mark.timeout(240)

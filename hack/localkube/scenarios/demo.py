@@ -30,8 +30,9 @@ from localkube.base.paths import PROJECT_ROOT
 from localkube.kubelet import daemon as kubelet_daemon
 from localkube.kubelet.core import ExecSettings, TestKubelet
 from localkube.kubelet.daemon import DaemonSettings, Spawned
-from localkube.plane.controlplane import ControlPlane, ControlPlaneError, ControlPlaneSettings
+from localkube.plane.controlplane import ControlPlane, ControlPlaneError
 from localkube.plane.operator import LocalOperator, OperatorError
+from localkube.plane.settings import ControlPlaneSettings
 from localkube.realnode.cluster import REAL_NODE_SUBDIR
 from localkube.scenarios import node_demo
 from localkube.scenarios.jobwatch import (

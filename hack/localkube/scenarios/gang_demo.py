@@ -31,8 +31,9 @@ from typing import Any, TextIO
 from localkube.base.api import Api, NotFound, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
 from localkube.kubelet.core import TestKubelet
-from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
+from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import LocalOperator, stop_process
+from localkube.plane.settings import ControlPlaneSettings
 from localkube.scenarios.jobwatch import job_pods
 
 GPU = "nvidia.com/gpu"

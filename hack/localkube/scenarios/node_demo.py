@@ -30,11 +30,11 @@ from typing import Any, TextIO
 from controller import quantity
 from localkube.base.api import Api, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
-from localkube.images import ImageBuildError, ProjectImages, ensure_images
+from localkube.images.build import ImageBuildError, ProjectImages, ensure_images
 from localkube.kubelet import crilog
 from localkube.plane.controlplane import ControlPlaneError
 from localkube.realnode.cluster import SYSTEM_NAMESPACE, RealCluster
-from localkube.realnode.node import RealNodeError
+from localkube.realnode.settings import RealNodeError
 from localkube.scenarios.jobwatch import (
     MAIN_CONTAINER,
     Progress,
