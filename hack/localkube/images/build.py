@@ -326,4 +326,3 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(f"done in {time.monotonic() - started:.1f} s")
     return 0
-
