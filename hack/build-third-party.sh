@@ -18,10 +18,8 @@
 # controllers), as released, in one go build so they share the compiled packages; its CRDs from
 # config/crd/volcano/bases and installer/ (the released scheduler configuration and RBAC).
 set -euo pipefail
-
-HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=versions.env
-source "${HACK_DIR}/versions.env"
+# shellcheck source=lib/build.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
 THIRD_PARTY_DIR="${THIRD_PARTY_DIR:-${HACK_DIR}/../../shared/third_party}"
 
 name="${1:-}"
@@ -29,36 +27,20 @@ case "${name}" in
   cert-manager) version="${CERT_MANAGER_VERSION}" ;;
   kueue) version="${KUEUE_VERSION}" ;;
   volcano) version="${VOLCANO_RELEASE_VERSION}" ;;
-  *) echo "usage: $0 cert-manager|kueue|volcano" >&2; exit 2 ;;
+  *) log "usage: $0 cert-manager|kueue|volcano"; exit 2 ;;
 esac
 ARCHIVE="${THIRD_PARTY_DIR}/${name}-${version}-src.tar.gz"
-[[ -f "${ARCHIVE}" ]] || {
-  echo "${name}'s source archive is missing: ${ARCHIVE} (set THIRD_PARTY_DIR)" >&2; exit 1; }
+[[ -f "${ARCHIVE}" ]] || die "${name}'s source archive is missing: ${ARCHIVE} (set THIRD_PARTY_DIR)"
 
-CACHE_ROOT="${MXJOB_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/mxjob-operator}"
 OUT="${CACHE_ROOT}/${name}-${version}-$(sha256sum "${ARCHIVE}" | cut -c1-12)"
-if [[ -f "${OUT}/.complete" ]]; then
-  echo "${OUT}"
-  exit 0
-fi
+exit_if_built "${OUT}" "${OUT}"
 
-command -v go >/dev/null || { echo "go is required to build ${name}" >&2; exit 1; }
-mkdir -p "${OUT}"
-start=$(date +%s)
-echo "building ${name} ${version} into ${OUT} (first time only)" >&2
-
-# Built beside the cache and moved in whole: an interrupted build never leaves a stamp behind.
-staging="$(mktemp -d "${OUT}/.staging.XXXXXX")"
-trap 'rm -rf "${staging}"' EXIT
-tar -xzf "${ARCHIVE}" -C "${staging}"
-src="${staging}/${name}-${version}"
+build_begin "${OUT}" "${name}" "building ${name} ${version} into ${OUT} (first time only)"
+tar -xzf "${ARCHIVE}" -C "${STAGING}"
+src="${STAGING}/${name}-${version}"
 chmod -R u+w "${src}"
-mkdir -p "${staging}/bin"
-
-go_build() {  # go_build <module dir> <package> <output name>
-  (cd "$1" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
-    -o "${staging}/bin/$3" "$2") >&2
-}
+bin="${STAGING}/bin"
+mkdir -p "${bin}"
 
 case "${name}" in
   cert-manager)
@@ -68,34 +50,30 @@ case "${name}" in
     sed -i -e '/venaficontroller "github.com\/cert-manager\/cert-manager\/pkg\/controller/d' \
       -e '/venaficontroller\.C[SR]*ControllerName,/d' "${defaults_go}"
     if grep -qi venafi "${start_go}" || grep -q venaficontroller "${defaults_go}"; then
-      echo "the Venafi issuer is still referenced after the edit; the archive changed?" >&2; exit 1
+      die "the Venafi issuer is still referenced after the edit; the archive changed?"
     fi
     for command in controller cainjector; do
-      go_build "${src}/cmd/${command}" . "${command}"
+      go_build "${src}/cmd/${command}" "${bin}/${command}" .
     done
-    cp -r "${src}/deploy/crds" "${staging}/crds"
+    cp -r "${src}/deploy/crds" "${STAGING}/crds"
     ;;
   kueue)
-    go_build "${src}" ./cmd/kueue kueue
-    cp -r "${src}/config" "${staging}/config"
+    go_build "${src}" "${bin}/kueue" ./cmd/kueue
+    cp -r "${src}/config" "${STAGING}/config"
     ;;
   volcano)
-    (cd "${src}" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
-      -o "${staging}/bin/" ./cmd/scheduler ./cmd/controller-manager) >&2
-    mv "${staging}/bin/scheduler" "${staging}/bin/vc-scheduler"
-    mv "${staging}/bin/controller-manager" "${staging}/bin/vc-controller-manager"
-    cp -r "${src}/config/crd/volcano/bases" "${staging}/crds"
-    mkdir -p "${staging}/config"
-    cp "${src}/installer/volcano-development.yaml" "${staging}/config/"
+    go_build "${src}" "${bin}/" ./cmd/scheduler ./cmd/controller-manager
+    mv "${bin}/scheduler" "${bin}/vc-scheduler"
+    mv "${bin}/controller-manager" "${bin}/vc-controller-manager"
+    cp -r "${src}/config/crd/volcano/bases" "${STAGING}/crds"
+    mkdir -p "${STAGING}/config"
+    cp "${src}/installer/volcano-development.yaml" "${STAGING}/config/"
     ;;
 esac
 
-rm -rf "${OUT}/bin" "${OUT}/crds" "${OUT}/config"
+# The staging directory also holds the extracted source: only what was made moves in.
+rm -rf "${OUT:?}/bin" "${OUT:?}/crds" "${OUT:?}/config"
 for made in bin crds config; do
-  [[ -e "${staging}/${made}" ]] && mv "${staging}/${made}" "${OUT}/"
+  [[ -e "${STAGING}/${made}" ]] && mv "${STAGING}/${made}" "${OUT}/"
 done
-end=$(date +%s)
-echo "built in $((end - start)) s" >&2
-echo "$((end - start))" > "${OUT}/.build-seconds"
-touch "${OUT}/.complete"
-echo "${OUT}"
+build_end "${OUT}" "${OUT}"

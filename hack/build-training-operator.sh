@@ -10,19 +10,16 @@
 # which the build then uses through a `replace` in a copy of go.mod. Their digest is part of the
 # cache key, so a patched build has a cache directory of its own and changing a patch rebuilds.
 set -euo pipefail
+# shellcheck source=lib/build.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
 
-HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 MOD_DIR="${HACK_DIR}/training-operator"
 MODULE=github.com/kubeflow/training-operator
-# shellcheck source=versions.env
-source "${HACK_DIR}/versions.env"
-
-grep -q "^require ${MODULE} ${TRAINING_OPERATOR_VERSION}\$" "${MOD_DIR}/go.mod" || {
-  echo "hack/training-operator/go.mod does not pin ${MODULE} ${TRAINING_OPERATOR_VERSION}" >&2; exit 1; }
+require_pin training-operator "${MODULE}" "${TRAINING_OPERATOR_VERSION}"
 
 patches=()
 for name in "$@"; do
-  [[ -f "${MOD_DIR}/patches/${name}" ]] || { echo "no patch hack/training-operator/patches/${name}" >&2; exit 1; }
+  [[ -f "${MOD_DIR}/patches/${name}" ]] || die "no patch hack/training-operator/patches/${name}"
   patches+=("${MOD_DIR}/patches/${name}")
 done
 key="${TRAINING_OPERATOR_VERSION}"
@@ -30,32 +27,21 @@ if ((${#patches[@]})); then
   key+="-$(cat "${patches[@]}" | sha256sum | cut -c1-12)"
 fi
 
-CACHE_ROOT="${MXJOB_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/mxjob-operator}"
 BIN_DIR="${CACHE_ROOT}/training-operator-${key}/bin"
-BINARY="${BIN_DIR}/training-operator"
-STAMP="${BIN_DIR}/.complete"
+exit_if_built "${BIN_DIR}" "${BIN_DIR}/training-operator"
 
-if [[ -f "${STAMP}" ]]; then
-  echo "${BINARY}"
-  exit 0
-fi
-
-command -v go >/dev/null || { echo "go is required to build training-operator" >&2; exit 1; }
-mkdir -p "${BIN_DIR}"
-start=$(date +%s)
-echo "building training-operator ${key} into ${BIN_DIR} (first time only)" >&2
-
+build_begin "${BIN_DIR}" training-operator \
+  "building training-operator ${key} into ${BIN_DIR} (first time only)"
 modfile=()
 if ((${#patches[@]})); then
   work="${BIN_DIR}/../src"
   rm -rf "${work}"
   mkdir -p "${work}"
-  src="$(cd "${MOD_DIR}" && GOFLAGS=-mod=mod go mod download -json "${MODULE}@${TRAINING_OPERATOR_VERSION}" \
-    | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+  src="$(cd "${MOD_DIR}" && module_dir "${MODULE}@${TRAINING_OPERATOR_VERSION}")"
   cp -r "${src}/." "${work}/"
   chmod -R u+w "${work}"
   for patch in "${patches[@]}"; do
-    echo "applying $(basename "${patch}")" >&2
+    log "applying $(basename "${patch}")"
     patch -d "${work}" -p1 --quiet < "${patch}"
   done
   cp "${MOD_DIR}/go.mod" "${work}/build.mod"
@@ -63,12 +49,6 @@ if ((${#patches[@]})); then
   (cd "${MOD_DIR}" && go mod edit -modfile="${work}/build.mod" -replace "${MODULE}=${work}")
   modfile=(-modfile="${work}/build.mod")
 fi
-
-(cd "${MOD_DIR}" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build "${modfile[@]}" -trimpath -ldflags "-s -w" \
-  -o "${BINARY}" "${MODULE}/cmd/training-operator.v1") >&2
-
-end=$(date +%s)
-echo "built in $((end - start)) s" >&2
-echo "$((end - start))" > "${BIN_DIR}/.build-seconds"
-touch "${STAMP}"
-echo "${BINARY}"
+go_build "${MOD_DIR}" "${STAGING}/training-operator" "${modfile[@]}" "${MODULE}/cmd/training-operator.v1"
+install_staged "${BIN_DIR}"
+build_end "${BIN_DIR}" "${BIN_DIR}/training-operator"

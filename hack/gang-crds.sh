@@ -7,30 +7,17 @@
 # (volcano.sh/apis, the module training-operator imports, has only the Go types; the CRD is in
 # volcano.sh/volcano of the same release.)
 set -euo pipefail
-
-HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=versions.env
-source "${HACK_DIR}/versions.env"
+# shellcheck source=lib/build.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
 
 # Outside any module: `go mod download` of a path@version needs no go.mod.
 cd "$(mktemp -d)"
 trap 'rmdir "$PWD" 2>/dev/null || true' EXIT
 
-module_dir() {
-    local json dir
-    json="$(GOFLAGS=-mod=mod go mod download -json "$1")"
-    dir="$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
-    if [[ -z "$dir" || ! -d "$dir" ]]; then
-        printf '%s: not downloaded:\n%s\n' "$1" "$json" >&2
-        exit 1
-    fi
-    printf '%s\n' "$dir"
-}
-
 plugins="$(module_dir "sigs.k8s.io/scheduler-plugins@${SCHEDULER_PLUGINS_VERSION}")"
 volcano="$(module_dir "volcano.sh/volcano@${VOLCANO_VERSION}")"
 for file in "${plugins}/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" \
             "${volcano}/config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml"; do
-    [[ -f "$file" ]] || { printf 'missing CRD manifest %s\n' "$file" >&2; exit 1; }
-    printf '%s\n' "$file"
+  [[ -f "$file" ]] || die "missing CRD manifest $file"
+  printf '%s\n' "$file"
 done

@@ -3,6 +3,8 @@
 # nftables for kube-proxy, buildah and debootstrap for the images), once per machine: a package
 # already installed is not fetched again. Needs root, as apt-get does; says so when not root.
 set -euo pipefail
+# shellcheck source=lib/build.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
 
 PACKAGES=(
   runc                       # the OCI runtime containerd's runc shim calls
@@ -24,15 +26,14 @@ if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0
 fi
 if [[ "$(id -u)" != 0 ]]; then
-  echo "the real node needs Debian packages that are not installed: ${missing[*]}." >&2
-  echo "Installing them needs root: run 'sudo make node-packages' (or as root: make node-packages)." >&2
-  exit 1
+  die "the real node needs Debian packages that are not installed: ${missing[*]}." \
+    "Installing them needs root: run 'sudo make node-packages' (or as root: make node-packages)."
 fi
-command -v apt-get >/dev/null || {
-  echo "apt-get not found: install ${missing[*]} with this system's package manager" >&2; exit 1; }
-echo "installing ${missing[*]}" >&2
+command -v apt-get >/dev/null \
+  || die "apt-get not found: install ${missing[*]} with this system's package manager"
+log "installing ${missing[*]}"
 start=$(date +%s)
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >&2
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-echo "installed in $(( $(date +%s) - start )) s" >&2
+log "installed in $(( $(date +%s) - start )) s"
