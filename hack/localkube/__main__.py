@@ -14,16 +14,12 @@ import time
 from pathlib import Path
 
 from localkube.base.paths import PROJECT_ROOT
-from localkube.images import ImageBuildError
-from localkube.plane.controlplane import (
-    ControlPlane,
-    ControlPlaneError,
-    ControlPlaneSettings,
-    find_binaries,
-)
+from localkube.images.build import ImageBuildError
+from localkube.plane.controlplane import ControlPlane, ControlPlaneError, find_binaries
 from localkube.plane.operator import LocalOperator, OperatorError
+from localkube.plane.settings import ControlPlaneSettings
 from localkube.realnode.cluster import REAL_NODE_SUBDIR, RealCluster
-from localkube.realnode.node import RealNodeError
+from localkube.realnode.settings import RealNodeError
 
 
 def real_node_up(state_dir: Path) -> int:

@@ -56,19 +56,23 @@ class Running:
     program: Program
     pid: int
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    executable: str | None = None
+    """For an adopted pid: the file name of the program it must still run; a pid that runs
+    another is no longer this program's (it exited and the pid was reused), so it counts as
+    exited and is never signalled."""
 
     def exit_code(self) -> int | None:
         """None while it runs; its exit code once exited (-1 when not ours to know)."""
         if self.process is not None:
             return self.process.poll()
-        return None if processes.running(self.pid) else -1
+        return None if processes.running(self.pid, program=self.executable) else -1
 
     def tail(self, lines: int = TAIL_LINES) -> str:
         return tail(self.program.log, lines)
 
     def stop(self, *, timeout: float = 15) -> None:
         """SIGTERM its session, SIGKILL after ``timeout``; returns once it is gone."""
-        processes.stop([self.pid], timeout=timeout, group=True)
+        processes.stop([self.pid], timeout=timeout, group=True, program=self.executable)
         if self.process is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=1)
@@ -96,9 +100,11 @@ def start(program: Program) -> Running:
     return Running(program, process.pid, process)
 
 
-def adopt(program: Program, pid: int) -> Running:
-    """A program a previous run started (its pid recorded in a state file)."""
-    return Running(program, pid)
+def adopt(program: Program, pid: int, *, executable: str | None = None) -> Running:
+    """A program a previous run started (its pid recorded in a state file). With
+    ``executable`` (its file name), a pid now running another program is not it: see
+    :attr:`Running.executable`."""
+    return Running(program, pid, executable=executable)
 
 
 def wait_ready(

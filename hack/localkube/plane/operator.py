@@ -15,8 +15,7 @@ import ssl
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,10 @@ from typing import Any
 import yaml
 
 from certs import CertificateAuthority
-from localkube.base import processes
+from localkube.base import processes, programs
 from localkube.base.paths import PROJECT_ROOT
 from localkube.base.ports import free_port
+from localkube.base.programs import Program, Running
 from localkube.plane.controlplane import ControlPlane
 
 CRD_FILE = PROJECT_ROOT / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
@@ -61,8 +61,8 @@ def _bin(name: str) -> str:
 
 
 def stop_process(pid: int, *, timeout: float = 15) -> None:
-    """SIGTERM the process group, then SIGKILL it if its leader is still there after
-    ``timeout``."""
+    """Stop a program started in a session of its own (the webhook's, a controller's pid):
+    SIGTERM its process group, then SIGKILL it if its leader is still there after ``timeout``."""
     processes.stop([pid], timeout=timeout, group=True)
 
 
@@ -190,45 +190,26 @@ class LocalOperator:
                 )
 
     def _webhook_ready(self, port: int) -> bool:
-        context = ssl.create_default_context(cafile=str(self.dir / "ca.crt"))
         try:
-            with urllib.request.urlopen(
-                f"https://127.0.0.1:{port}/readyz", context=context, timeout=2
-            ) as response:
-                return bool(response.status == 200)
-        except (urllib.error.URLError, OSError, ssl.SSLError):
+            context = ssl.create_default_context(cafile=str(self.dir / "ca.crt"))
+        except OSError:  # no CA (yet): no webhook of this operator answers
             return False
+        return programs.answers_200(f"https://127.0.0.1:{port}/readyz", context=context)
 
     def start_webhook(self, *, port: int | None = None, workers: int = 1) -> tuple[int, int]:
         """Start ``mxjob-webhook`` on loopback; return (pid, port) once ``/readyz`` is ok."""
         self._ensure_certs()
         port = port or free_port()
-        log = (self.logs / "webhook.log").open("ab")
-        process = subprocess.Popen(
-            [
-                _bin("mxjob-webhook"),
-                f"--bind=127.0.0.1:{port}",
-                f"--cert-dir={self.cert_dir}",
-                f"--workers={workers}",
-                "--log-format=text",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        log.close()
-        deadline = time.monotonic() + 30
-        while not self._webhook_ready(port):
-            if process.poll() is not None:
-                raise OperatorError(
-                    f"mxjob-webhook exited with {process.returncode}; see {self.logs}/webhook.log"
-                )
-            if time.monotonic() > deadline:
-                stop_process(process.pid)
-                raise OperatorError("mxjob-webhook not ready after 30 s")
-            time.sleep(0.1)
-        return process.pid, port
+        argv = [
+            _bin("mxjob-webhook"),
+            f"--bind=127.0.0.1:{port}",
+            f"--cert-dir={self.cert_dir}",
+            f"--workers={workers}",
+            "--log-format=text",
+        ]
+        webhook = programs.start(Program("mxjob-webhook", argv, log=self.logs / "webhook.log"))
+        _await(webhook, lambda: self._webhook_ready(port), what="mxjob-webhook's /readyz")
+        return webhook.pid, port
 
     # -- controller ----------------------------------------------------------------------------
     def controller_argv(self, *extra: str, metrics_port: int, health_port: int) -> list[str]:
@@ -255,38 +236,18 @@ class LocalOperator:
         ``/healthz`` (the process serves) or ``/readyz`` (its informers have synced).
         """
         metrics_port, health_port = free_port(), free_port()
-        log = (self.logs / log_name).open("ab")
-        process = subprocess.Popen(
-            self.controller_argv(*extra, metrics_port=metrics_port, health_port=health_port),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        log.close()
+        argv = self.controller_argv(*extra, metrics_port=metrics_port, health_port=health_port)
+        controller = programs.start(Program("mxjob-controller", argv, log=self.logs / log_name))
+        assert controller.process is not None  # started, not adopted
         if wait_ready:
-            deadline = time.monotonic() + ready_timeout
-            while True:
-                try:
-                    with urllib.request.urlopen(
-                        f"http://127.0.0.1:{health_port}{ready_path}", timeout=2
-                    ) as response:
-                        if response.status == 200:
-                            break
-                except (urllib.error.URLError, OSError):
-                    pass
-                if process.poll() is not None:
-                    raise OperatorError(
-                        f"mxjob-controller exited with {process.returncode}; see "
-                        f"{self.logs / log_name}"
-                    )
-                if time.monotonic() > deadline:
-                    stop_process(process.pid)
-                    raise OperatorError(
-                        f"mxjob-controller: {ready_path} not ok after {ready_timeout:g} s"
-                    )
-                time.sleep(0.1)
-        return process, metrics_port, health_port
+            url = f"http://127.0.0.1:{health_port}{ready_path}"
+            _await(
+                controller,
+                lambda: programs.answers_200(url),
+                what=f"mxjob-controller's {ready_path}",
+                timeout=ready_timeout,
+            )
+        return controller.process, metrics_port, health_port
 
     # -- all together (make dev-up / dev-down) -------------------------------------------------
     def up(self, *, with_controller: bool = True) -> OperatorState:
@@ -335,3 +296,13 @@ class LocalOperator:
         for pid in state.extra_pids:
             stop_process(pid)
         self._state_file.unlink(missing_ok=True)
+
+
+def _await(running: Running, ready: Callable[[], bool], *, what: str, timeout: float = 30) -> None:
+    """Until ``ready()`` holds; otherwise stop the program and raise ``OperatorError`` with
+    its log's end."""
+    try:
+        programs.wait_ready(running, ready, what=what, timeout=timeout, error=OperatorError)
+    except OperatorError:
+        running.stop()
+        raise

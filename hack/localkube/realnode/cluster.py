@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localkube.base.paths import PROJECT_ROOT
-from localkube.images import ProjectImages, ensure_images
-from localkube.plane.controlplane import INSTALL_CONTROLLERS, ControlPlane, ControlPlaneSettings
+from localkube.images.build import ProjectImages, ensure_images
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.settings import INSTALL_CONTROLLERS, ControlPlaneSettings
 from localkube.realnode.network import NodeNetwork
-from localkube.realnode.node import RealNode, RealNodeError, RealNodeSettings, RealNodeState
+from localkube.realnode.node import RealNode
+from localkube.realnode.settings import RealNodeError, RealNodeSettings, RealNodeState
 
 SYSTEM_NAMESPACE = "mxjob-system"
 OVERLAY_NAME = "real-node"

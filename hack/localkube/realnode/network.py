@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localkube.plane.controlplane import SERVICE_CIDR
+from localkube.plane.settings import SERVICE_CIDR
 
 IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
 

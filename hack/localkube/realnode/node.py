@@ -20,18 +20,16 @@ import os
 import shutil
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
-from certs import CertificateAuthority
-from localkube.base import processes
+from localkube.base import processes, programs
 from localkube.base.api import Api, ApiError
 from localkube.base.builds import run_build_script
 from localkube.base.paths import PROJECT_ROOT
 from localkube.base.ports import free_port
+from localkube.base.programs import Program, Running
 from localkube.plane.controlplane import ControlPlane, find_binaries
 from localkube.realnode import containerd, network, teardown
 from localkube.realnode.components import (
@@ -41,42 +39,15 @@ from localkube.realnode.components import (
     kube_proxy_config,
     kubelet_config,
 )
-from localkube.realnode.network import NodeNetwork
-
-CLAIM = Path("/run/mxjob-operator/real-node.json")
-"""Which state directory's node runs on this machine (one at a time)."""
-KUBE_PROXY_TABLE = "kube-proxy"
-PROGRAMS = ("containerd", "kubelet", "coredns", "kube-proxy")
-
-
-class RealNodeError(RuntimeError):
-    """The real node cannot run here or did not start; the message says exactly why."""
-
-
-@dataclass(frozen=True)
-class RealNodeSettings:
-    """How the real node is named and where it lives."""
-
-    state_dir: Path
-    """Everything of the node: containerd's root and state, the kubelet's, logs, certificates."""
-    node_name: str = "mxjob-node"
-    network: NodeNetwork = field(default_factory=NodeNetwork)
-    cgroup_root: str = "/mxjob-node"
-    """The kubelet's ``cgroupRoot``: every pod's cgroup lives below it, removed by ``down``."""
-    ready_timeout: float = 120.0
-
-
-@dataclass
-class RealNodeState:
-    """What ``up`` started, in ``node.json`` so ``down`` works from another process."""
-
-    pids: dict[str, int] = field(default_factory=dict)
-    ip_forward_before: str = "0"
-    timings: dict[str, float] = field(default_factory=dict)
-    """Seconds each start-up step took (containerd, images, kubelet Ready, DNS, kube-proxy)."""
-    imported: list[str] = field(default_factory=list)
-    """The file names of the archives imported; each names its image's inputs digest, so a node
-    can be reused only while they are the images ``make images`` would give now."""
+from localkube.realnode.credentials import write_credentials
+from localkube.realnode.settings import (
+    CLAIM,
+    KUBE_PROXY_TABLE,
+    PROGRAMS,
+    RealNodeError,
+    RealNodeSettings,
+    RealNodeState,
+)
 
 
 def node_bin_dir() -> Path:
@@ -115,6 +86,8 @@ class RealNode:
         self.paths = NodePaths(self.dir)
         self.containerd_paths = containerd.ContainerdPaths.under(self.paths.containerd)
         self._state_file = self.dir / "node.json"
+        self._started: dict[str, Running] = {}
+        """The programs this object started, by name (the others are adopted by pid)."""
 
     # -- state ---------------------------------------------------------------------------------
     def state(self) -> RealNodeState:
@@ -182,7 +155,9 @@ class RealNode:
         for directory in (self.paths.logs, self.paths.pki, self.paths.pod_logs):
             directory.mkdir(parents=True, exist_ok=True)
         try:
-            self._write_credentials(plane)
+            write_credentials(
+                plane, self.paths, node_name=self.settings.node_name, node_ip=self.net.node_ip
+            )
             started = time.monotonic()
             self._start_containerd(state, node_bin, sandbox_image=sandbox_image)
             state.timings["containerd"] = time.monotonic() - started
@@ -208,72 +183,38 @@ class RealNode:
         self._save(state)
         return state
 
-    def _spawn(self, state: RealNodeState, name: str, argv: list[str]) -> int:
-        with (self.paths.logs / f"{name}.log").open("ab") as log_file:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                cwd=self.dir,
-            )
-        state.pids[name] = process.pid
+    # -- programs ------------------------------------------------------------------------------
+    def _program(self, name: str, argv: Sequence[str] = ()) -> Program:
+        return Program(name=name, argv=argv, log=self.paths.logs / f"{name}.log", cwd=self.dir)
+
+    def _spawn(self, state: RealNodeState, name: str, argv: list[str]) -> None:
+        started = programs.start(self._program(name, argv))
+        self._started[name] = started
+        state.pids[name] = started.pid
         self._save(state)
-        return process.pid
+
+    def _running(self, name: str, pid: int) -> Running:
+        """``name`` at ``pid``: the one this object started, or one adopted from ``node.json``
+        (a pid that now runs another program is not it)."""
+        started = self._started.get(name)
+        if started is not None and started.pid == pid:
+            return started
+        return programs.adopt(self._program(name), pid, executable=name)
 
     def _wait(self, what: str, check: Callable[[], bool], state: RealNodeState) -> None:
-        deadline = time.monotonic() + self.settings.ready_timeout
-        while not check():
-            for name, pid in state.pids.items():
-                if not processes.running(pid):
-                    raise RealNodeError(
-                        f"{name} exited while waiting for {what}; its log "
-                        f"({self.paths.logs / name}.log) ends:\n{self.tail(name)}"
-                    )
-            if time.monotonic() > deadline:
-                raise RealNodeError(
-                    f"{what} not ready after {self.settings.ready_timeout:g} s; see "
-                    f"{self.paths.logs}/"
-                )
-            time.sleep(0.2)
+        """Until ``check`` holds; fail at once, with its log's end, when a program exits."""
+        programs.wait_ready(
+            [self._running(name, pid) for name, pid in state.pids.items()],
+            check,
+            what=what,
+            timeout=self.settings.ready_timeout,
+            error=RealNodeError,
+            interval=0.2,
+        )
 
-    def tail(self, name: str, lines: int = 25) -> str:
-        with contextlib.suppress(OSError):
-            text = (self.paths.logs / f"{name}.log").read_text(errors="replace")
-            return "\n".join(text.splitlines()[-lines:])
-        return ""
-
-    def _write_credentials(self, plane: ControlPlane) -> None:
-        """Certificates from the plane's CA and a kubeconfig for each program.
-
-        The kubelet is ``system:node:<name>`` (the Node authorizer's identity); kube-proxy and
-        CoreDNS are the users kubeadm's RBAC names (``system:kube-proxy``, ``system:coredns``).
-        """
-        ca = plane.certificate_authority()
-        state = plane.state()
-        assert state is not None
-        node = self.settings.node_name
-        serving = ca.issue_serving(hosts=(self.net.node_ip, node), common_name=node)
-        (self.paths.pki / "kubelet-serving.crt").write_bytes(serving.cert_pem)
-        (self.paths.pki / "kubelet-serving.key").write_bytes(serving.key_pem)
-        users = {
-            "kubelet": ca.issue_client(
-                common_name=f"system:node:{node}", organizations=("system:nodes",)
-            ),
-            "kube-proxy": ca.issue_client(common_name="system:kube-proxy"),
-            "coredns": ca.issue_client(common_name="system:coredns"),
-        }
-        for name, pair in users.items():
-            write_kubeconfig(
-                self.paths.pki / f"{name}.kubeconfig",
-                server=state.server,
-                ca=ca,
-                cert_pem=pair.cert_pem,
-                key_pem=pair.key_pem,
-            )
-        for path in self.paths.pki.iterdir():
-            path.chmod(0o600)
+    def _stop(self, state: RealNodeState, name: str) -> None:
+        self._running(name, state.pids.get(name, 0)).stop(timeout=10)
+        self._started.pop(name, None)
 
     def _start_containerd(
         self, state: RealNodeState, node_bin: Path, *, sandbox_image: str
@@ -348,7 +289,7 @@ class RealNode:
         )
         self._spawn(state, "coredns", [str(node_bin / "coredns"), "-conf", str(path)])
         url = f"http://{self.net.node_ip}:{ready_port}/ready"
-        self._wait("CoreDNS", lambda: _http_ok(url), state)
+        self._wait("CoreDNS", lambda: programs.answers_200(url), state)
 
     def _start_kube_proxy(self, state: RealNodeState, kube_bin: Path) -> None:
         healthz_port, metrics_port = free_port(), free_port()
@@ -363,7 +304,7 @@ class RealNode:
         path.write_text(json.dumps(config, indent=2))
         self._spawn(state, "kube-proxy", [str(kube_bin / "kube-proxy"), f"--config={path}"])
         url = f"http://{self.net.node_ip}:{healthz_port}/healthz"
-        self._wait("kube-proxy", lambda: _http_ok(url), state)
+        self._wait("kube-proxy", lambda: programs.answers_200(url), state)
 
     # -- describe ------------------------------------------------------------------------------
     def running(self) -> bool:
@@ -382,7 +323,7 @@ class RealNode:
         state = self.state()
         # Nothing may restart containers while they are killed: kubelet first.
         for name in ("kubelet", "kube-proxy", "coredns"):
-            processes.stop([state.pids.get(name, 0)])
+            self._stop(state, name)
         teardown.kill_cgroup_processes(self.settings.cgroup_root)
         socket = str(self.containerd_paths.socket)
         shims = [
@@ -390,7 +331,7 @@ class RealNode:
             for pid in teardown.processes_mentioning(socket)
             if pid != state.pids.get("containerd")
         ]
-        processes.stop([state.pids.get("containerd", 0)])
+        self._stop(state, "containerd")
         shim_ids = [_shim_id(pid) for pid in shims]
         processes.stop(shims, timeout=2)
         for shim_id in filter(None, shim_ids):
@@ -423,35 +364,3 @@ def _shim_id(pid: int) -> str | None:
         if "-id" in argv:
             return argv[argv.index("-id") + 1]
     return None
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def write_kubeconfig(
-    path: Path, *, server: str, ca: CertificateAuthority, cert_pem: bytes, key_pem: bytes
-) -> None:
-    """A kubeconfig for one client certificate (files beside it, as the programs expect)."""
-    stem = path.with_suffix("")
-    cert, key, ca_file = stem.with_suffix(".crt"), stem.with_suffix(".key"), path.parent / "ca.crt"
-    cert.write_bytes(cert_pem)
-    key.write_bytes(key_pem)
-    ca_file.write_bytes(ca.pair.cert_pem)
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {"name": "local", "cluster": {"server": server, "certificate-authority": str(ca_file)}}
-        ],
-        "users": [
-            {"name": "user", "user": {"client-certificate": str(cert), "client-key": str(key)}}
-        ],
-        "contexts": [{"name": "local", "context": {"cluster": "local", "user": "user"}}],
-        "current-context": "local",
-    }
-    path.write_text(json.dumps(config, indent=2))

@@ -97,6 +97,21 @@ def test_an_adopted_program_is_watched_by_its_pid(tmp_path: Path) -> None:
         programs.wait_ready(adopted, lambda: False, what="x", timeout=5)
 
 
+def test_an_adopted_pid_running_another_program_is_not_it_and_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    running = programs.start(python("idle", "import time; time.sleep(30)", tmp_path / "i.log"))
+    try:
+        ours = programs.adopt(running.program, running.pid, executable=Path(sys.executable).name)
+        assert ours.exit_code() is None
+        reused = programs.adopt(running.program, running.pid, executable="etcd")
+        assert reused.exit_code() == -1
+        reused.stop(timeout=1)
+        assert running.exit_code() is None  # not signalled: the pid is not etcd's
+    finally:
+        running.stop(timeout=5)
+
+
 def test_the_tail_is_the_logs_end_and_empty_when_unreadable(tmp_path: Path) -> None:
     log = tmp_path / "l.log"
     log.write_text("".join(f"line {i}\n" for i in range(50)))

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings, KubectlFailed
+from localkube.plane.controlplane import ControlPlane, KubectlFailed
+from localkube.plane.settings import ControlPlaneSettings
 
 
 def plane_with_kubectl(tmp_path: Path, script: str) -> ControlPlane:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
-from localkube.plane.controlplane import EXEC_POD_BLOCKS, REAL_NODE_RANGE, SERVICE_CIDR
+from localkube.plane.settings import EXEC_POD_BLOCKS, REAL_NODE_RANGE, SERVICE_CIDR
 from localkube.realnode.network import NodeNetwork, cni_config
 
 ALLOWED = ipaddress.IPv4Network("198.18.0.0/15")
