@@ -1,26 +1,103 @@
-"""Third-party controllers run as processes beside a local control plane, each as a user of its own.
+"""What every third-party component shares: where its build comes from, and how its programs run
+as users of their own.
 
-cert-manager (:mod:`localkube.thirdparty.cert_manager`) and Volcano
-(:mod:`localkube.thirdparty.volcano`) only talk to kube-apiserver, so they run as processes of this
-machine, like the plane's own components: each program gets a kubeconfig with a client certificate
-from the plane's CA for its own user name, so the RBAC bound to that user is all it may do, and its
-output goes to a log file the errors quote.
+Where a build comes from is one of two kinds, each a small dataclass the component module names
+once, so no component repeats the archive path, the message when it is missing or the build call:
+
+- :class:`ReleaseSource` (cert-manager, Kueue, Volcano): a release source archive in the
+  third-party folder (:func:`localkube.base.paths.third_party_dir`), which
+  ``hack/build-third-party.sh <name>`` builds into the per-machine cache. The module proxy does
+  not serve these programs, which is why the archives exist, and why a test asks
+  :meth:`ReleaseSource.missing` first and skips, naming the archive, when it is not there.
+- :class:`GoModulePin` (training-operator, kwok): a Go module pinned in ``hack/versions.env`` and
+  a ``go.mod`` under ``hack/``, built by a script of ``hack/``; its manifests are read from the
+  module's source in Go's module cache, so what runs here is what the pinned release ships.
+
+Programs that only talk to kube-apiserver (cert-manager's, Volcano's) run as processes of this
+machine, like the plane's own components, through :mod:`localkube.base.programs`: each gets a
+kubeconfig with a client certificate from the plane's CA for its own user name
+(:func:`user_kubeconfig`), so the RBAC bound to that user (:func:`cluster_role_binding`) is all it
+may do, and its output goes to a log file the errors quote.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+from localkube.base import programs
+from localkube.base.builds import download_module, pinned_version, run_build_script
+from localkube.base.paths import PROJECT_ROOT, third_party_dir
 from localkube.plane.controlplane import ControlPlane
-from localkube.realnode.node import write_kubeconfig
+from localkube.plane.kubeconfig import write_kubeconfig
+
+BUILD_THIRD_PARTY = PROJECT_ROOT / "hack" / "build-third-party.sh"
+
+
+@dataclass(frozen=True)
+class ReleaseSource:
+    """A component built from its release source archive by ``hack/build-third-party.sh``."""
+
+    name: str
+    """The script's argument and the archive's prefix (``<name>-<version>-src.tar.gz``)."""
+    title: str
+    """How messages name the component (``Kueue``)."""
+    version_variable: str
+    """The pin in ``hack/versions.env`` (``KUEUE_VERSION``)."""
+    error: type[RuntimeError] = RuntimeError
+    """What :meth:`build` raises when the archive is missing: the component's own error."""
+
+    def archive(self) -> Path:
+        """The release source archive, named as the build script looks for it."""
+        version = pinned_version(self.version_variable)
+        return third_party_dir() / f"{self.name}-{version}-src.tar.gz"
+
+    def missing(self) -> str | None:
+        """Why the component cannot be built here, naming the archive; None when it can."""
+        if not self.archive().is_file():
+            return f"{self.title}'s release source {self.archive()} is missing (THIRD_PARTY_DIR)"
+        return None
+
+    def build(self) -> Path:
+        """The cache directory the script prints (``bin/`` and the component's manifests):
+        built the first time (minutes), found in the per-machine cache afterwards."""
+        problem = self.missing()
+        if problem:
+            raise self.error(problem)
+        return run_build_script(BUILD_THIRD_PARTY, self.name)
+
+
+@dataclass(frozen=True)
+class GoModulePin:
+    """A program built from a Go module pinned in ``hack/versions.env`` and a ``go.mod`` of
+    ``module_dir``, by ``build_script``."""
+
+    module: str
+    version_variable: str
+    module_dir: Path
+    build_script: Path
+
+    def version(self) -> str:
+        """The pinned version, as ``hack/versions.env`` names it."""
+        return pinned_version(self.version_variable)
+
+    def build(self, *args: str) -> Path:
+        """The binary, built the first time (minutes), cached per machine; ``args`` go to the
+        build script (e.g. training-operator's patches)."""
+        return run_build_script(self.build_script, *args)
+
+    def module_source(self) -> Path:
+        """The downloaded (read-only) source of the pinned module, in the Go module cache:
+        downloaded once per process, as its manifests are read many times."""
+        return _downloaded(self.module, self.version(), self.module_dir)
+
+
+@cache
+def _downloaded(module: str, version: str, module_dir: Path) -> Path:
+    return download_module(module, version, module_dir=module_dir)
 
 
 def user_kubeconfig(plane: ControlPlane, *, user: str, path: Path) -> Path:
@@ -35,70 +112,34 @@ def user_kubeconfig(plane: ControlPlane, *, user: str, path: Path) -> Path:
     return path
 
 
-def start_program(argv: Sequence[str], *, log: Path, kubeconfig: Path) -> int:
-    """Start ``argv`` in a session of its own, output appended to ``log``; its pid.
+def start_as_user(
+    name: str, argv: Sequence[str], *, log: Path, kubeconfig: Path
+) -> programs.Running:
+    """Start ``argv`` (which names ``kubeconfig`` in its flags) with its output in ``log``.
 
     ``KUBECONFIG`` is set too: some programs' client configuration reads it, not their flag.
     """
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            list(argv),
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            env={**os.environ, "KUBECONFIG": str(kubeconfig)},
-        )
-    return process.pid
+    env = programs.with_env(KUBECONFIG=str(kubeconfig))
+    return programs.start(programs.Program(name, argv, log, env=env))
 
 
-def tail(log: Path, lines: int = 30) -> str:
-    """The last lines of a program's log, for an error message."""
-    with contextlib.suppress(OSError):
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    return ""
-
-
-def wait_healthy(
-    urls: Mapping[str, str],
+def wait_answering(
+    running: Sequence[programs.Running],
+    urls: Sequence[str],
     *,
-    pids: Mapping[str, int],
-    logs: Mapping[str, Path],
-    component: str,
+    what: str,
     error: type[RuntimeError],
     timeout: float,
 ) -> None:
-    """Until every program's URL answers 200; ``error`` with the log's tail when one exits or
-    is not healthy within ``timeout``."""
-    deadline = time.monotonic() + timeout
-    pending = dict(urls)
-    while pending:
-        for program, url in list(pending.items()):
-            if _answers(url):
-                del pending[program]
-        for program, pid in pids.items():
-            with contextlib.suppress(ChildProcessError):
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    raise error(
-                        f"{component}'s {program} exited ({status}):\n{tail(logs[program])}"
-                    )
-        if pending and time.monotonic() > deadline:
-            raise error(
-                f"{component}'s {', '.join(pending)} not healthy after {timeout:g} s:\n"
-                + "\n".join(tail(logs[p]) for p in pending)
-            )
-        time.sleep(0.2)
+    """Until every one of ``urls`` has answered 200 once (a health endpoint per program);
+    ``error`` quoting the log's end as soon as one of ``running`` exits, or after ``timeout``."""
+    pending = set(urls)
 
+    def ready() -> bool:
+        pending.difference_update([url for url in list(pending) if programs.answers_200(url)])
+        return not pending
 
-def _answers(url: str) -> bool:
-    with (
-        contextlib.suppress(urllib.error.URLError, OSError),
-        urllib.request.urlopen(url, timeout=2) as response,
-    ):
-        return bool(response.status == 200)
-    return False
+    programs.wait_ready(running, ready, what=what, timeout=timeout, error=error, interval=0.2)
 
 
 def cluster_role_binding(*, name: str, role: str, user: str) -> dict[str, Any]:

@@ -20,18 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localkube.base import processes
-from localkube.base.builds import pinned_version, run_build_script
-from localkube.base.paths import PROJECT_ROOT, third_party_dir
+from localkube.base import programs
 from localkube.base.ports import free_port
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import wait_established
 from localkube.thirdparty.base import (
+    ReleaseSource,
     cluster_role_binding,
-    start_program,
-    tail,
+    start_as_user,
     user_kubeconfig,
-    wait_healthy,
+    wait_answering,
 )
 
 NAMESPACE = "cert-manager"
@@ -46,24 +44,11 @@ class CertManagerError(RuntimeError):
     """cert-manager did not build or start; the message says why, with its log."""
 
 
-def archive() -> Path:
-    version = pinned_version("CERT_MANAGER_VERSION")
-    return third_party_dir() / f"cert-manager-{version}-src.tar.gz"
-
-
-def missing() -> str | None:
-    """Why cert-manager cannot be built here, by name; None when it can."""
-    if not archive().is_file():
-        return f"cert-manager's release source {archive()} is missing (THIRD_PARTY_DIR)"
-    return None
-
-
-def build() -> Path:
-    """The cache directory holding ``bin/controller``, ``bin/cainjector`` and ``crds/``."""
-    problem = missing()
-    if problem:
-        raise CertManagerError(problem)
-    return run_build_script(PROJECT_ROOT / "hack" / "build-third-party.sh", "cert-manager")
+SOURCE = ReleaseSource("cert-manager", "cert-manager", "CERT_MANAGER_VERSION", CertManagerError)
+"""Its build: ``bin/controller``, ``bin/cainjector`` and ``crds/``."""
+archive = SOURCE.archive
+missing = SOURCE.missing
+build = SOURCE.build
 
 
 def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> dict[str, Any]:
@@ -135,13 +120,17 @@ def rbac_objects() -> list[dict[str, Any]]:
     return objects
 
 
+HEALTH_PATHS = {"controller": "/livez", "cainjector": "/metrics"}
+"""What each program answers once it runs (the injector has no health endpoint of its own)."""
+
+
 @dataclass
 class CertManager:
     """cert-manager's controller and CA injector running against ``plane``."""
 
     plane: ControlPlane
     state_dir: Path
-    pids: dict[str, int] = field(default_factory=dict)
+    running: dict[str, programs.Running] = field(default_factory=dict)
     home: Path = field(default_factory=build)
     """The build: ``bin/`` and ``crds/``."""
 
@@ -166,29 +155,27 @@ class CertManager:
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
         objects = {"apiVersion": "v1", "kind": "List", "items": [namespace, *rbac_objects()]}
         self.plane.kubectl("apply", "-f", "-", input_text=json.dumps(objects))
-        ports = {}
+        urls: list[str] = []
         for program, user in (("controller", CONTROLLER_USER), ("cainjector", CAINJECTOR_USER)):
             kubeconfig = user_kubeconfig(
                 self.plane, user=user, path=self.state_dir / "pki" / f"{program}.kubeconfig"
             )
-            ports[program] = free_port()
+            port = free_port()
             argv = [
                 str(self.home / "bin" / program),
                 f"--kubeconfig={kubeconfig}",
                 "--leader-elect=false",
                 "--v=2",
-                *self._args(program, ports[program]),
+                *self._args(program, port),
             ]
-            self.pids[program] = start_program(argv, log=self._log(program), kubeconfig=kubeconfig)
-        paths = {"controller": "/livez", "cainjector": "/metrics"}
-        wait_healthy(
-            {
-                program: f"http://127.0.0.1:{port}{paths[program]}"
-                for program, port in ports.items()
-            },
-            pids=self.pids,
-            logs={program: self._log(program) for program in ports},
-            component="cert-manager",
+            self.running[program] = start_as_user(
+                f"cert-manager {program}", argv, log=self._log(program), kubeconfig=kubeconfig
+            )
+            urls.append(f"http://127.0.0.1:{port}{HEALTH_PATHS[program]}")
+        wait_answering(
+            list(self.running.values()),
+            urls,
+            what="cert-manager's controller and cainjector",
             error=CertManagerError,
             timeout=timeout,
         )
@@ -216,9 +203,8 @@ class CertManager:
             f"--metrics-listen-address=127.0.0.1:{free_port()}",
         ]
 
-    def tail(self, program: str, lines: int = 30) -> str:
-        return tail(self._log(program), lines)
-
     def stop(self) -> None:
-        processes.stop(list(self.pids.values()))
-        self.pids.clear()
+        """Stop both programs (each with anything it started), waiting until they are gone."""
+        for running in self.running.values():
+            running.stop()
+        self.running.clear()

@@ -23,12 +23,13 @@ from pathlib import Path
 
 import yaml
 
-from localkube.base.builds import pinned_version, run_build_script
-from localkube.base.paths import PROJECT_ROOT, third_party_dir
-from localkube.images import BuiltImage, DockerfileImage, ensure_extra_image
+from localkube.base.paths import PROJECT_ROOT
+from localkube.images.build import DockerfileImage, ensure_extra_image
+from localkube.images.cache import BuiltImage
 from localkube.realnode import containerd
 from localkube.realnode.cluster import RealCluster
 from localkube.realnode.node import node_bin_dir
+from localkube.thirdparty.base import ReleaseSource
 
 NAMESPACE = "kueue-system"
 DEPLOYMENT = "kueue-controller-manager"
@@ -43,21 +44,11 @@ class KueueError(RuntimeError):
     """Kueue did not build, install or start; the message says why."""
 
 
-def archive() -> Path:
-    version = pinned_version("KUEUE_VERSION")
-    return third_party_dir() / f"kueue-{version}-src.tar.gz"
-
-
-def missing() -> str | None:
-    """Why Kueue cannot be built here, by name; None when it can."""
-    if not archive().is_file():
-        return f"Kueue's release source {archive()} is missing (THIRD_PARTY_DIR)"
-    return None
-
-
-def build() -> Path:
-    """The cache directory with ``bin/kueue`` and Kueue's ``config/``."""
-    return run_build_script(PROJECT_ROOT / "hack" / "build-third-party.sh", "kueue")
+SOURCE = ReleaseSource("kueue", "Kueue", "KUEUE_VERSION", KueueError)
+"""Its build: ``bin/kueue`` and Kueue's ``config/``."""
+archive = SOURCE.archive
+missing = SOURCE.missing
+build = SOURCE.build
 
 
 def image(home: Path) -> BuiltImage:

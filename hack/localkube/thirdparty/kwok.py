@@ -27,27 +27,30 @@ from __future__ import annotations
 
 import contextlib
 import math
-import subprocess
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
+from localkube.base import programs
 from localkube.base.api import AlreadyExists, Api
-from localkube.base.builds import download_module, pinned_version, run_build_script
 from localkube.base.paths import PROJECT_ROOT
 from localkube.base.ports import free_port
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import OperatorError, stop_process
+from localkube.thirdparty.base import GoModulePin
 
-MODULE: Final = "sigs.k8s.io/kwok"
-MODULE_DIR: Final = PROJECT_ROOT / "hack" / "kwok"
-BUILD_SCRIPT: Final = PROJECT_ROOT / "hack" / "build-kwok.sh"
+PIN: Final = GoModulePin(
+    module="sigs.k8s.io/kwok",
+    version_variable="KWOK_VERSION",
+    module_dir=PROJECT_ROOT / "hack" / "kwok",
+    build_script=PROJECT_ROOT / "hack" / "build-kwok.sh",
+)
+"""Built by ``hack/build-kwok.sh`` (about a minute or two the first time); its stages are read
+from the module's ``kustomize/stage``."""
+version = PIN.version
+module_source = PIN.module_source
 NODE_ANNOTATION: Final = "kwok.x-k8s.io/node"
 NODE_ANNOTATION_VALUE: Final = "fake"
 EXIT_CODE_ANNOTATION: Final = "localkube.mxjob.io/exit-code"
@@ -156,20 +159,9 @@ phase: {{{{ if eq $code "0" }}}}Succeeded{{{{ else }}}}Failed{{{{ end }}}}
 }
 
 
-def version() -> str:
-    """The pinned version, as ``hack/versions.env`` names it."""
-    return pinned_version("KWOK_VERSION")
-
-
 def build() -> Path:
-    """The ``kwok`` binary, built the first time (about a minute or two), cached per machine."""
-    return run_build_script(BUILD_SCRIPT)
-
-
-@cache
-def module_source() -> Path:
-    """The downloaded (read-only) source of the pinned module, in the Go module cache."""
-    return download_module(MODULE, version(), module_dir=MODULE_DIR)
+    """The ``kwok`` binary, built the first time, cached per machine."""
+    return PIN.build()
 
 
 def stages() -> list[dict[str, Any]]:
@@ -204,6 +196,10 @@ def nodes_for(pods: int, *, per_node: int = PODS_PER_NODE) -> int:
     return math.ceil(pods / per_node) + 1
 
 
+class KwokError(RuntimeError):
+    """kwok did not start, or its nodes did not become Ready; the message says why."""
+
+
 def _ready(item: dict[str, Any]) -> bool:
     conditions = (item.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
@@ -214,52 +210,45 @@ class LocalKwok:
     """One ``kwok`` process against ``plane``, managing the nodes it is given."""
 
     plane: ControlPlane
-    process: subprocess.Popen[bytes] | None = None
+    running: programs.Running | None = None
 
     @property
     def dir(self) -> Path:
         return self.plane.dir / "kwok"
 
-    def start(self, *, timeout: float = 60) -> subprocess.Popen[bytes]:
-        """Write the stages, start kwok and return once it answers ``/healthz``."""
+    def start(self, *, timeout: float = 60) -> programs.Running:
+        """Write the stages, start kwok and return once it answers ``/healthz``; stopped again
+        when it does not."""
         binary = build()
         self.dir.mkdir(parents=True, exist_ok=True)
         config = self.dir / "stages.yaml"
         config.write_text(yaml.safe_dump_all(stages(), sort_keys=False))
         port = free_port()
-        log = (self.plane.logs / "kwok.log").open("ab")
-        self.process = subprocess.Popen(
-            [
-                str(binary),
-                f"--kubeconfig={self.plane.kubeconfig}",
-                f"--config={config}",
-                f"--manage-nodes-with-annotation-selector={NODE_ANNOTATION}={NODE_ANNOTATION_VALUE}",
-                f"--cidr={POD_CIDR}",
-                f"--server-address=127.0.0.1:{port}",
-                "--node-lease-duration-seconds=0",
-                "--v=WARN",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            cwd=self.dir,
-        )
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise OperatorError(
-                    f"kwok exited with code {self.process.returncode}; see "
-                    f"{self.plane.logs / 'kwok.log'}"
-                )
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
-                    return self.process
-            except (urllib.error.URLError, OSError):
-                time.sleep(0.2)
-        self.stop()
-        raise OperatorError(f"kwok not healthy after {timeout:.0f} s")
+        argv = [
+            str(binary),
+            f"--kubeconfig={self.plane.kubeconfig}",
+            f"--config={config}",
+            f"--manage-nodes-with-annotation-selector={NODE_ANNOTATION}={NODE_ANNOTATION_VALUE}",
+            f"--cidr={POD_CIDR}",
+            f"--server-address=127.0.0.1:{port}",
+            "--node-lease-duration-seconds=0",
+            "--v=WARN",
+        ]
+        program = programs.Program("kwok", argv, self.plane.logs / "kwok.log", cwd=self.dir)
+        self.running = programs.start(program)
+        try:
+            programs.wait_ready(
+                self.running,
+                lambda: programs.answers_200(f"http://127.0.0.1:{port}/healthz"),
+                what="kwok's /healthz",
+                timeout=timeout,
+                error=KwokError,
+                interval=0.2,
+            )
+        except KwokError:
+            self.stop()
+            raise
+        return self.running
 
     def add_nodes(
         self, api: Api, count: int, *, prefix: str = "kwok-node", timeout: float = 120
@@ -276,7 +265,7 @@ class LocalKwok:
             if ready >= set(names):
                 break
             if time.monotonic() > deadline:
-                raise OperatorError(
+                raise KwokError(
                     f"{len(set(names) - ready)} of {count} kwok nodes not Ready "
                     f"after {timeout:.0f} s"
                 )
@@ -294,6 +283,7 @@ class LocalKwok:
         return names
 
     def stop(self) -> None:
-        if self.process is not None:
-            stop_process(self.process.pid)
-            self.process = None
+        """Stop kwok (with anything it started), waiting until it is gone."""
+        if self.running is not None:
+            self.running.stop()
+            self.running = None

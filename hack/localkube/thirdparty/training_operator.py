@@ -31,28 +31,31 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
 from certs import CertificateAuthority
+from localkube.base import programs
 from localkube.base.api import Api, ensure_namespace
-from localkube.base.builds import download_module, pinned_version, run_build_script
 from localkube.base.paths import PROJECT_ROOT
 from localkube.base.ports import free_port
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import OperatorError, stop_process, wait_established
+from localkube.plane.operator import wait_established
+from localkube.thirdparty.base import GoModulePin
 
-MODULE: Final = "github.com/kubeflow/training-operator"
-MODULE_DIR: Final = PROJECT_ROOT / "hack" / "training-operator"
-BUILD_SCRIPT: Final = PROJECT_ROOT / "hack" / "build-training-operator.sh"
+PIN: Final = GoModulePin(
+    module="github.com/kubeflow/training-operator",
+    version_variable="TRAINING_OPERATOR_VERSION",
+    module_dir=PROJECT_ROOT / "hack" / "training-operator",
+    build_script=PROJECT_ROOT / "hack" / "build-training-operator.sh",
+)
+"""Built by ``hack/build-training-operator.sh`` (minutes the first time); its CRD, webhook
+configuration and examples are read from the module's ``manifests/`` and ``examples/``."""
+version = PIN.version
+module_source = PIN.module_source
 NAMESPACE: Final = "kubeflow"
 SECRET_NAME: Final = "training-operator-webhook-cert"
 SERVICE_DNS_NAME: Final = f"training-operator.{NAMESPACE}.svc"
@@ -64,24 +67,17 @@ OPERATOR_NAME: Final = "mxjob-controller"
 """The ``training.kubeflow.org/operator-name`` label value on the pods and Services it makes."""
 
 
-def version() -> str:
-    """The pinned version, as ``hack/versions.env`` names it."""
-    return pinned_version("TRAINING_OPERATOR_VERSION")
+class TrainingOperatorError(RuntimeError):
+    """training-operator did not start or get ready; the message says why, with its log."""
 
 
 def build(*patches: str) -> Path:
-    """The training-operator binary, built the first time (minutes), cached per machine.
+    """The training-operator binary, cached per machine.
 
     ``patches`` name files of ``hack/training-operator/patches/`` applied to its source first;
     without them, the release as its users ran it.
     """
-    return run_build_script(BUILD_SCRIPT, *patches)
-
-
-@cache
-def module_source() -> Path:
-    """The downloaded (read-only) source of the pinned module, in the Go module cache."""
-    return download_module(MODULE, version(), module_dir=MODULE_DIR)
+    return PIN.build(*patches)
 
 
 def crd_file() -> Path:
@@ -190,9 +186,9 @@ class LocalTrainingOperator:
             staged.replace(FIXED_CERT_DIR / "tls.crt")
 
     def argv(self, binary: Path, endpoints: Endpoints, *extra: str) -> list[str]:
+        """Only its MXJob controller, every listener on loopback, then ``extra``."""
         return [
             str(binary),
-            *extra,
             "--enable-scheme=mxjob",
             f"--metrics-bind-address=127.0.0.1:{endpoints.metrics}",
             f"--health-probe-bind-address=127.0.0.1:{endpoints.health}",
@@ -200,61 +196,50 @@ class LocalTrainingOperator:
             *extra,
         ]
 
-    def _ready(self, endpoints: Endpoints) -> bool:
-        try:
-            with urllib.request.urlopen(
-                f"http://127.0.0.1:{endpoints.health}/readyz", timeout=2
-            ) as response:
-                return bool(response.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
-
     def start(
         self,
         *extra: str,
         patches: tuple[str, ...] = (),
         log_name: str = "training-operator.log",
         timeout: float = 120,
-    ) -> subprocess.Popen[bytes]:
-        """Start it; return once ``/readyz`` says its certificates and webhook server are up.
+    ) -> programs.Running:
+        """Start it; return once ``/readyz`` says its certificates and webhook server are up
+        (stopped again when they are not).
 
         ``extra`` are more of its flags (e.g. ``--namespace``, ``--gang-scheduler-name=volcano``);
-        ``patches`` pick the build
-        (``build``). Its MXJob controller registers right after (``setupControllers`` waits for
-        the same certificates), within a second.
+        ``patches`` pick the build (:func:`build`). Its MXJob controller registers right after
+        (``setupControllers`` waits for the same certificates), within a second.
         """
         binary = build(*patches)
         endpoints = Endpoints(metrics=free_port(), health=free_port(), webhook=free_port())
         self._provision(webhook_port=endpoints.webhook)
-        log_path = self.plane.logs / log_name
-        with log_path.open("ab") as log:
-            process = subprocess.Popen(
-                self.argv(binary, endpoints, *extra),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                env={
-                    **os.environ,
-                    "KUBECONFIG": str(self.plane.kubeconfig),
-                    "MY_POD_NAMESPACE": NAMESPACE,
-                    "TMPDIR": str(self.tmp),
-                },
+        env = programs.with_env(
+            KUBECONFIG=str(self.plane.kubeconfig), MY_POD_NAMESPACE=NAMESPACE, TMPDIR=str(self.tmp)
+        )
+        program = programs.Program(
+            "training-operator",
+            self.argv(binary, endpoints, *extra),
+            self.plane.logs / log_name,
+            env=env,
+        )
+        running = programs.start(program)
+        try:
+            programs.wait_ready(
+                running,
+                lambda: programs.answers_200(f"http://127.0.0.1:{endpoints.health}/readyz"),
+                what="training-operator's /readyz",
+                timeout=timeout,
+                error=TrainingOperatorError,
+                interval=0.2,
             )
-        deadline = time.monotonic() + timeout
-        while not self._ready(endpoints):
-            if process.poll() is not None:
-                raise OperatorError(
-                    f"training-operator exited with {process.returncode}; see {log_path}"
-                )
-            if time.monotonic() > deadline:
-                stop_process(process.pid)
-                raise OperatorError(f"training-operator not ready after {timeout:g} s")
-            time.sleep(0.2)
-        return process
+        except TrainingOperatorError:
+            running.stop()
+            raise
+        return running
 
-    def stop(self, process: subprocess.Popen[bytes]) -> None:
-        stop_process(process.pid)
+    def stop(self, running: programs.Running) -> None:
+        """Stop it (with anything it started), waiting until it is gone."""
+        running.stop()
 
     def uninstall_webhook(self) -> None:
         """Remove its webhook configuration: with it gone, nothing may call its webhook."""

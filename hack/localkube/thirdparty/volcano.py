@@ -23,18 +23,16 @@ from typing import Any
 
 import yaml
 
-from localkube.base import processes
-from localkube.base.builds import pinned_version, run_build_script
-from localkube.base.paths import PROJECT_ROOT, third_party_dir
+from localkube.base import programs
 from localkube.base.ports import free_port
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import wait_established
 from localkube.thirdparty.base import (
+    ReleaseSource,
     cluster_role_binding,
-    start_program,
-    tail,
+    start_as_user,
     user_kubeconfig,
-    wait_healthy,
+    wait_answering,
 )
 
 NAMESPACE = "volcano-system"
@@ -54,21 +52,11 @@ class VolcanoError(RuntimeError):
     """Volcano did not build or start; the message says why."""
 
 
-def archive() -> Path:
-    version = pinned_version("VOLCANO_RELEASE_VERSION")
-    return third_party_dir() / f"volcano-{version}-src.tar.gz"
-
-
-def missing() -> str | None:
-    """Why Volcano cannot run here, or None."""
-    if not archive().is_file():
-        return f"Volcano's release source {archive()} is missing (THIRD_PARTY_DIR)"
-    return None
-
-
-def build() -> Path:
-    """The cache directory with ``bin/``, ``crds/`` and ``config/volcano-development.yaml``."""
-    return run_build_script(PROJECT_ROOT / "hack" / "build-third-party.sh", "volcano")
+SOURCE = ReleaseSource("volcano", "Volcano", "VOLCANO_RELEASE_VERSION", VolcanoError)
+"""Its build: ``bin/``, ``crds/`` and ``config/volcano-development.yaml``."""
+archive = SOURCE.archive
+missing = SOURCE.missing
+build = SOURCE.build
 
 
 def released_objects(home: Path) -> list[dict[str, Any]]:
@@ -120,7 +108,7 @@ class Volcano:
 
     plane: ControlPlane
     state_dir: Path
-    pids: dict[str, int] = field(default_factory=dict)
+    running: dict[str, programs.Running] = field(default_factory=dict)
     home: Path = field(default_factory=build)
 
     def _log(self, program: str) -> Path:
@@ -143,7 +131,7 @@ class Volcano:
         config = self.state_dir / SCHEDULER_CONFIG_KEY
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(scheduler_configuration(objects))
-        urls = {}
+        urls: list[str] = []
         for program, user in USERS.items():
             kubeconfig = user_kubeconfig(
                 self.plane, user=user, path=self.state_dir / "pki" / f"{program}.kubeconfig"
@@ -155,20 +143,20 @@ class Volcano:
                 *program_args(program, config=config, healthz_port=healthz,
                               metrics_port=free_port()),
             ]  # fmt: skip
-            self.pids[program] = start_program(argv, log=self._log(program), kubeconfig=kubeconfig)
-            urls[program] = f"http://127.0.0.1:{healthz}/healthz"
-        wait_healthy(
+            self.running[program] = start_as_user(
+                PROGRAMS[program], argv, log=self._log(program), kubeconfig=kubeconfig
+            )
+            urls.append(f"http://127.0.0.1:{healthz}/healthz")
+        wait_answering(
+            list(self.running.values()),
             urls,
-            pids=self.pids,
-            logs={program: self._log(program) for program in urls},
-            component="Volcano",
+            what="Volcano's /healthz",
             error=VolcanoError,
             timeout=timeout,
         )
 
-    def tail(self, program: str, lines: int = 30) -> str:
-        return tail(self._log(program), lines)
-
     def stop(self) -> None:
-        processes.stop(list(self.pids.values()))
-        self.pids.clear()
+        """Stop both programs (each with anything it started), waiting until they are gone."""
+        for running in self.running.values():
+            running.stop()
+        self.running.clear()
