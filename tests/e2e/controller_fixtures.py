@@ -12,19 +12,17 @@ import copy
 import json
 import signal
 import subprocess
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from localkube.base.api import Api, ApiError
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import RunningOperator, stop_process
-
-T = TypeVar("T")
+from tests.helpers.waiting import wait_for
 
 GROUP_PATH = "/apis/kubeflow.org/v1"
 SELECTOR = "training.kubeflow.org/operator-name=mxjob-operator"
@@ -111,21 +109,6 @@ def start_controller(
 def controller(start_controller: StartController) -> ControllerProcess:
     """One controller (no leader election) for this test's namespace."""
     return start_controller()
-
-
-# -- waiting ------------------------------------------------------------------------------------
-def wait_for(
-    probe: Callable[[], T | None], *, timeout: float = 30, interval: float = 0.05, what: str = ""
-) -> T:
-    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what or probe}: last {last!r}")
 
 
 # -- MXJobs -------------------------------------------------------------------------------------
@@ -234,11 +217,12 @@ def wait_state(
 ) -> dict[str, Any]:
     """Wait until ``status.state`` is ``state``; return the status."""
 
-    def probe() -> dict[str, Any] | None:
-        current = status(api, namespace, name)
-        return current if current.get("state") == state else None
-
-    return wait_for(probe, timeout=timeout, what=f"MXJob {name} state {state}")
+    return wait_for(
+        f"MXJob {name} state {state}",
+        lambda: status(api, namespace, name),
+        lambda current: current.get("state") == state,
+        timeout=timeout,
+    )
 
 
 def pods(api: Api, namespace: str, *, job: str | None = None) -> dict[str, dict[str, Any]]:
@@ -267,17 +251,19 @@ def wait_pods_running(
 ) -> dict[str, dict[str, Any]]:
     """Wait until exactly ``names`` exist (not terminating) and all are Running."""
 
-    def probe() -> dict[str, dict[str, Any]] | None:
-        found = {
+    def live() -> dict[str, dict[str, Any]]:
+        return {
             n: p
             for n, p in pods(api, namespace, job=job).items()
             if not p["metadata"].get("deletionTimestamp")
         }
-        if set(found) == names and all(phase(p) == "Running" for p in found.values()):
-            return found
-        return None
 
-    return wait_for(probe, timeout=timeout, what=f"pods {sorted(names)} Running")
+    return wait_for(
+        f"pods {sorted(names)} Running",
+        live,
+        lambda found: set(found) == names and all(phase(p) == "Running" for p in found.values()),
+        timeout=timeout,
+    )
 
 
 def names(job: str, *replicas: str) -> set[str]:

@@ -15,15 +15,17 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from localkube.base.api import Api
+from localkube.base.api import Api, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.controlplane import ControlPlane
 from localkube.realnode import teardown
-from localkube.realnode.cluster import RealCluster
-from localkube.realnode.node import CLAIM, RealNode, preflight
+from localkube.realnode.cluster import SYSTEM_NAMESPACE, RealCluster
+from localkube.realnode.node import RealNode, preflight
+from localkube.realnode.settings import CLAIM
 
 STATE_ROOT = PROJECT_ROOT / ".local" / "real-node-tests"
 
@@ -42,6 +44,29 @@ class InstalledCluster:
     @property
     def node(self) -> RealNode:
         return self.cluster.node
+
+
+def namespace_for(installed: InstalledCluster, name: str) -> str:
+    """Namespace ``name``, made ready for pods (it may exist from an earlier test)."""
+    ensure_namespace(installed.api, name)
+    return name
+
+
+def every_pod_of(installed: InstalledCluster, component: str) -> list[dict[str, Any]]:
+    """The operator component's pods (``webhook``, ``controller``), the ones being deleted too."""
+    items: list[dict[str, Any]] = installed.api.request(
+        "GET",
+        f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/pods",
+        query=[("labelSelector", f"app.kubernetes.io/component={component}")],
+    )["items"]
+    return items
+
+
+def pods_of(installed: InstalledCluster, component: str) -> list[dict[str, Any]]:
+    """The operator component's pods that are not being deleted."""
+    return [
+        p for p in every_pod_of(installed, component) if not p["metadata"].get("deletionTimestamp")
+    ]
 
 
 def _remove_stale_runs() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from localkube.base import processes
 from localkube.base.paths import PROJECT_ROOT
-from localkube.plane.controlplane import COMPONENTS
+from localkube.plane.settings import COMPONENTS
 
 
 def _processes_using(state_dir: Path) -> list[str]:

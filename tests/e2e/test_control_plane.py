@@ -6,7 +6,6 @@ import base64
 import json
 import ssl
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,17 +16,7 @@ import yaml
 from certs import CertificateAuthority
 from localkube.base.api import Api, ApiError
 from localkube.plane.controlplane import ControlPlane
-
-
-def _wait_until(predicate: object, *, timeout: float, interval: float = 0.1) -> float:
-    assert callable(predicate)
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if predicate():
-            return time.monotonic() - started
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout} s")
-
+from tests.helpers.waiting import wait_for
 
 WIDGET_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -184,7 +173,7 @@ def test_api_server_calls_a_registered_tls_webhook_and_kubectl_shows_its_denial(
             assert 'admission webhook "deny.localkube.test" denied the request' in result.stderr
             return True
 
-        _wait_until(denied_by_webhook, timeout=20, interval=0.5)
+        wait_for("the webhook to deny", denied_by_webhook, bool, timeout=20, interval=0.5)
         allowed = {
             **denied,
             "metadata": {"name": "allowed", "namespace": namespace},
@@ -227,8 +216,7 @@ def test_child_is_garbage_collected_within_10_s_of_its_owner_deletion(
             return error.status == 404
         return False
 
-    elapsed = _wait_until(child_gone, timeout=10)
-    assert elapsed < 10
+    wait_for("the child garbage-collected", child_gone, bool, timeout=10)
 
 
 def test_kubectl_is_the_built_one_and_talks_to_the_local_server(

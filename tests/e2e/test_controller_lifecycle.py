@@ -6,8 +6,10 @@ webhook registered; the test kubelet binds and starts pods and plays their exits
 
 from __future__ import annotations
 
+import operator
 import time
 from functools import partial
+from typing import Any
 
 from localkube.base.api import Api
 from localkube.kubelet.core import TestKubelet
@@ -25,22 +27,17 @@ from tests.e2e.controller_fixtures import (
     pods,
     services,
     status,
-    wait_for,
     wait_pods_running,
     wait_state,
 )
+from tests.helpers.waiting import wait_for
 
 ALL = ("scheduler-0", "server-0", "worker-0", "worker-1")
 
 
-def _replaced(api: Api, namespace: str, name: str, old_uid: str) -> bool:
-    """The pod ``name`` exists with another uid than ``old_uid``."""
-    pod = pods(api, namespace).get(name)
+def _replaced(old_uid: str, pod: dict[str, Any] | None) -> bool:
+    """The pod exists with another uid than ``old_uid``."""
     return pod is not None and pod["metadata"]["uid"] != old_uid
-
-
-def _restart_count_is(api: Api, namespace: str, job: str, count: int) -> bool:
-    return bool(status(api, namespace, job).get("restartCount") == count)
 
 
 def test_job_runs_to_succeeded_and_kubectl_shows_each_state(
@@ -88,11 +85,20 @@ def test_job_runs_to_succeeded_and_kubectl_shows_each_state(
     assert true_exclusive == ["Succeeded"]
     # cleanPodPolicy Running (the default): the finished scheduler stays for `kubectl logs`.
     wait_for(
-        lambda: set(pods(api, namespace, job="ok")) == {"ok-scheduler-0"},
-        what="running pods cleaned up",
+        "running pods cleaned up",
+        lambda: set(pods(api, namespace, job="ok")),
+        lambda left: left == {"ok-scheduler-0"},
+        timeout=30,
     )
-    reasons = event_reasons(api, namespace, "ok")
-    assert {"SuccessfulCreatePod", "SuccessfulCreateService", "MXJobSucceeded"} <= reasons
+    # Events are written in the background, after the status: wait for them.
+    wait_for(
+        "the job's events",
+        lambda: event_reasons(api, namespace, "ok"),
+        lambda reasons: (
+            {"SuccessfulCreatePod", "SuccessfulCreateService", "MXJobSucceeded"} <= reasons
+        ),
+        timeout=30,
+    )
     described = control_plane.kubectl("describe", "mxjob", "ok", "-n", namespace).stdout
     assert "MXJobSucceeded" in described
     assert (
@@ -118,7 +124,10 @@ def test_worker_killed_with_137_is_recreated_and_the_job_then_succeeds(
     # Restarting lasts until the new pod runs (the test kubelet starts it at once), so look
     # for the condition rather than hoping to catch the state.
     restarting = wait_for(
-        lambda: condition(status(api, namespace, "retry"), "Restarting"), what="Restarting"
+        "the Restarting condition",
+        lambda: condition(status(api, namespace, "retry"), "Restarting") or {},
+        bool,
+        timeout=30,
     )
     assert restarting["reason"] == "MXJobRestarting"
     assert "retry-worker-0" in restarting["message"] and "137" in restarting["message"]
@@ -133,8 +142,12 @@ def test_worker_killed_with_137_is_recreated_and_the_job_then_succeeds(
     kubelet.terminate(namespace, "retry-scheduler-0", exit_code=0)
     final = wait_state(api, namespace, "retry", "Succeeded")
     assert final["restartCount"] == 1
-    reasons = event_reasons(api, namespace, "retry")
-    assert {"ExitedWithCode", "MXJobRestarting", "SuccessfulDeletePod"} <= reasons
+    wait_for(
+        "the exit, restart and deletion events",
+        lambda: event_reasons(api, namespace, "retry"),
+        lambda reasons: {"ExitedWithCode", "MXJobRestarting", "SuccessfulDeletePod"} <= reasons,
+        timeout=30,
+    )
     exited = [e for e in events(api, namespace, "retry") if e["reason"] == "ExitedWithCode"]
     assert "137 (SIGKILL)" in exited[0]["message"]
     assert (
@@ -157,11 +170,23 @@ def test_worker_exiting_1_fails_the_job_even_if_the_scheduler_then_exits_0(
     message = condition(failed, "Failed")["message"]  # type: ignore[index]
     assert "perm-worker-1" in message and "code 1" in message
     assert condition(failed, "Succeeded") is None
-    # Nothing that happens afterwards turns it into a success.
+    # Nothing that happens afterwards turns it into a success: the status that counts the
+    # worker's success (written by the reconcile that saw it) still says Failed.
     kubelet.terminate(namespace, "perm-worker-0", exit_code=0)
-    time.sleep(1)
-    assert status(api, namespace, "perm")["state"] == "Failed"
-    assert "MXJobFailed" in event_reasons(api, namespace, "perm")
+    counted = wait_for(
+        "perm-worker-0's success counted in the status",
+        lambda: status(api, namespace, "perm"),
+        lambda s: s.get("replicaStatuses", {}).get("Worker", {}).get("succeeded") == 1,
+        timeout=30,
+    )
+    assert counted["state"] == "Failed"
+    assert condition(counted, "Succeeded") is None
+    wait_for(
+        "the MXJobFailed event",
+        lambda: event_reasons(api, namespace, "perm"),
+        lambda reasons: "MXJobFailed" in reasons,
+        timeout=30,
+    )
 
 
 def test_backoff_limit_2_and_three_retryable_failures_fail_with_backoff_limit_exceeded(
@@ -177,12 +202,16 @@ def test_backoff_limit_2_and_three_retryable_failures_fail_with_backoff_limit_ex
         ]["uid"]
         kubelet.terminate(namespace, "backoff-worker-0", exit_code=143)
         wait_for(
-            partial(_replaced, api, namespace, "backoff-worker-0", uid),
-            what=f"worker recreated after failure {attempt}",
+            f"worker recreated after failure {attempt}",
+            lambda: pods(api, namespace).get("backoff-worker-0"),
+            partial(_replaced, uid),
+            timeout=30,
         )
         wait_for(
-            partial(_restart_count_is, api, namespace, "backoff", attempt),
-            what=f"restartCount {attempt}",
+            f"restartCount {attempt}",
+            lambda: status(api, namespace, "backoff").get("restartCount"),
+            partial(operator.eq, attempt),
+            timeout=30,
         )
     wait_pods_running(api, namespace, "backoff", expected)
     kubelet.terminate(namespace, "backoff-worker-0", exit_code=137)
@@ -191,8 +220,10 @@ def test_backoff_limit_2_and_three_retryable_failures_fail_with_backoff_limit_ex
     assert failed["restartCount"] == 2
     # cleanPodPolicy Running applies on a backoff failure too: the scheduler goes.
     wait_for(
-        lambda: "backoff-scheduler-0" not in pods(api, namespace, job="backoff"),
-        what="running scheduler cleaned up",
+        "running scheduler cleaned up",
+        lambda: set(pods(api, namespace, job="backoff")),
+        lambda left: "backoff-scheduler-0" not in left,
+        timeout=30,
     )
 
 
@@ -207,8 +238,18 @@ def test_active_deadline_fails_the_job_on_time_without_any_other_event(
     elapsed = time.monotonic() - started
     assert 4 <= elapsed <= 10, elapsed
     assert condition(failed, "Failed")["reason"] == "DeadlineExceeded"  # type: ignore[index]
-    wait_for(lambda: not pods(api, namespace, job="deadline"), what="pods removed")
-    assert "DeadlineExceeded" in event_reasons(api, namespace, "deadline")
+    wait_for(
+        "pods removed",
+        lambda: set(pods(api, namespace, job="deadline")),
+        lambda left: not left,
+        timeout=30,
+    )
+    wait_for(
+        "the DeadlineExceeded event",
+        lambda: event_reasons(api, namespace, "deadline"),
+        lambda reasons: "DeadlineExceeded" in reasons,
+        timeout=30,
+    )
 
 
 def test_ttl_after_finished_deletes_the_job_on_time(
@@ -223,7 +264,9 @@ def test_ttl_after_finished_deletes_the_job_on_time(
     kubelet.terminate(namespace, "ttl-scheduler-0", exit_code=0)
     wait_state(api, namespace, "ttl", "Succeeded")
     finished = time.monotonic()
-    wait_for(lambda: get_job(api, namespace, "ttl") is None, timeout=10, what="MXJob deleted")
+    wait_for(
+        "MXJob deleted", lambda: get_job(api, namespace, "ttl"), lambda job: job is None, timeout=10
+    )
     elapsed = time.monotonic() - finished
     assert 1.5 <= elapsed <= 8, elapsed
 
@@ -237,8 +280,9 @@ def test_deleting_the_job_garbage_collects_its_pods_and_services(
     api.request("DELETE", f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/gc")
     # kube-controller-manager's garbage collector; its discovery of a new CRD can take 30 s.
     wait_for(
-        lambda: not pods(api, namespace, job="gc") and not services(api, namespace, job="gc"),
+        "pods and services garbage-collected",
+        lambda: set(pods(api, namespace, job="gc")) | set(services(api, namespace, job="gc")),
+        lambda left: not left,
         timeout=60,
         interval=0.5,
-        what="pods and services garbage-collected",
     )

@@ -24,10 +24,10 @@ from tests.e2e.controller_fixtures import (
     pods,
     services,
     status,
-    wait_for,
     wait_pods_running,
     wait_state,
 )
+from tests.helpers.waiting import wait_for
 
 ALL = ("scheduler-0", "server-0", "worker-0", "worker-1")
 
@@ -63,11 +63,10 @@ def test_after_success_running_pods_get_their_grace_period_then_clean_pod_policy
     # Within the grace period a worker ends by itself: it is counted, and nothing was deleted.
     kubelet.terminate(namespace, "clean-worker-0", exit_code=0)
     counted = wait_for(
-        lambda: (
-            (s := status(api, namespace, "clean")["replicaStatuses"]["Worker"])["succeeded"] == 1
-            and s
-        ),
-        what="worker-0 counted after the job succeeded",
+        "worker-0 counted after the job succeeded",
+        lambda: dict(status(api, namespace, "clean")["replicaStatuses"]["Worker"]),
+        lambda workers: workers["succeeded"] == 1,
+        timeout=30,
     )
     assert counted["active"] == 1
     assert time.monotonic() - succeeded_at < grace
@@ -75,30 +74,44 @@ def test_after_success_running_pods_get_their_grace_period_then_clean_pod_policy
     assert alive == names("clean", "server-0", "worker-1")
     # Events are written by the controller's recorder thread, after the status.
     wait_for(
-        lambda: "ReplicasEnded" in event_reasons(api, namespace, "clean"),
-        what="the ReplicasEnded event",
+        "the ReplicasEnded event",
+        lambda: event_reasons(api, namespace, "clean"),
+        lambda reasons: "ReplicasEnded" in reasons,
+        timeout=30,
     )
     expected = names("clean", *remaining)
 
-    def settled() -> dict[str, dict[str, object]] | None:
-        found = {
+    def live() -> dict[str, dict[str, Any]]:
+        return {
             n: p
             for n, p in pods(api, namespace, job="clean").items()
             if not p["metadata"].get("deletionTimestamp")
         }
-        return found if set(found) == expected else None
 
     if expected:
-        left = wait_for(settled, what=f"pods left by cleanPodPolicy {policy}")
+        left = wait_for(
+            f"pods left by cleanPodPolicy {policy}",
+            live,
+            lambda found: set(found) == expected,
+            timeout=30,
+        )
     else:
-        wait_for(lambda: not pods(api, namespace, job="clean"), what="every pod deleted")
+        wait_for(
+            "every pod deleted",
+            lambda: set(pods(api, namespace, job="clean")),
+            lambda found: not found,
+            timeout=30,
+        )
         left = {}
     if policy != "None":
         assert time.monotonic() - succeeded_at >= grace - 1  # second resolution of the times
     # Services go with cleanPodPolicy All; otherwise they stay until the job is deleted.
     expected_services = set() if policy == "All" else names("clean", *ALL)
     wait_for(
-        lambda: set(services(api, namespace, job="clean")) == expected_services, what="services"
+        "services",
+        lambda: set(services(api, namespace, job="clean")),
+        lambda found: found == expected_services,
+        timeout=30,
     )
     final = status(api, namespace, "clean")["replicaStatuses"]
     assert final["Worker"]["succeeded"] == 1 and final["Scheduler"]["succeeded"] == 1
@@ -125,13 +138,15 @@ def test_suspend_removes_pods_and_services_and_resume_recreates_them(
     assert condition(suspended, "Suspended")["reason"] == "MXJobSuspended"  # type: ignore[index]
     assert condition(suspended, "Running")["status"] == "False"  # type: ignore[index]
     wait_for(
-        lambda: not pods(api, namespace, job="pause") and not services(api, namespace, job="pause"),
-        what="pods and services removed",
+        "pods and services removed",
+        lambda: set(pods(api, namespace, job="pause")) | set(services(api, namespace, job="pause")),
+        lambda left: not left,
+        timeout=30,
     )
     assert kubectl_state(control_plane, namespace, "pause") == "Suspended"
 
     # startTime has second resolution: resume in a later second so that its reset shows.
-    wait_for(lambda: _utc_now() > first_start, timeout=3, what="the next second")
+    wait_for("the next second", _utc_now, lambda now: now > first_start, timeout=3)
     patch_job(api, namespace, "pause", {"spec": {"runPolicy": {"suspend": False}}})
     after = wait_pods_running(api, namespace, "pause", names("pause", *ALL))
     assert {p["metadata"]["uid"] for p in after.values()}.isdisjoint(
@@ -143,8 +158,10 @@ def test_suspend_removes_pods_and_services_and_resume_recreates_them(
     assert condition(resumed, "Suspended")["reason"] == "MXJobResumed"  # type: ignore[index]
     assert resumed["startTime"] > first_start
     wait_for(
-        lambda: {"MXJobSuspended", "MXJobResumed"} <= event_reasons(api, namespace, "pause"),
-        what="suspend and resume events",
+        "suspend and resume events",
+        lambda: event_reasons(api, namespace, "pause"),
+        lambda reasons: {"MXJobSuspended", "MXJobResumed"} <= reasons,
+        timeout=30,
     )
 
 
@@ -169,7 +186,12 @@ def test_scaling_a_running_job_is_refused_and_suspend_scale_resume_restarts_it_w
     assert set(pods(api, namespace, job="scale")) == set(before)  # nothing happened to the pods
 
     patch_job(api, namespace, "scale", {"spec": {"runPolicy": {"suspend": True}}})
-    wait_for(lambda: not pods(api, namespace, job="scale"), what="pods removed by suspend")
+    wait_for(
+        "pods removed by suspend",
+        lambda: set(pods(api, namespace, job="scale")),
+        lambda left: not left,
+        timeout=30,
+    )
     patch_job(api, namespace, "scale", {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 3}}}})
     patch_job(api, namespace, "scale", {"spec": {"runPolicy": {"suspend": False}}})
     after = wait_pods_running(api, namespace, "scale", names("scale", *ALL, "worker-2"))
@@ -180,12 +202,8 @@ def test_scaling_a_running_job_is_refused_and_suspend_scale_resume_restarts_it_w
         assert _mxnet_env(pod)["DMLC_NUM_WORKER"] == "3"
     assert "scale-worker-2" in services(api, namespace, job="scale")
     wait_for(
-        lambda: (
-            status(api, namespace, "scale")
-            .get("replicaStatuses", {})
-            .get("Worker", {})
-            .get("active")
-            == 3
-        ),
-        what="three active workers",
+        "three active workers",
+        lambda: status(api, namespace, "scale").get("replicaStatuses", {}).get("Worker", {}),
+        lambda workers: workers.get("active") == 3,
+        timeout=30,
     )

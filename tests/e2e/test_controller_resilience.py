@@ -14,10 +14,10 @@ from tests.e2e.controller_fixtures import (
     names,
     pods,
     status,
-    wait_for,
     wait_pods_running,
     wait_state,
 )
+from tests.helpers.waiting import wait_for
 
 ALL = ("scheduler-0", "server-0", "worker-0", "worker-1")
 
@@ -34,7 +34,12 @@ def test_sigkilled_controller_restarts_without_duplicates_or_lost_restarts(
     wait_pods_running(api, namespace, "crash", names("crash", *ALL))
     old_worker = _uids(api, namespace, "crash")["crash-worker-0"]
     kubelet.terminate(namespace, "crash-worker-0", exit_code=137)
-    wait_for(lambda: status(api, namespace, "crash").get("restartCount") == 1, what="1 restart")
+    wait_for(
+        "1 restart",
+        lambda: status(api, namespace, "crash").get("restartCount"),
+        lambda count: count == 1,
+        timeout=30,
+    )
     wait_pods_running(api, namespace, "crash", names("crash", *ALL))
     assert _uids(api, namespace, "crash")["crash-worker-0"] != old_worker
     wait_state(api, namespace, "crash", "Running")
@@ -44,7 +49,12 @@ def test_sigkilled_controller_restarts_without_duplicates_or_lost_restarts(
     # A failure while no controller runs is counted by the next one, exactly once.
     kubelet.terminate(namespace, "crash-worker-1", exit_code=137)
     second = start_controller()
-    wait_for(lambda: status(api, namespace, "crash").get("restartCount") == 2, what="2 restarts")
+    wait_for(
+        "2 restarts",
+        lambda: status(api, namespace, "crash").get("restartCount"),
+        lambda count: count == 2,
+        timeout=30,
+    )
     after = wait_pods_running(api, namespace, "crash", names("crash", *ALL))
     assert after["crash-worker-1"]["metadata"]["uid"] != before["crash-worker-1"]
     for name in ("crash-scheduler-0", "crash-server-0", "crash-worker-0"):
@@ -56,16 +66,12 @@ def test_sigkilled_controller_restarts_without_duplicates_or_lost_restarts(
     assert final["restartCount"] == 2
     # The counter is bumped right after the status write that wait_state saw.
     wait_for(
-        lambda: (
-            second.metric(
-                "training_operator_jobs_successful_total",
-                job_namespace=namespace,
-                framework="mxnet",
-            )
-            == 1
+        "one successful job counted",
+        lambda: second.metric(
+            "training_operator_jobs_successful_total", job_namespace=namespace, framework="mxnet"
         ),
+        lambda count: count == 1,
         timeout=5,
-        what="one successful job counted",
     )
 
 
@@ -87,7 +93,7 @@ def test_when_the_leader_is_sigkilled_the_standby_takes_over_within_the_lease(
             start_controller(*flags, identity="ctl-b"),
         )
     }
-    holder = wait_for(lambda: lease_holder(api, namespace), what="a leader")
+    holder = wait_for("a leader", lambda: lease_holder(api, namespace) or "", bool, timeout=30)
     leader = candidates.pop(holder)
     standby = next(iter(candidates.values()))
 
@@ -105,9 +111,10 @@ def test_when_the_leader_is_sigkilled_the_standby_takes_over_within_the_lease(
     killed = time.monotonic()
     kubelet.terminate(namespace, "ha-scheduler-0", exit_code=0)
     wait_for(
-        lambda: lease_holder(api, namespace) == standby.identity,
+        "the standby holding the lease",
+        lambda: lease_holder(api, namespace),
+        lambda holder: holder == standby.identity,
         timeout=lease_duration + 5,
-        what="the standby holding the lease",
     )
     wait_state(api, namespace, "ha", "Succeeded", timeout=lease_duration + 5)
     assert time.monotonic() - killed <= lease_duration + 3

@@ -23,10 +23,10 @@ from tests.e2e.controller_fixtures import (
     phase,
     pods,
     status,
-    wait_for,
     wait_pods_running,
     wait_state,
 )
+from tests.helpers.waiting import wait_for
 
 ALL = ("scheduler-0", "server-0", "worker-0", "worker-1")
 
@@ -46,17 +46,16 @@ def _exit_code(pod: dict[str, Any]) -> int | None:
 def _held(api: Api, namespace: str, job: str, name: str) -> dict[str, Any]:
     """Wait until ``name`` is terminating, ended, and still held by the finalizer."""
 
-    def probe() -> dict[str, Any] | None:
-        pod = pods(api, namespace, job=job).get(name)
-        if (
-            pod is not None
+    pod = wait_for(
+        f"{name} terminating with its final phase",
+        lambda: pods(api, namespace, job=job).get(name) or {},
+        lambda pod: bool(
+            pod
             and pod["metadata"].get("deletionTimestamp")
             and phase(pod) in ("Succeeded", "Failed")
-        ):
-            return pod
-        return None
-
-    pod = wait_for(probe, what=f"{name} terminating with its final phase")
+        ),
+        timeout=30,
+    )
     assert _finalizers(pod) == [TRACKING_FINALIZER]
     return pod
 
@@ -84,7 +83,12 @@ def test_a_worker_deleted_while_the_controller_is_down_counts_as_a_restart(
     assert (phase(held), _exit_code(held)) == ("Failed", 143)
 
     second = start_controller()
-    wait_for(lambda: status(api, namespace, "gone").get("restartCount") == 1, what="1 restart")
+    wait_for(
+        "1 restart",
+        lambda: status(api, namespace, "gone").get("restartCount"),
+        lambda count: count == 1,
+        timeout=30,
+    )
     after = wait_pods_running(api, namespace, "gone", names("gone", *ALL))
     assert after["gone-worker-0"]["metadata"]["uid"] != held["metadata"]["uid"]
     assert _finalizers(after["gone-worker-0"]) == [TRACKING_FINALIZER]
@@ -117,12 +121,16 @@ def test_a_worker_that_succeeded_and_was_deleted_while_the_controller_was_down_c
 
     start_controller()
     wait_for(
-        lambda: status(api, namespace, "late")["replicaStatuses"]["Worker"]["succeeded"] == 1,
-        what="the deleted worker counted as succeeded",
+        "the deleted worker counted as succeeded",
+        lambda: status(api, namespace, "late")["replicaStatuses"]["Worker"],
+        lambda workers: workers["succeeded"] == 1,
+        timeout=30,
     )
     wait_for(
-        lambda: "late-worker-0" not in pods(api, namespace, job="late"),
-        what="the counted worker released and gone",
+        "the counted worker released and gone",
+        lambda: set(pods(api, namespace, job="late")),
+        lambda left: "late-worker-0" not in left,
+        timeout=30,
     )
     final = status(api, namespace, "late")
     assert final["state"] == "Succeeded"
@@ -143,7 +151,12 @@ def test_deleting_the_mxjob_deletes_every_pod_even_while_the_controller_is_down(
         wait_pods_running(api, namespace, name, names(name, *ALL))
 
     control_plane.kubectl("delete", "mxjob", "up", "-n", namespace)
-    wait_for(lambda: not pods(api, namespace, job="up"), what="every pod of 'up' gone")
+    wait_for(
+        "every pod of 'up' gone",
+        lambda: set(pods(api, namespace, job="up")),
+        lambda left: not left,
+        timeout=30,
+    )
 
     _stop(first)
     api.request("DELETE", f"{GROUP_PATH}/namespaces/{namespace}/mxjobs/down")
@@ -151,7 +164,12 @@ def test_deleting_the_mxjob_deletes_every_pod_even_while_the_controller_is_down(
     for name in names("down", *ALL):
         _held(api, namespace, "down", name)
     start_controller()
-    wait_for(lambda: not pods(api, namespace, job="down"), what="every pod of 'down' gone")
+    wait_for(
+        "every pod of 'down' gone",
+        lambda: set(pods(api, namespace, job="down")),
+        lambda left: not left,
+        timeout=30,
+    )
 
 
 def test_pods_keep_the_finalizer_only_until_their_end_is_counted(
@@ -161,8 +179,10 @@ def test_pods_keep_the_finalizer_only_until_their_end_is_counted(
     wait_pods_running(api, namespace, "kept", names("kept", *ALL))
     kubelet.terminate(namespace, "kept-worker-0", exit_code=0)
     wait_for(
-        lambda: not _finalizers(pods(api, namespace, job="kept")["kept-worker-0"]),
-        what="the succeeded worker released",
+        "the succeeded worker released",
+        lambda: _finalizers(pods(api, namespace, job="kept")["kept-worker-0"]),
+        lambda finalizers: not finalizers,
+        timeout=30,
     )
     assert status(api, namespace, "kept")["replicaStatuses"]["Worker"]["succeeded"] == 1
     still = pods(api, namespace, job="kept")
@@ -173,11 +193,12 @@ def test_pods_keep_the_finalizer_only_until_their_end_is_counted(
         kubelet.terminate(namespace, name, exit_code=code)
     final = wait_state(api, namespace, "kept", "Succeeded")
 
-    def released() -> dict[str, dict[str, Any]] | None:
-        found = pods(api, namespace, job="kept")
-        return found if not any(_finalizers(p) for p in found.values()) else None
-
-    ended = wait_for(released, what="every ended pod released")
+    ended = wait_for(
+        "every ended pod released",
+        lambda: pods(api, namespace, job="kept"),
+        lambda found: not any(_finalizers(p) for p in found.values()),
+        timeout=30,
+    )
     assert set(ended) == names("kept", *ALL)  # cleanPodPolicy None: they stay, released
     assert all(phase(p) == "Succeeded" for p in ended.values())
     final = status(api, namespace, "kept")
@@ -212,4 +233,9 @@ def test_after_an_uninstall_the_documented_kubectl_command_lets_the_pods_go(
     control_plane.kubectl(
         "patch", "-n", namespace, *listed, "--type=strategic", "-p", RELEASE_PATCH
     )
-    wait_for(lambda: not pods(api, namespace, job="left"), what="every pod of 'left' gone")
+    wait_for(
+        "every pod of 'left' gone",
+        lambda: set(pods(api, namespace, job="left")),
+        lambda left: not left,
+        timeout=30,
+    )

@@ -19,8 +19,9 @@ import pytest
 
 from localkube.base import processes
 from localkube.base.paths import PROJECT_ROOT
-from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
+from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import LocalOperator
+from localkube.plane.settings import ControlPlaneSettings
 from localkube.scenarios.demo import KUBELET_LOG
 from localkube.scenarios.jobwatch import DEMO_NAMESPACE
 

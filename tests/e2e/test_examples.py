@@ -16,8 +16,7 @@ import pytest
 
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import RunningOperator
-from localkube.scenarios.jobwatch import EXAMPLES
-from localkube.scenarios.jobwatch import load_job
+from localkube.scenarios.jobwatch import EXAMPLES, load_job
 
 EXAMPLE_FILES = sorted([*EXAMPLES.glob("v1/*/*.yaml"), *EXAMPLES.glob("v1beta1/*/*.yaml")])
 OWNED_BY_MODE = {

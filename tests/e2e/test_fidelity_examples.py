@@ -33,16 +33,14 @@ from localkube.base.api import Api
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
 from localkube.scenarios.demo import examples_kubelet, pod_log
-from localkube.scenarios.jobwatch import EXAMPLES
-from localkube.scenarios.jobwatch import load_job
-from localkube.scenarios.jobwatch import on_free_ports
+from localkube.scenarios.jobwatch import EXAMPLES, load_job, on_free_ports
 from tests.e2e.controller_fixtures import (
     condition,
     events,
     pods,
     status,
-    wait_for,
 )
+from tests.helpers.waiting import wait_for
 
 TRAIN_EXAMPLE = EXAMPLES / "v1" / "train" / "mx_job_dist_cpu.yaml"
 TUNE_EXAMPLE = EXAMPLES / "v1" / "tune" / "mx_job_tune_cpu.yaml"
@@ -91,12 +89,14 @@ def wait_finished(
 ) -> dict[str, Any]:
     """Wait for Succeeded or Failed; on a timeout show what every process printed."""
 
-    def probe() -> dict[str, Any] | None:
-        current = status(api, namespace, name)
-        return current if current.get("state") in ("Succeeded", "Failed") else None
-
     try:
-        return wait_for(probe, timeout=timeout, interval=0.2, what=f"MXJob {name} finished")
+        return wait_for(
+            f"MXJob {name} finished",
+            lambda: status(api, namespace, name),
+            lambda current: current.get("state") in ("Succeeded", "Failed"),
+            timeout=timeout,
+            interval=0.2,
+        )
     except AssertionError as error:
         raise AssertionError(f"{error}\n{all_logs(log_dir)}") from None
 
@@ -175,17 +175,22 @@ def test_train_example_with_a_bad_argument_fails_the_job_with_exit_code_2(
     worker_log = pod_log(log_dir, namespace, f"{TRAIN_JOB}-worker-0").read_text()
     assert "argument --epochs: invalid int value: 'five'" in worker_log
     failed_worker = wait_for(
+        "a failed worker pod kept for its logs",
         lambda: next(
-            (p for n, p in pods(api, namespace, job=TRAIN_JOB).items() if "-worker-" in n), None
+            (p for n, p in pods(api, namespace, job=TRAIN_JOB).items() if "-worker-" in n), {}
         ),
-        what="a failed worker pod kept for its logs",
+        bool,
+        timeout=30,
     )
     assert exit_code(failed_worker) == 2
-    messages = [
-        f"{e['type']} {e['reason']}: {e['message']}" for e in events(api, namespace, TRAIN_JOB)
-    ]
-    assert any(m.startswith("Warning") and "code 2" in m for m in messages), (
-        f"no Warning event with exit code 2: {messages}"
+    # Events are written in the background, after the status: wait for the one that says why.
+    wait_for(
+        "a Warning event with exit code 2",
+        lambda: [
+            f"{e['type']} {e['reason']}: {e['message']}" for e in events(api, namespace, TRAIN_JOB)
+        ],
+        lambda messages: any(m.startswith("Warning") and "code 2" in m for m in messages),
+        timeout=30,
     )
     described = control_plane.kubectl("describe", "mxjob", TRAIN_JOB, "-n", namespace).stdout
     assert "exited with code 2" in described

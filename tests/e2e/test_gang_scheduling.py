@@ -32,7 +32,6 @@ import pytest
 from localkube.base.api import NotFound, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.operator import stop_process, wait_established
-from localkube.scenarios.jobwatch import job_pods
 from localkube.scenarios.gang_competition import describe
 from localkube.scenarios.gang_competition import run as run_competition
 from localkube.scenarios.gang_demo import (
@@ -46,7 +45,9 @@ from localkube.scenarios.gang_demo import (
     scene,
     wait_until,
 )
+from localkube.scenarios.jobwatch import job_pods
 from localkube.thirdparty.training_operator import LocalTrainingOperator
+from tests.helpers.waiting import wait_for
 
 JOBS = ("job-a", "job-b")
 PODS_EACH = 5
@@ -105,7 +106,15 @@ def test_without_gangs_both_jobs_hold_part_of_the_gpus_and_neither_runs(
             timeout=30,
             what="the six GPUs and both Schedulers taken",
         )
-        time.sleep(2)  # the scheduler had every chance; nothing more fits
+        # The kubelets' record that the bound pods run, and kube-scheduler's that it tried each
+        # job's last pod and found no node for it: nothing more fits.
+        for job in JOBS:
+            wait_for(
+                f"{job}'s bound pods Running and its last one found unschedulable",
+                functools.partial(_scheduling, stage, ns, job),
+                lambda found: sorted(found.values()) == [*["Running"] * 4, "Unschedulable"],
+                timeout=30,
+            )
         for job in JOBS:
             assert sorted(phases(api, ns, job).values()) == ["Pending", *["Running"] * 4], job
             assert job_state(api, ns, job) != "Running"
@@ -125,13 +134,33 @@ def test_native_gangs_bind_one_job_whole_and_the_other_after_it(
         seconds = wait_until(lambda: bound(api, ns, "job-a") == 5, timeout=30, what="job-a bound")
         print(f"\nlast gate lifted -> job-a's gang bound: {seconds:.2f} s")
         wait_until(lambda: job_state(api, ns, "job-a") == "Running", timeout=30, what="A Running")
-        time.sleep(2)
+        # kube-scheduler's record that it tried job-b's gang beside job-a's and could not place
+        # it (its PodGroup's PodGroupScheduled condition), and the operator's that it saw
+        # job-b's pods waiting (its GangWaiting event): then nothing of job-b runs.
+        wait_for(
+            "kube-scheduler to find job-b's gang unschedulable",
+            lambda: api.request(
+                "GET", f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups/job-b"
+            ),
+            lambda group: any(
+                c["type"] == "PodGroupScheduled"
+                and c["status"] == "False"
+                and c["reason"] == "Unschedulable"
+                for c in (group.get("status") or {}).get("conditions") or []
+            ),
+            timeout=30,
+        )
+        waiting = wait_for(
+            "the GangWaiting event on job-b",
+            lambda: _events(stage, ns, "job-b", "GangWaiting"),
+            bool,
+            timeout=30,
+        )
+        assert "0 of 5 pods placed" in waiting[0], waiting
         assert set(phases(api, ns, "job-a").values()) == {"Running"}
         assert set(phases(api, ns, "job-b").values()) == {"Pending"}
         assert bound(api, ns, "job-b") == 0
         assert job_state(api, ns, "job-b") == "Created"
-        waiting = _events(stage, ns, "job-b", "GangWaiting")
-        assert waiting and "0 of 5 pods placed" in waiting[0], waiting
 
         # The gang objects: owned by the job, minCount every replica, every pod joined.
         group = api.request(
@@ -271,12 +300,58 @@ def _pod_group(stage: Scene, path: str) -> dict[str, Any] | None:
     return found
 
 
-def _assert_pods_stay_unbound(stage: Scene, ns: str, *, seconds: float) -> None:
-    """Nothing binds the pods: kube-scheduler runs, but they name another scheduler."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert bound(stage.api, ns, "job-a") == 0
-        time.sleep(0.2)
+def _found(stage: Scene, path: str) -> dict[str, Any]:
+    """The object at ``path``; empty while there is none."""
+    return _pod_group(stage, path) or {}
+
+
+def _scheduling(stage: Scene, ns: str, job: str) -> dict[str, str]:
+    """Each pod of ``job``: ``Unschedulable`` once kube-scheduler tried it and found no node
+    (PodScheduled False, reason Unschedulable), its phase otherwise (as :func:`phases`)."""
+    found = {}
+    for name, pod in job_pods(stage.api, ns, job).items():
+        status = pod.get("status") or {}
+        scheduled: dict[str, Any] = next(
+            (c for c in status.get("conditions") or [] if c["type"] == "PodScheduled"), {}
+        )
+        if (scheduled.get("status"), scheduled.get("reason")) == ("False", "Unschedulable"):
+            found[name] = "Unschedulable"
+        elif status.get("phase", "Pending") == "Pending" and pod["spec"].get("nodeName"):
+            found[name] = "Pending(bound)"
+        else:
+            found[name] = str(status.get("phase", "Pending"))
+    return found
+
+
+def _assert_left_to_their_scheduler(stage: Scene, ns: str) -> None:
+    """Nothing binds the pods: kube-scheduler runs, but they name another scheduler.
+
+    kube-scheduler's record that it went past them: a pod created after them, for it, bound. Its
+    informer delivers pods in the order they were written and its queue hands out the older ones
+    first, so pods it took for its own it would have tried before that one.
+    """
+    path = f"/api/v1/namespaces/{ns}/pods"
+    name = f"after-job-a-{secrets.token_hex(3)}"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "containers": [{"name": "c", "image": "busybox"}],
+            "terminationGracePeriodSeconds": 0,
+        },
+    }
+    stage.api.request("POST", path, body=pod)
+    try:
+        wait_for(
+            "kube-scheduler to bind a pod created after the job's",
+            lambda: stage.api.request("GET", f"{path}/{name}")["spec"],
+            lambda spec: bool(spec.get("nodeName")),
+            timeout=30,
+        )
+    finally:
+        stage.api.request("DELETE", f"{path}/{name}", body={"gracePeriodSeconds": 0})
+    assert bound(stage.api, ns, "job-a") == 0
     assert set(phases(stage.api, ns, "job-a").values()) == {"Pending"}
 
 
@@ -297,7 +372,9 @@ def test_volcano_pod_group_is_accepted_and_pods_wait_for_volcano(
         job["metadata"]["annotations"] = {"team": "vision"}
         job["spec"]["runPolicy"] = {"schedulingPolicy": {"queue": "research"}}
         api.request("POST", f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs", body=job)
-        group = wait_until_found(lambda: _pod_group(stage, path), what="Volcano PodGroup")
+        group = wait_for(
+            "Volcano PodGroup", functools.partial(_found, stage, path), bool, timeout=30
+        )
         mxjob = api.request("GET", f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs/job-a")
         assert group["spec"] == {
             "minMember": PODS_EACH,
@@ -308,8 +385,19 @@ def test_volcano_pod_group_is_accepted_and_pods_wait_for_volcano(
         (owner,) = group["metadata"]["ownerReferences"]
         assert owner["uid"] == mxjob["metadata"]["uid"] and owner["controller"]
 
-        # As training-operator: no pod until Volcano admitted the group.
-        time.sleep(2)
+        # As training-operator: no pod until Volcano admitted the group. The reconcile that
+        # wrote the PodGroup and found it not admitted goes on to the job's Services: once they
+        # are there, it has decided about the pods.
+        wait_for(
+            "the job's Services, made by the reconcile that held its pods back",
+            lambda: api.request(
+                "GET",
+                f"/api/v1/namespaces/{ns}/services",
+                query=[("labelSelector", "training.kubeflow.org/job-name=job-a")],
+            )["items"],
+            lambda found: len(found) == PODS_EACH,
+            timeout=30,
+        )
         assert not job_pods(api, ns, "job-a")
         api.request(
             "PATCH",
@@ -327,7 +415,7 @@ def test_volcano_pod_group_is_accepted_and_pods_wait_for_volcano(
             assert pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "job-a"
             assert pod["metadata"]["annotations"]["volcano.sh/task-spec"] == rtype
             assert "schedulingGroup" not in pod["spec"]
-        _assert_pods_stay_unbound(stage, ns, seconds=3)
+        _assert_left_to_their_scheduler(stage, ns)
         clear(api, ns, JOBS)
         wait_until(lambda: _pod_group(stage, path) is None, timeout=60, what="PodGroup gone")
     finally:
@@ -358,7 +446,7 @@ def test_scheduler_plugins_pod_group_is_accepted_and_pods_name_its_scheduler(
         for pod in job_pods(api, ns, "job-a").values():
             assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
             assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "job-a"
-        _assert_pods_stay_unbound(stage, ns, seconds=3)
+        _assert_left_to_their_scheduler(stage, ns)
         clear(api, ns, JOBS)
         wait_until(lambda: _pod_group(stage, path) is None, timeout=60, what="PodGroup gone")
     finally:
@@ -417,9 +505,11 @@ def test_pod_groups_and_pods_are_the_same_as_training_operators(
             }
             api.request("POST", f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs", body=job)
         groups = {
-            ns: wait_until_found(
-                functools.partial(_pod_group, stage, POD_GROUP_PATH[scheduler].format(ns=ns)),
-                what=f"PodGroup in {ns}",
+            ns: wait_for(
+                f"PodGroup in {ns}",
+                functools.partial(_found, stage, POD_GROUP_PATH[scheduler].format(ns=ns)),
+                bool,
+                timeout=30,
             )
             for ns in namespaces
         }
@@ -450,8 +540,8 @@ def test_pod_groups_and_pods_are_the_same_as_training_operators(
         for name, pod in our_pods.items():
             assert _gang_marks(pod) == _gang_marks(their_pods[name]), name
         print(f"same PodGroup spec: {our_group['spec']}")
-        _assert_pods_stay_unbound(stage, theirs_ns, seconds=1)
-        _assert_pods_stay_unbound(stage, ours_ns, seconds=1)
+        _assert_left_to_their_scheduler(stage, theirs_ns)
+        _assert_left_to_their_scheduler(stage, ours_ns)
     finally:
         theirs.stop(process)
         theirs.uninstall_webhook()
@@ -474,16 +564,3 @@ def test_many_gangs_competing_for_the_same_gpus_all_succeed_none_holds_part(stag
     # free), never while too few GPUs were free for the rest: no job held GPUs while waiting.
     assert not result.held_while_waiting, result.partial_seconds
     assert result.longest_partial < 1.0, result.partial_seconds
-
-
-def wait_until_found(probe: Any, *, what: str, timeout: float = 30) -> dict[str, Any]:
-    found: list[dict[str, Any]] = []
-
-    def check() -> bool:
-        value = probe()
-        if value:
-            found.append(value)
-        return bool(value)
-
-    wait_until(check, timeout=timeout, what=what)
-    return found[-1]

@@ -32,7 +32,7 @@ from localkube.scenarios.gang_demo import (
 )
 from localkube.thirdparty import volcano
 from tests.e2e.real_node_fixtures import require
-from tests.e2e.test_install_running import wait_for
+from tests.helpers.waiting import wait_for
 
 # Fixture set-up and teardown count against a test's time limit: installing or removing a
 # third-party component (or the session's node) on a loaded machine can take minutes.
@@ -142,19 +142,13 @@ class Placements:
         self._partial_since.pop(job, None)
 
     def wait(self, until: Callable[[dict[str, int]], bool], *, timeout: float, what: str) -> float:
+        """Sample until ``until`` holds for the counts; the seconds it took."""
         started = time.monotonic()
-        while not until(self.sample()):
-            if time.monotonic() - started > timeout:
-                raise TimeoutError(f"{what}: not after {timeout:g} s; seen {self.seen}")
-            time.sleep(0.1)
+        try:
+            wait_for(what, self.sample, until, timeout=timeout)
+        except AssertionError as error:
+            raise AssertionError(f"{error}; bound counts seen: {self.seen}") from error
         return time.monotonic() - started
-
-    def hold(self, *, seconds: float) -> None:
-        """Keep sampling for ``seconds``."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.sample()
-            time.sleep(0.1)
 
     def assert_never_partial(self) -> None:
         for job, size in self.jobs.items():
@@ -167,12 +161,12 @@ class Placements:
 def wait_events(stage: VolcanoStage, namespace: str, name: str, reason: str) -> list[str]:
     """The events of ``reason`` on ``name`` once there is one: both the operator and Volcano
     post theirs from queues of their own, after the state they report is written."""
-    found: list[str] = wait_for(
+    return wait_for(
         f"a {reason} event on {name}",
         lambda: _events(stage, namespace, name, reason),
+        bool,
         timeout=30,
     )
-    return found
 
 
 def test_volcano_binds_one_job_whole_and_the_other_only_after_it(
@@ -191,11 +185,19 @@ def test_volcano_binds_one_job_whole_and_the_other_only_after_it(
     print(f"last gate lifted -> one job's gang bound by vc-scheduler: {seconds:.2f} s")
     first = next(job for job in JOBS if bound(api, namespace, job) == PODS_EACH)
     second = next(job for job in JOBS if job != first)
-    placements.hold(seconds=3)  # vc-scheduler runs every second: three more sessions
-    assert placements.sample()[second] == 0
-    assert job_state(api, namespace, second) == "Created"
+    # Volcano's record that a session tried the second gang beside the first: the second's pods
+    # that would fit on the GPUs left held back for the gang, the others unschedulable. A
+    # scheduler without gangs would have bound the ones that fit in that very session.
+    placements.wait(
+        lambda now: _held_back(stage, namespace, second),
+        timeout=60,
+        what=f"Volcano to hold {second}'s placeable pods back",
+    )
+    # The operator's record that it saw the second's pods waiting (recorded after its status).
     waiting = wait_events(stage, namespace, second, "GangWaiting")
     assert waiting and "0 of 5 pods placed" in waiting[0], waiting
+    assert placements.sample()[second] == 0
+    assert job_state(api, namespace, second) == "Created"
     group = _pod_group(stage, namespace, second)
     assert any(
         c["type"] == "Unschedulable" and c["status"] == "True"
@@ -211,10 +213,12 @@ def test_volcano_binds_one_job_whole_and_the_other_only_after_it(
     print(f"{first} finished -> {second}'s gang bound: {seconds:.2f} s")
     placements.assert_never_partial()
     wait_state(stage, namespace, second, "Running")
-    deadline = time.monotonic() + 60
-    while _pod_group(stage, namespace, second)["status"].get("phase") != "Running":
-        assert time.monotonic() < deadline, _pod_group(stage, namespace, second)["status"]
-        time.sleep(0.2)
+    wait_for(
+        f"Volcano to see {second}'s PodGroup Running",
+        lambda: _pod_group(stage, namespace, second)["status"],
+        lambda status: status.get("phase") == "Running",
+        timeout=60,
+    )
     stage.scene.finish_pods(namespace, second)
     wait_state(stage, namespace, second, "Succeeded")
     print(f"{first} finished -> {second} Succeeded: {time.monotonic() - finished:.2f} s")
@@ -222,10 +226,31 @@ def test_volcano_binds_one_job_whole_and_the_other_only_after_it(
 
 
 def wait_state(stage: VolcanoStage, namespace: str, job: str, state: str) -> None:
-    deadline = time.monotonic() + 60
-    while job_state(stage.scene.api, namespace, job) != state:
-        assert time.monotonic() < deadline, f"{job} not {state}"
-        time.sleep(0.1)
+    wait_for(
+        f"{job} {state}",
+        lambda: job_state(stage.scene.api, namespace, job),
+        lambda current: current == state,
+        timeout=60,
+    )
+
+
+def _held_back(stage: VolcanoStage, namespace: str, job: str) -> bool:
+    """Volcano tried to place ``job`` and held back the pods that would fit (their PodScheduled
+    condition False, reason ``Schedulable``: "can possibly be assigned to <node>, once
+    minAvailable is satisfied") because the others do not (reason ``Unschedulable``): what
+    vc-scheduler writes at the end of a session that found the gang does not fit whole."""
+    pods = stage.scene.api.request(
+        "GET",
+        f"/api/v1/namespaces/{namespace}/pods",
+        query=[("labelSelector", f"training.kubeflow.org/job-name={job}")],
+    )["items"]
+    reasons = {
+        condition.get("reason")
+        for pod in pods
+        for condition in (pod.get("status") or {}).get("conditions") or []
+        if condition["type"] == "PodScheduled" and condition["status"] == "False"
+    }
+    return {"Schedulable", "Unschedulable"} <= reasons
 
 
 def test_a_gang_that_cannot_fit_waits_visibly_and_holds_no_gpu(

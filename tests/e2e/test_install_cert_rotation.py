@@ -22,7 +22,8 @@ from cryptography import x509
 
 from localkube.base.api import Api
 from localkube.plane.operator import RunningOperator
-from tests.e2e.controller_fixtures import mxjob, wait_for
+from tests.e2e.controller_fixtures import mxjob
+from tests.helpers.waiting import wait_for
 
 CLIENTS = 4
 
@@ -37,6 +38,13 @@ def _served_serial(port: int, ca_file: Path) -> int:
         der = tls.getpeercert(binary_form=True)
     assert der is not None
     return x509.load_der_x509_certificate(der).serial_number
+
+
+def _log_since(path: Path, offset: int) -> str:
+    """What the process logged to ``path`` after its first ``offset`` bytes."""
+    with path.open("rb") as log:
+        log.seek(offset)
+        return log.read().decode(errors="replace")
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -54,6 +62,7 @@ def test_rotated_certificate_is_served_while_every_review_succeeds(
     assert local.ca is not None
     ca_file = local.dir / "ca.crt"
     port = local_operator.webhook_port
+    webhook_log = local.logs / "webhook.log"
     before = _served_serial(port, ca_file)
 
     stop = threading.Event()
@@ -84,23 +93,37 @@ def test_rotated_certificate_is_served_while_every_review_succeeds(
     for thread in threads:
         thread.start()
     try:
-        wait_for(lambda: len(results) >= 20, what="reviews before the rotation")
+        wait_for("reviews before the rotation", lambda: len(results), lambda n: n >= 20, timeout=30)
         new = local.ca.issue_serving(hosts=("127.0.0.1", "localhost"))
         rotated_at = time.monotonic()
+        logged = webhook_log.stat().st_size
         _replace(local.cert_dir / "tls.key", new.key_pem)
-        time.sleep(0.3)  # a moment with a key that does not match the certificate on disk
+        # A moment with a key that does not match the certificate on disk, until the webhook
+        # has tried that pair (it looks at the files on a new handshake, at most once a
+        # second), refused it and said so, while still presenting the old certificate.
+        during = wait_for(
+            "the webhook to refuse the half-rotated pair",
+            lambda: (_served_serial(port, ca_file), _log_since(webhook_log, logged)),
+            lambda seen: "cannot load certificate pair" in seen[1],
+            timeout=10,
+            interval=0.2,
+        )
+        assert during[0] == before
         _replace(local.cert_dir / "tls.crt", new.cert_pem)
         serial = new.certificate.serial_number
         wait_for(
-            lambda: _served_serial(port, ca_file) == serial,
+            "the new certificate served",
+            lambda: _served_serial(port, ca_file),
+            lambda served: served == serial,
             timeout=10,
             interval=0.2,
-            what="the new certificate served",
         )
         served_at = time.monotonic()
         wait_for(
-            lambda: sum(1 for when, _ in results if when > served_at) >= 20,
-            what="reviews after the rotation",
+            "reviews after the rotation",
+            lambda: sum(1 for when, _ in results if when > served_at),
+            lambda n: n >= 20,
+            timeout=30,
         )
     finally:
         stop.set()

@@ -26,7 +26,8 @@ from cryptography import x509
 
 from certs.cli import main as certs_main
 from localkube.base.paths import PROJECT_ROOT
-from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.settings import ControlPlaneSettings
 from localkube.thirdparty import cert_manager
 
 MANIFESTS = PROJECT_ROOT / "manifests"

@@ -32,10 +32,10 @@ from tests.e2e.controller_fixtures import (
     mxjob,
     names,
     status,
-    wait_for,
     wait_pods_running,
     wait_state,
 )
+from tests.helpers.waiting import wait_for
 
 SYSTEM = "mxjob-system"
 RBAC_KINDS = (
@@ -145,7 +145,10 @@ def test_controller_takes_a_job_to_succeeded_and_deletes_it_under_its_service_ac
     )
     try:
         wait_for(
-            lambda: lease_holder(api, SYSTEM) == f"rbac-{namespace}", what="the controller leads"
+            "the controller leads",
+            lambda: lease_holder(api, SYSTEM),
+            lambda holder: holder == f"rbac-{namespace}",
+            timeout=30,
         )
         job = mxjob("rbac", workers=2, servers=1)
         # completionTime has second resolution, so a TTL of 1 s may delete the job within a
@@ -159,19 +162,26 @@ def test_controller_takes_a_job_to_succeeded_and_deletes_it_under_its_service_ac
         recreated = wait_pods_running(api, namespace, "rbac", all_pods)
         assert recreated["rbac-worker-0"]["metadata"]["uid"] != old_uid
         wait_for(
-            lambda: status(api, namespace, "rbac").get("restartCount") == 1,
-            what="restartCount 1 in the status",
+            "restartCount 1 in the status",
+            lambda: status(api, namespace, "rbac").get("restartCount"),
+            lambda count: count == 1,
+            timeout=30,
         )
         kubelet.terminate(namespace, "rbac-scheduler-0", exit_code=0)
         wait_state(api, namespace, "rbac", "Succeeded")
         # Events are written in the background, after the status: wait for them too.
         wait_for(
-            lambda: (
-                {"SuccessfulCreatePod", "MXJobSucceeded"} <= event_reasons(api, namespace, "rbac")
-            ),
-            what="the job's events",
+            "the job's events",
+            lambda: event_reasons(api, namespace, "rbac"),
+            lambda reasons: {"SuccessfulCreatePod", "MXJobSucceeded"} <= reasons,
+            timeout=30,
         )
-        wait_for(lambda: get_job(api, namespace, "rbac") is None, what="TTL deletion")
+        wait_for(
+            "TTL deletion",
+            lambda: get_job(api, namespace, "rbac"),
+            lambda job: job is None,
+            timeout=30,
+        )
     finally:
         stop_process(process.pid)
     log = (local_operator.local.logs / log_name).read_text()

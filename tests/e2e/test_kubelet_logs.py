@@ -18,6 +18,7 @@ from certs import CertificateAuthority
 from localkube.base.api import Api
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
+from tests.helpers.waiting import wait_for
 
 TIMESTAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z"
 
@@ -43,14 +44,14 @@ def _create(api: Api, namespace: str, pod: dict[str, Any]) -> None:
 def _wait_for_phase(
     api: Api, namespace: str, name: str, phases: set[str], timeout: float = 30
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        pod: dict[str, Any] = api.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
-        if pod.get("status", {}).get("phase") in phases:
-            return pod
-        if time.monotonic() > deadline:
-            raise AssertionError(f"pod {name} never reached {phases}: {pod.get('status')}")
-        time.sleep(0.05)
+    pod: dict[str, Any] = wait_for(
+        f"pod {name} to reach {sorted(phases)}",
+        lambda: api.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}"),
+        lambda pod: pod.get("status", {}).get("phase") in phases,
+        timeout=timeout,
+        interval=0.05,
+    )
+    return pod
 
 
 def _logs(plane: ControlPlane, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:

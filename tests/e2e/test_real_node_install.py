@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from controller.election import ElectionSettings
-from localkube.base.api import ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
 from localkube.realnode.cluster import SYSTEM_NAMESPACE
 from tests.e2e.admission_traffic import admission_traffic, single_worker_job
-from tests.e2e.real_node_fixtures import InstalledCluster
-from tests.e2e.test_install_running import PodCreations, wait_for
+from tests.e2e.real_node_fixtures import InstalledCluster, every_pod_of, namespace_for, pods_of
+from tests.helpers.pod_creations import PodCreations
+from tests.helpers.waiting import wait_for
 
 # Fixture set-up and teardown count against a test's time limit: installing or removing a
 # third-party component (or the session's node) on a loaded machine can take minutes.
@@ -34,23 +34,6 @@ INVALID = sorted((PROJECT_ROOT / "examples" / "invalid").glob("*.yaml"))
 TRAIN_EXAMPLE = PROJECT_ROOT / "examples" / "v1" / "train" / "mx_job_dist_cpu.yaml"
 COMPONENTS = ("webhook", "controller")
 RUNAS = 65532
-
-
-def every_pod_of(installed: InstalledCluster, component: str) -> list[dict[str, Any]]:
-    """The component's pods, the ones being deleted too."""
-    items: list[dict[str, Any]] = installed.api.request(
-        "GET",
-        f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/pods",
-        query=[("labelSelector", f"app.kubernetes.io/component={component}")],
-    )["items"]
-    return items
-
-
-def pods_of(installed: InstalledCluster, component: str) -> list[dict[str, Any]]:
-    """The component's pods that are not being deleted."""
-    return [
-        p for p in every_pod_of(installed, component) if not p["metadata"].get("deletionTimestamp")
-    ]
 
 
 def container_id(pod: dict[str, Any]) -> str:
@@ -64,11 +47,6 @@ def oci_spec(installed: InstalledCluster, identifier: str) -> dict[str, Any]:
     """The OCI runtime spec containerd handed runc for this container."""
     info: dict[str, Any] = json.loads(installed.node.ctr("containers", "info", identifier))
     return dict(info["Spec"])
-
-
-def namespace_for(installed: InstalledCluster, name: str) -> str:
-    ensure_namespace(installed.api, name)
-    return name
 
 
 def test_both_deployments_run_as_real_containers_under_the_manifests_security_context(
@@ -178,7 +156,7 @@ def test_a_killed_leader_container_hands_over_to_the_standby_and_a_job_runs_once
     real_cluster: InstalledCluster,
 ) -> None:
     namespace = namespace_for(real_cluster, "leader-kill")
-    leader = wait_for("a Lease holder", lambda: lease_holder(real_cluster))
+    leader = wait_for("a Lease holder", lambda: lease_holder(real_cluster), bool, timeout=60)
     pods = {p["metadata"]["name"]: p for p in pods_of(real_cluster, "controller")}
     assert leader in pods, (leader, sorted(pods))
     standby = next(name for name in pods if name != leader)

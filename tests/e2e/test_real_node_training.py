@@ -19,11 +19,10 @@ from typing import Any
 
 import pytest
 
-from localkube.scenarios.jobwatch import DEFAULT_JOB
-from localkube.scenarios.jobwatch import Progress
+from localkube.scenarios.jobwatch import DEFAULT_JOB, Progress
 from localkube.scenarios.node_demo import run_job
 from tests.e2e.real_node_fixtures import InstalledCluster
-from tests.e2e.test_install_running import wait_for
+from tests.helpers.waiting import wait_for
 
 # The job's own wait is 300 s, and its diagnosis is printed only if it ends first.
 pytestmark = pytest.mark.timeout(600)

@@ -37,9 +37,8 @@ from localkube.base.paths import PROJECT_ROOT
 from localkube.realnode.cluster import SYSTEM_NAMESPACE, image_overlay
 from localkube.thirdparty import cert_manager
 from tests.e2e.admission_traffic import admission_traffic
-from tests.e2e.real_node_fixtures import InstalledCluster, require
-from tests.e2e.test_install_running import wait_for
-from tests.e2e.test_real_node_install import namespace_for, pods_of
+from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, pods_of, require
+from tests.helpers.waiting import wait_for
 
 # Fixture set-up and teardown count against a test's time limit: installing or removing a
 # third-party component (or the session's node) on a loaded machine can take minutes.
@@ -176,12 +175,14 @@ def force_renewal(managed: CertManaged, name: str) -> None:
         "type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
         "message": "Certificate re-issuance manually triggered", "lastTransitionTime": now,
     }  # fmt: skip
-    deadline = time.monotonic() + 30
-    while True:
+
+    def refusal() -> str | None:
+        """None once an Issuing condition is there (ours or cert-manager's); else why the
+        patch adding ours was refused (cert-manager wrote the status meanwhile)."""
         certificate = managed.api.request("GET", path)
         conditions = certificate.get("status", {}).get("conditions", [])
         if any(c["type"] == "Issuing" and c["status"] == "True" for c in conditions):
-            return
+            return None
         version = certificate["metadata"]["resourceVersion"]
         patch = [
             {"op": "test", "path": "/metadata/resourceVersion", "value": version},
@@ -189,10 +190,11 @@ def force_renewal(managed: CertManaged, name: str) -> None:
         ]
         done = managed.kubectl(
             "-n", SYSTEM_NAMESPACE, "patch", f"certificate/{name}", "--subresource=status",
-            "--type=json", "-p", json.dumps(patch), check=time.monotonic() > deadline,
+            "--type=json", "-p", json.dumps(patch), check=False,
         )  # fmt: skip
-        if done.returncode == 0:
-            return
+        return None if done.returncode == 0 else str(done.stderr)
+
+    wait_for(f"an Issuing condition on {name}", refusal, lambda why: why is None, timeout=30)
 
 
 def leaf_serial(managed: CertManaged) -> int:
@@ -212,7 +214,7 @@ def renewed_and_served(managed: CertManaged, before: int, *, timeout: float = 12
         serving = served_serials(managed)
         return bool(issued) and serving is not None and serving <= issued
 
-    wait_for("every webhook pod to serve a renewed certificate", caught_up, timeout=timeout)
+    wait_for("every webhook pod to serve a renewed certificate", caught_up, bool, timeout=timeout)
     return time.monotonic() - started
 
 
@@ -316,7 +318,7 @@ def served_lifetime_settles(managed: CertManaged, lifetime: datetime.timedelta) 
         served = current.not_valid_after_utc - current.not_valid_before_utc
         return served == lifetime and served_serials(managed) == {current.serial_number}
 
-    wait_for(f"every webhook pod to serve a certificate of {lifetime}", settled, timeout=120)
+    wait_for(f"every webhook pod to serve a certificate of {lifetime}", settled, bool, timeout=120)
 
 
 def test_short_lived_certificates_renew_on_their_own_under_traffic(managed: CertManaged) -> None:
@@ -378,7 +380,9 @@ def test_a_replaced_ca_is_injected_everywhere_and_nothing_refused(managed: CertM
             return all(new in bundle_certificates(pem)
                        for pem in ca_bundles(managed.api).values())  # fmt: skip
 
-        wait_for("every caBundle to hold the new CA", every_bundle_trusts_the_new_ca, timeout=60)
+        wait_for(
+            "every caBundle to hold the new CA", every_bundle_trusts_the_new_ca, bool, timeout=60
+        )
         injected = time.monotonic() - started
         bundles = [bundle_certificates(pem) for pem in ca_bundles(managed.api).values()]
         old_kept = all(pem_certificate(old_ca) in bundle for bundle in bundles)

@@ -23,9 +23,8 @@ import pytest
 from localkube.base.api import Api
 from localkube.thirdparty import kueue
 from tests.e2e.admission_traffic import single_worker_job
-from tests.e2e.real_node_fixtures import InstalledCluster, require
-from tests.e2e.test_install_running import wait_for
-from tests.e2e.test_real_node_install import namespace_for
+from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, require
+from tests.helpers.waiting import wait_for
 
 # Fixture set-up and teardown count against a test's time limit: installing or removing a
 # third-party component (or the session's node) on a loaded machine can take minutes.
@@ -87,7 +86,7 @@ def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
         namespace_for(real_cluster, NAMESPACE)
         context = Queued(real_cluster, seconds)
         context.apply(*queue_objects())
-        wait_for("the ClusterQueue to be active", lambda: queue_active(context), timeout=60)
+        wait_for("the ClusterQueue to be active", lambda: queue_active(context), bool, timeout=60)
         yield context
     finally:
         real_cluster.plane.kubectl(
@@ -150,9 +149,26 @@ def test_a_queued_job_waits_suspended_until_kueue_admits_it_and_then_runs(queued
     held = queued_job("held", image, seconds=8)
     queued.kubectl("apply", "-n", NAMESPACE, "-f", "-", input_text=json.dumps(held))
     assert mxjob(queued, "held")["spec"]["runPolicy"]["suspend"] is True  # Kueue's webhook
-    workload = wait_for("its Workload", lambda: workload_of(queued, "held"), timeout=30)
-    assert workload is not None
-    time.sleep(3)
+    # Kueue's record that it looked at the job's Workload and did not admit it (the workload
+    # controller or the scheduler: QuotaReserved False, "ClusterQueue ... is inactive"), and the
+    # operator's that it saw the job suspended; only then is "still suspended, no pod" a finding.
+    wait_for(
+        "Kueue to find the Workload inadmissible while the queue is held",
+        lambda: workload_of(queued, "held") or {},
+        lambda found: any(
+            c["type"] == "QuotaReserved"
+            and c["status"] == "False"
+            and "inactive" in c.get("message", "")
+            for c in (found.get("status") or {}).get("conditions") or []
+        ),
+        timeout=60,
+    )
+    wait_for(
+        "the operator's Suspended condition",
+        lambda: mxjob(queued, "held"),
+        lambda job: condition(job, "Suspended"),
+        timeout=30,
+    )
     assert mxjob(queued, "held")["spec"]["runPolicy"]["suspend"] is True
     pods = queued.api.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]
     assert not [p for p in pods if p["metadata"]["name"].startswith("held-")]
@@ -168,7 +184,7 @@ def test_a_queued_job_waits_suspended_until_kueue_admits_it_and_then_runs(queued
         pods_ready = pods_ready or condition(workload_of(queued, "held"), "PodsReady")
         return state(queued, "held") in ("Succeeded", "Failed")
 
-    wait_for("the job to finish", finished, timeout=120)
+    wait_for("the job to finish", finished, bool, timeout=120)
     seconds = time.monotonic() - started
     assert pods_ready, workload_of(queued, "held")
     assert state(queued, "held") == "Succeeded"
@@ -205,30 +221,31 @@ def test_five_jobs_on_a_quota_for_two_run_two_at_a_time_and_all_succeed(queued: 
             input_text=json.dumps(queued_job(name, image, seconds=4)),
         )
     most = 0
-    deadline = time.monotonic() + 240
-    while True:
-        # One LIST: every job as of one moment, not five reads between which one may end
-        # and the next be admitted.
+
+    def states() -> dict[str, str | None]:
+        """Every job's state as of one moment (one LIST, not five reads between which one may
+        end and the next be admitted); the most jobs unsuspended and unfinished at once so far."""
+        nonlocal most
         listed = queued.api.request("GET", f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/mxjobs")
         jobs = {j["metadata"]["name"]: j for j in listed["items"] if j["metadata"]["name"] in names}
+        found = {n: (j.get("status") or {}).get("state") for n, j in jobs.items()}
         unsuspended = [
             n
             for n, j in jobs.items()
-            if not j["spec"]["runPolicy"].get("suspend")
-            and (j.get("status") or {}).get("state") not in ("Succeeded", "Failed")
+            if not j["spec"]["runPolicy"].get("suspend") and found[n] not in ("Succeeded", "Failed")
         ]
         most = max(most, len(unsuspended))
-        finished = [
-            n
-            for n, j in jobs.items()
-            if (j.get("status") or {}).get("state") in ("Succeeded", "Failed")
-        ]
-        if len(finished) == len(names):
-            break
-        assert time.monotonic() < deadline, {
-            n: (j.get("status") or {}).get("state") for n, j in jobs.items()
-        }
-        time.sleep(0.3)
+        return found
+
+    wait_for(
+        "every job to finish",
+        states,
+        lambda found: (
+            len(found) == len(names) and all(s in ("Succeeded", "Failed") for s in found.values())
+        ),
+        timeout=240,
+        interval=0.3,
+    )
     seconds = time.monotonic() - started
     assert {state(queued, n) for n in names} == {"Succeeded"}
     assert most <= 2, most
@@ -264,6 +281,7 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeed
     wait_for(
         "the low job suspended by Kueue",
         lambda: mxjob(queued, "low")["spec"]["runPolicy"].get("suspend"),
+        bool,
         timeout=60,
     )
 

@@ -14,6 +14,7 @@ asynchronously) so no other test ever sees admission off.
 from __future__ import annotations
 
 import copy
+import functools
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,10 +36,10 @@ from tests.e2e.controller_fixtures import (
     pods,
     services,
     status,
-    wait_for,
     wait_pods_running,
     wait_state,
 )
+from tests.helpers.waiting import wait_for
 
 
 def _invalid_job(name: str) -> dict[str, Any]:
@@ -89,12 +90,20 @@ def admission_off(api: Api, operator: RunningOperator, namespace: str) -> Iterat
     probe = _invalid_job("admission-probe")
     operator.local.unregister_webhooks()
     try:
-        wait_for(lambda: _admitted(api, namespace, probe), what="admission webhooks gone")
+        wait_for(
+            "admission webhooks gone",
+            functools.partial(_admitted, api, namespace, probe),
+            lambda admitted: admitted,
+            timeout=30,
+        )
         yield
     finally:
         operator.local.register_webhooks(webhook_port=operator.webhook_port)
         wait_for(
-            lambda: not _admitted(api, namespace, probe), what="admission webhooks back in force"
+            "admission webhooks back in force",
+            functools.partial(_admitted, api, namespace, probe),
+            lambda admitted: not admitted,
+            timeout=30,
         )
 
 
@@ -143,7 +152,12 @@ def test_unadmitted_jobs_are_failed_when_invalid_and_defaulted_when_valid(
     # restartPolicy defaulted to ExitCode: a SIGKILLed worker is recreated, not the job failed.
     old_uid = running["raw-worker-0"]["metadata"]["uid"]
     kubelet.terminate(namespace, "raw-worker-0", exit_code=137)
-    wait_for(lambda: status(api, namespace, "raw").get("restartCount") == 1, what="1 restart")
+    wait_for(
+        "1 restart",
+        lambda: status(api, namespace, "raw").get("restartCount"),
+        lambda count: count == 1,
+        timeout=30,
+    )
     again = wait_pods_running(api, namespace, "raw", names("raw", "scheduler-0", "worker-0"))
     assert again["raw-worker-0"]["metadata"]["uid"] != old_uid
     kubelet.terminate(namespace, "raw-scheduler-0", exit_code=0)
@@ -174,7 +188,7 @@ def _merge_patch(api: Api, namespace: str, name: str, spec: dict[str, Any]) -> N
 def test_the_crds_own_rules_keep_job_mode_and_replica_types_without_admission(
     api: Api, namespace: str, local_operator: RunningOperator
 ) -> None:
-    """The CRD's CEL rules (`hack/gen_crd.py` `_spec_rules`) hold with no webhook registered."""
+    """The CRD's CEL rules (`hack/gen_crd_rules.py` `spec_rules`) hold with no webhook."""
     foreign = _undefaulted_job("foreign-type")
     foreign["spec"]["mxReplicaSpecs"]["tuner"] = foreign["spec"]["mxReplicaSpecs"].pop("Worker")
     with admission_off(api, local_operator, namespace):

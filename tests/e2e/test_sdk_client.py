@@ -27,8 +27,7 @@ from localkube.base.ports import free_port
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import RunningOperator, stop_process
 from localkube.scenarios.demo import examples_kubelet, pod_log
-from localkube.scenarios.jobwatch import EXAMPLES
-from localkube.scenarios.jobwatch import load_job
+from localkube.scenarios.jobwatch import EXAMPLES, load_job
 
 SDK_PYTHON = PROJECT_ROOT / ".venv-sdk" / "bin" / "python"
 DRIVER = Path(__file__).parent / "sdk" / "driver.py"

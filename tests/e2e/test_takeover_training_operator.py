@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,13 +23,15 @@ import pytest
 
 from localkube.base.api import Api, ensure_namespace
 from localkube.kubelet.core import TestKubelet
-from localkube.plane.controlplane import ControlPlane, ControlPlaneSettings
+from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import LocalOperator, stop_process, wait_established
+from localkube.plane.settings import ControlPlaneSettings
 from localkube.thirdparty.training_operator import LocalTrainingOperator
 from shared.conversion import convert
 from shared.defaults import apply_defaults
 from shared.validation import validate
-from tests.e2e.controller_fixtures import condition, template, wait_for
+from tests.e2e.controller_fixtures import condition, template
+from tests.helpers.waiting import wait_for
 
 NAMESPACE = "migrating"
 JOBS = ("running", "succeeded", "failed")
@@ -119,7 +120,7 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
     seconds: dict[str, float] = {}
     started = time.monotonic()
     plane = ControlPlane(ControlPlaneSettings(state_dir=Path(tmp_path_factory.mktemp("takeover"))))
-    processes: list[subprocess.Popen[bytes]] = []
+    pids: list[int] = []
     webhook_pid = 0
     try:
         plane.up()
@@ -134,7 +135,7 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
         theirs = LocalTrainingOperator(plane)
         theirs.install_crd()
         their_process = theirs.start()
-        processes.append(their_process)
+        pids.append(their_process.pid)
         seconds["training-operator up"] = time.monotonic() - mark
         mark = time.monotonic()
         for manifest in (
@@ -145,26 +146,32 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
             plane.kubectl("apply", "-f", "-", input_text=json.dumps(manifest))
         for job in JOBS:
             wait_for(
+                f"training-operator's pods and Services of {job} running",
                 functools.partial(_all_running, api, job),
+                bool,
                 timeout=60,
-                what=f"training-operator's pods and Services of {job} running",
             )
         for pod in ("succeeded-worker-0", "succeeded-scheduler-0"):
             kubelet.terminate(NAMESPACE, pod, exit_code=0)
         kubelet.terminate(NAMESPACE, "failed-worker-0", exit_code=1)
-        wait_for(lambda: _true(_get(api, _job_path("running")), "Running"), what="running")
-        wait_for(lambda: _true(_get(api, _job_path("succeeded")), "Succeeded"), what="succeeded")
-        wait_for(lambda: _true(_get(api, _job_path("failed")), "Failed"), what="failed")
+        for job, ctype in (
+            ("running", "Running"),
+            ("succeeded", "Succeeded"),
+            ("failed", "Failed"),
+        ):
+            wait_for(
+                f"{job} {ctype}",
+                functools.partial(_get, api, _job_path(job)),
+                functools.partial(_true, ctype=ctype),
+                timeout=30,
+            )
         # Its Failed job keeps a running Scheduler (cleanPodPolicy None); it ends later.
         kubelet.terminate(NAMESPACE, "failed-scheduler-0", exit_code=137)
         wait_for(
-            lambda: (
-                _get(api, f"/api/v1/namespaces/{NAMESPACE}/pods/failed-scheduler-0")["status"][
-                    "phase"
-                ]
-                == "Failed"
-            ),
-            what="failed-scheduler-0 ended",
+            "failed-scheduler-0 ended",
+            lambda: _get(api, f"/api/v1/namespaces/{NAMESPACE}/pods/failed-scheduler-0")["status"],
+            lambda pod_status: pod_status.get("phase") == "Failed",
+            timeout=30,
         )
         seconds["three jobs under training-operator"] = time.monotonic() - mark
         theirs.stop(their_process)
@@ -184,17 +191,19 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
         controller, _, _ = ours.start_controller(
             f"--namespace={NAMESPACE}", log_name="takeover-controller.log", ready_path="/readyz"
         )
-        processes.append(controller)
+        pids.append(controller.pid)
         wait_for(
+            "this operator's status on the running job, and its Services adopted",
             functools.partial(_reconciled, api),
-            what="this operator's status on the running job, and its Services adopted",
+            bool,
+            timeout=30,
         )
         seconds["this operator up and reconciled"] = time.monotonic() - mark
         yield Takeover(plane, api, kubelet, before, pods_before, services_before, seconds)
         kubelet.stop()
     finally:
-        for process in processes:
-            stop_process(process.pid)
+        for pid in pids:
+            stop_process(pid)
         stop_process(webhook_pid)
         plane.down()
         print(f"takeover phases (s): { {k: round(v, 1) for k, v in seconds.items()} }")
@@ -249,13 +258,10 @@ def test_the_running_job_finishes_with_honest_status_when_its_pods_end(
         kubelet.terminate(NAMESPACE, pod, exit_code=0)
     kubelet.terminate(NAMESPACE, "running-scheduler-0", exit_code=0)
     job = wait_for(
-        lambda: (
-            found
-            if (found := _get(takeover.api, _job_path("running")))["status"].get("state")
-            == "Succeeded"
-            else None
-        ),
-        what="the taken-over job Succeeded",
+        "the taken-over job Succeeded",
+        lambda: _get(takeover.api, _job_path("running")),
+        lambda found: found["status"].get("state") == "Succeeded",
+        timeout=30,
     )
     job_status = job["status"]
     counts = {

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from localkube.base.api import Api
 from localkube.kubelet.core import TestKubelet
+from tests.helpers.waiting import wait_for
 
 
 def _pod(
@@ -35,13 +35,13 @@ def _pod(
 def _wait_for_phase(
     api: Api, namespace: str, name: str, phases: set[str], timeout: float = 30
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pod: dict[str, Any] = api.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
-        if pod.get("status", {}).get("phase") in phases:
-            return pod
-        time.sleep(0.1)
-    raise AssertionError(f"pod {name} never reached {phases}: {pod.get('status')}")
+    pod: dict[str, Any] = wait_for(
+        f"pod {name} to reach {sorted(phases)}",
+        lambda: api.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}"),
+        lambda pod: pod.get("status", {}).get("phase") in phases,
+        timeout=timeout,
+    )
+    return pod
 
 
 def _main_status(pod: dict[str, Any]) -> dict[str, Any]:
@@ -137,9 +137,14 @@ def test_exec_mode_makes_the_jobs_service_names_reach_loopback(
     log = (exec_kubelet.exec_settings.log_dir / f"{namespace}_resolver.log").read_text()
     assert done["status"]["phase"] == "Succeeded", log
     assert log.split() == ["127.0.0.1", "127.0.0.1"]
-    # The entries go away with the pod's process.
-    time.sleep(0.2)
-    assert "demo-scheduler-0" not in Path("/etc/hosts").read_text()
+    # The entries go away with the pod's process: the kubelet removes them once it has
+    # reported the exit.
+    wait_for(
+        "the job's host names gone from /etc/hosts",
+        Path("/etc/hosts").read_text,
+        lambda hosts: "demo-scheduler-0" not in hosts,
+        timeout=10,
+    )
 
 
 def test_exec_mode_restarts_in_place_under_on_failure(

@@ -1,0 +1,1 @@
+"""Helpers every test area shares; not tests themselves."""

@@ -1,0 +1,90 @@
+"""The tests' own layout: test modules share helpers through helper modules, and wait one way.
+
+A test module (``test_*.py``) imported by another is collected twice, and its fixtures and
+constants become an API nobody sees as one. What tests share lives in helper modules
+(``tests/helpers/``, ``tests/e2e/*_fixtures.py``, ``tests/shared/shared_samples.py``...), and the
+one waiting helper is :func:`tests.helpers.waiting.wait_for`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+WAITING = TESTS / "helpers" / "waiting.py"
+
+
+def _modules(pattern: str) -> list[Path]:
+    return sorted(p for p in TESTS.rglob(pattern) if "__pycache__" not in p.parts)
+
+
+def _is_test_module(name: str) -> bool:
+    return name.rpartition(".")[2].startswith("test_")
+
+
+def imports_of_test_modules(path: Path) -> list[str]:
+    """``line: import`` for each import in ``path`` of a module named ``test_*``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names if _is_test_module(alias.name)]
+        elif isinstance(node, ast.ImportFrom):
+            source = "." * node.level + (node.module or "")
+            if node.module and _is_test_module(node.module):
+                names = [source]
+            else:  # ``from tests.e2e import test_x``: a test module imported by name
+                names = [f"{source}.{a.name}" for a in node.names if a.name.startswith("test_")]
+        else:
+            continue
+        found += [f"{node.lineno}: {name}" for name in names]
+    return found
+
+
+def functions_named(path: Path, name: str) -> list[int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+    ]
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    offenders = {
+        str(path.relative_to(TESTS)): found
+        for path in _modules("test_*.py")
+        if (found := imports_of_test_modules(path))
+    }
+    assert not offenders, f"move what they share into a helper module: {offenders}"
+
+
+def test_only_the_waiting_helper_defines_wait_for() -> None:
+    offenders = {
+        str(path.relative_to(TESTS)): lines
+        for path in _modules("*.py")
+        if path != WAITING and (lines := functions_named(path, "wait_for"))
+    }
+    assert not offenders, f"use tests.helpers.waiting.wait_for instead: {offenders}"
+    assert functions_named(WAITING, "wait_for")
+
+
+def test_the_layout_checks_catch_what_they_look_for(tmp_path: Path) -> None:
+    sample = tmp_path / "test_sample.py"
+    sample.write_text(
+        "from tests.e2e.test_install_running import PodCreations\n"
+        "from tests.e2e import test_gang_volcano, controller_fixtures\n"
+        "import tests.e2e.test_demo as demo\n"
+        "from tests.e2e.controller_fixtures import test_function_collected_twice\n"
+        "from tests.helpers.waiting import wait_for\n"
+        "def helper():\n"
+        "    def wait_for(): ...\n"
+    )
+    assert imports_of_test_modules(sample) == [
+        "1: tests.e2e.test_install_running",
+        "2: tests.e2e.test_gang_volcano",
+        "3: tests.e2e.test_demo",
+        "4: tests.e2e.controller_fixtures.test_function_collected_twice",
+    ]
+    assert functions_named(sample, "wait_for") == [7]
