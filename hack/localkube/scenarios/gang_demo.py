@@ -35,6 +35,7 @@ from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import LocalOperator, stop_process
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.scenarios.jobwatch import job_pods
+from shared.constants import LABEL_REPLICA_TYPE
 
 GPU = "nvidia.com/gpu"
 GATE = "mxjob.kubeflow.org/release"
@@ -64,11 +65,20 @@ class Scene:
         return process.pid
 
     def finish_pods(self, namespace: str, job: str) -> None:
-        """The job's containers all exit 0 (the Scheduler's exit decides the job's success)."""
-        for name, pod in job_pods(self.api, namespace, job).items():
+        """The job's containers all exit 0, the Scheduler's last: its exit decides the job's
+        success, after which the controller may delete the job's other pods (a pod deleted
+        meanwhile has nothing left to finish)."""
+        pods = sorted(job_pods(self.api, namespace, job).items(), key=_scheduler_last)
+        for name, pod in pods:
             node = pod.get("spec", {}).get("nodeName")
             kubelet = next(k for k in self.kubelets if k.node_name == node)
-            kubelet.terminate(namespace, name, exit_code=0)
+            with contextlib.suppress(NotFound):
+                kubelet.terminate(namespace, name, exit_code=0)
+
+
+def _scheduler_last(item: tuple[str, dict[str, Any]]) -> tuple[bool, str]:
+    labels = item[1].get("metadata", {}).get("labels", {})
+    return labels.get(LABEL_REPLICA_TYPE, "").lower() == "scheduler", item[0]
 
 
 @contextlib.contextmanager
