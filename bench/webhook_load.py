@@ -32,7 +32,6 @@ import multiprocessing
 import shutil
 import ssl
 import statistics
-import subprocess
 import sys
 import time
 import urllib.error
@@ -45,9 +44,9 @@ from typing import Any, Final
 from bench import loadgen
 from bench.common import BENCH_DIR, emit, machine, percentile, ratio
 from certs import CertificateAuthority
+from localkube.base import programs
 from localkube.base.paths import PROJECT_ROOT
 from localkube.base.ports import free_port
-from localkube.plane.operator import stop_process
 from shared.defaults import apply_defaults
 from tests.webhook.reviews_samples import admission_review
 from webhook.app import MUTATE_PATH, VALIDATE_PATH
@@ -178,33 +177,29 @@ def server_argv(kind: str, *, port: int, cert_dir: Path, worker: str = "webhook"
 
 def start_server(
     kind: str, *, work_dir: Path, cafile: Path, worker: str = "webhook"
-) -> tuple[subprocess.Popen[bytes], int]:
+) -> tuple[programs.Running, int]:
+    """Start the ``kind`` server on a free port; return it once ``/readyz`` answers over TLS."""
     port = free_port()
-    log = (work_dir / f"{kind}.log").open("ab")
-    process = subprocess.Popen(
-        server_argv(kind, port=port, cert_dir=cafile.parent, worker=worker),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        cwd=PROJECT_ROOT,  # `python -m bench.constant_webhook` imports from the checkout
+    running = programs.start(
+        programs.Program(
+            name=f"{kind} server",
+            argv=server_argv(kind, port=port, cert_dir=cafile.parent, worker=worker),
+            log=work_dir / f"{kind}.log",
+            cwd=PROJECT_ROOT,  # `python -m bench.constant_webhook` imports from the checkout
+        )
     )
-    log.close()
     context = ssl.create_default_context(cafile=str(cafile))
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(
-                f"https://127.0.0.1:{port}/readyz", context=context, timeout=2
-            ) as response:
-                if response.status == 200:
-                    return process, port
-        except (urllib.error.URLError, OSError):
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop_process(process.pid)
-            raise RuntimeError(f"{kind} server did not start; see {work_dir / kind}.log")
-        time.sleep(0.1)
+    try:
+        programs.wait_ready(
+            running,
+            lambda: programs.answers_200(f"https://127.0.0.1:{port}/readyz", context=context),
+            what=f"the {kind} server's /readyz",
+            timeout=30,
+        )
+    except programs.ProgramError:
+        running.stop()
+        raise
+    return running, port
 
 
 def check_answer(port: int, cafile: Path, path: str, body: bytes, *, expect_patch: bool) -> None:
@@ -328,7 +323,7 @@ def worker_ab(
             saturation = load.run(endpoint, rate=None)
             point = load.run(endpoint, rate=offered_rps)
         finally:
-            stop_process(process.pid)
+            process.stop()
         segments.append(
             {
                 "worker": worker,
@@ -386,7 +381,7 @@ def run(
                 load, Endpoint(port=port, cafile=cafile, path=MUTATE_PATH, bodies=ceiling_bodies)
             )
         finally:
-            stop_process(process.pid)
+            process.stop()
         workers = worker_ab(
             load,
             work_dir=work_dir,
@@ -404,7 +399,7 @@ def run(
                         load, Endpoint(port=port, cafile=cafile, path=path, bodies=bodies)
                     )
         finally:
-            stop_process(process.pid)
+            process.stop()
     finally:
         load.close()
     ceiling = targets["ceiling"]["saturation_rps"]
