@@ -88,3 +88,31 @@ def test_the_layout_checks_catch_what_they_look_for(tmp_path: Path) -> None:
         "4: tests.e2e.controller_fixtures.test_function_collected_twice",
     ]
     assert functions_named(sample, "wait_for") == [7]
+
+
+def waiting_helpers_imported(path: Path) -> list[str]:
+    """``line: module.name`` for each ``wait*`` helper ``path`` imports from elsewhere than
+    ``tests.helpers.waiting`` (e.g. a tooling module's own polling loop)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        f"{node.lineno}: {node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module != "tests.helpers.waiting"
+        for alias in node.names
+        if alias.name.startswith(("wait_for", "wait_until", "eventually"))
+    ]
+
+
+def test_tests_wait_only_through_the_waiting_helper(tmp_path: Path) -> None:
+    offenders = {
+        str(path.relative_to(TESTS)): found
+        for path in _modules("*.py")
+        if (found := waiting_helpers_imported(path))
+    }
+    assert not offenders, f"use tests.helpers.waiting.wait_for instead: {offenders}"
+    sample = tmp_path / "test_sample.py"
+    sample.write_text(
+        "from localkube.scenarios.gang_demo import wait_until\n"
+        "from tests.helpers.waiting import wait_for\n"
+    )
+    assert waiting_helpers_imported(sample) == ["1: localkube.scenarios.gang_demo.wait_until"]

@@ -43,7 +43,6 @@ from localkube.scenarios.gang_demo import (
     phases,
     release_interleaved,
     scene,
-    wait_until,
 )
 from localkube.scenarios.jobwatch import job_pods
 from localkube.thirdparty.training_operator import LocalTrainingOperator
@@ -101,10 +100,11 @@ def test_without_gangs_both_jobs_hold_part_of_the_gpus_and_neither_runs(
     api, ns = stage.api, gang_namespace
     pid = _submit(stage, ns, gang_scheduler="none")
     try:
-        wait_until(
+        wait_for(
+            "the six GPUs and both Schedulers taken",
             lambda: bound(api, ns, "job-a") + bound(api, ns, "job-b") == 8,
+            bool,
             timeout=30,
-            what="the six GPUs and both Schedulers taken",
         )
         # The kubelets' record that the bound pods run, and kube-scheduler's that it tried each
         # job's last pod and found no node for it: nothing more fits.
@@ -131,9 +131,11 @@ def test_native_gangs_bind_one_job_whole_and_the_other_after_it(
     api, ns = stage.api, gang_namespace
     pid = _submit(stage, ns, gang_scheduler="native")
     try:
-        seconds = wait_until(lambda: bound(api, ns, "job-a") == 5, timeout=30, what="job-a bound")
+        started = time.monotonic()
+        wait_for("job-a bound", lambda: bound(api, ns, "job-a") == 5, bool, timeout=30)
+        seconds = time.monotonic() - started
         print(f"\nlast gate lifted -> job-a's gang bound: {seconds:.2f} s")
-        wait_until(lambda: job_state(api, ns, "job-a") == "Running", timeout=30, what="A Running")
+        wait_for("A Running", lambda: job_state(api, ns, "job-a") == "Running", bool, timeout=30)
         # kube-scheduler's record that it tried job-b's gang beside job-a's and could not place
         # it (its PodGroup's PodGroupScheduled condition), and the operator's that it saw
         # job-b's pods waiting (its GangWaiting event): then nothing of job-b runs.
@@ -179,12 +181,12 @@ def test_native_gangs_bind_one_job_whole_and_the_other_after_it(
 
         finished = time.monotonic()
         stage.finish_pods(ns, "job-a")
-        wait_until(lambda: bound(api, ns, "job-b") == 5, timeout=30, what="job-b bound")
+        wait_for("job-b bound", lambda: bound(api, ns, "job-b") == 5, bool, timeout=30)
         print(f"job-a finished -> job-b's gang bound: {time.monotonic() - finished:.2f} s")
-        wait_until(lambda: job_state(api, ns, "job-b") == "Running", timeout=30, what="B Running")
+        wait_for("B Running", lambda: job_state(api, ns, "job-b") == "Running", bool, timeout=30)
         stage.finish_pods(ns, "job-b")
-        wait_until(
-            lambda: job_state(api, ns, "job-b") == "Succeeded", timeout=30, what="B Succeeded"
+        wait_for(
+            "B Succeeded", lambda: job_state(api, ns, "job-b") == "Succeeded", bool, timeout=30
         )
         print(f"job-a finished -> job-b Succeeded: {time.monotonic() - finished:.2f} s")
         assert job_state(api, ns, "job-a") == "Succeeded"
@@ -201,20 +203,21 @@ def test_native_gang_objects_go_with_the_job(stage: Scene, gang_namespace: str) 
             f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs",
             body=gpu_job("job-a", gated=False),
         )
-        wait_until(lambda: bound(api, ns, "job-a") == 5, timeout=30, what="job-a bound")
+        wait_for("job-a bound", lambda: bound(api, ns, "job-a") == 5, bool, timeout=30)
         api.request(
             "DELETE",
             f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs/job-a",
             body={"propagationPolicy": "Background"},
         )
         base = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}"
-        wait_until(
+        wait_for(
+            "the Workload and PodGroup garbage-collected",
             lambda: (
                 not api.request("GET", f"{base}/podgroups")["items"]
                 and not api.request("GET", f"{base}/workloads")["items"]
             ),
+            bool,
             timeout=60,
-            what="the Workload and PodGroup garbage-collected",
         )
     finally:
         _stop(stage, ns, pid)
@@ -241,7 +244,7 @@ def test_native_gang_follows_suspend_resize_resume_and_pod_recreation(
             f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs",
             body=gpu_job("job-a", workers=2, gated=False),
         )
-        wait_until(lambda: bound(api, ns, "job-a") == 3, timeout=30, what="3 pods bound")
+        wait_for("3 pods bound", lambda: bound(api, ns, "job-a") == 3, bool, timeout=30)
         assert api.request("GET", f"{base}/podgroups/job-a")["spec"]["schedulingPolicy"] == {
             "gang": {"minCount": 3}
         }
@@ -256,15 +259,19 @@ def test_native_gang_follows_suspend_resize_resume_and_pod_recreation(
             pod = job_pods(api, ns, "job-a").get("job-a-worker-1")
             return bool(pod and pod["metadata"]["uid"] != old_uid and pod["spec"].get("nodeName"))
 
-        seconds = wait_until(recreated_and_bound, timeout=30, what="worker recreated and bound")
+        started = time.monotonic()
+        wait_for("worker recreated and bound", recreated_and_bound, bool, timeout=30)
+        seconds = time.monotonic() - started
         print(f"\nretryable failure -> recreated pod bound: {seconds:.2f} s")
 
         # Suspended, resized to 4 workers, resumed: a new PodGroup with minCount 5.
         _patch_job(stage, ns, "job-a", {"spec": {"runPolicy": {"suspend": True}}})
-        wait_until(lambda: not job_pods(api, ns, "job-a"), timeout=30, what="pods gone")
+        wait_for("pods gone", lambda: not job_pods(api, ns, "job-a"), bool, timeout=30)
         _patch_job(stage, ns, "job-a", {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 4}}}})
         _patch_job(stage, ns, "job-a", {"spec": {"runPolicy": {"suspend": False}}})
-        seconds = wait_until(lambda: bound(api, ns, "job-a") == 5, timeout=30, what="5 bound")
+        started = time.monotonic()
+        wait_for("5 bound", lambda: bound(api, ns, "job-a") == 5, bool, timeout=30)
+        seconds = time.monotonic() - started
         print(f"resume (resized) -> gang of 5 bound: {seconds:.2f} s")
         assert api.request("GET", f"{base}/podgroups/job-a")["spec"]["schedulingPolicy"] == {
             "gang": {"minCount": 5}
@@ -405,9 +412,9 @@ def test_volcano_pod_group_is_accepted_and_pods_wait_for_volcano(
             body={"status": {"phase": "Inqueue"}},
             content_type="application/merge-patch+json",
         )
-        seconds = wait_until(
-            lambda: len(job_pods(api, ns, "job-a")) == PODS_EACH, timeout=90, what="pods"
-        )
+        started = time.monotonic()
+        wait_for("pods", lambda: len(job_pods(api, ns, "job-a")) == PODS_EACH, bool, timeout=90)
+        seconds = time.monotonic() - started
         print(f"\nVolcano PodGroup admitted -> the job's pods created: {seconds:.2f} s")
         for name, pod in job_pods(api, ns, "job-a").items():
             rtype = "scheduler" if "-scheduler-" in name else "worker"
@@ -417,7 +424,7 @@ def test_volcano_pod_group_is_accepted_and_pods_wait_for_volcano(
             assert "schedulingGroup" not in pod["spec"]
         _assert_left_to_their_scheduler(stage, ns)
         clear(api, ns, JOBS)
-        wait_until(lambda: _pod_group(stage, path) is None, timeout=60, what="PodGroup gone")
+        wait_for("PodGroup gone", lambda: _pod_group(stage, path) is None, bool, timeout=60)
     finally:
         _stop(stage, ns, pid)
 
@@ -434,7 +441,7 @@ def test_scheduler_plugins_pod_group_is_accepted_and_pods_name_its_scheduler(
             "schedulingPolicy": {"minAvailable": 3, "scheduleTimeoutSeconds": 120}
         }
         api.request("POST", f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs", body=job)
-        wait_until(lambda: len(job_pods(api, ns, "job-a")) == PODS_EACH, timeout=30, what="pods")
+        wait_for("pods", lambda: len(job_pods(api, ns, "job-a")) == PODS_EACH, bool, timeout=30)
         group = _pod_group(stage, path)
         assert group is not None
         # minAvailable 3: the Scheduler and two Workers' requests.
@@ -448,7 +455,7 @@ def test_scheduler_plugins_pod_group_is_accepted_and_pods_name_its_scheduler(
             assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "job-a"
         _assert_left_to_their_scheduler(stage, ns)
         clear(api, ns, JOBS)
-        wait_until(lambda: _pod_group(stage, path) is None, timeout=60, what="PodGroup gone")
+        wait_for("PodGroup gone", lambda: _pod_group(stage, path) is None, bool, timeout=60)
     finally:
         _stop(stage, ns, pid)
 
@@ -522,8 +529,11 @@ def test_pod_groups_and_pods_are_the_same_as_training_operators(
                     content_type="application/merge-patch+json",
                 )
         for ns in namespaces:
-            wait_until(
-                functools.partial(_has_pods, stage, ns, PODS_EACH), timeout=90, what=f"pods in {ns}"
+            wait_for(
+                f"pods in {ns}",
+                functools.partial(_has_pods, stage, ns, PODS_EACH),
+                bool,
+                timeout=90,
             )
         their_group, our_group = groups[theirs_ns], groups[ours_ns]
         assert our_group["spec"] == their_group["spec"]
