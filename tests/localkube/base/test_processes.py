@@ -13,6 +13,7 @@ import pytest
 
 from localkube.base import processes
 from localkube.base.ports import free_port, is_listened_on
+from tests.helpers.waiting import wait_for
 
 # A server whose main thread, on SIGTERM, ends alone (the raw ``exit`` system call, not
 # ``exit_group``) while another thread keeps its listening socket for 0.3 s more: the state a
@@ -69,10 +70,7 @@ def test_a_process_not_ours_runs_while_a_thread_outlives_its_leader() -> None:
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     pid = int(shell.stdout)
-    deadline = time.monotonic() + 10
-    while not is_listened_on(port):
-        assert time.monotonic() < deadline, "the server did not listen"
-        time.sleep(0.05)
+    wait_for("the server listening", lambda: is_listened_on(port), bool, timeout=10)
     assert processes.running(pid, program=Path(sys.executable).name)
     started = time.monotonic()
     processes.stop([pid], program=Path(sys.executable).name)
@@ -99,10 +97,10 @@ def test_no_pid_is_never_running_and_is_not_waited_for() -> None:
 
 def test_an_exited_child_is_reaped_by_stop() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    deadline = time.monotonic() + 10
-    while processes.running(child.pid):  # a zombie once it exits, until reaped
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    # a zombie once it exits, until reaped
+    wait_for(
+        "the child exited", lambda: processes.running(child.pid), lambda runs: not runs, timeout=10
+    )
     processes.stop([child.pid])
     with pytest.raises(ChildProcessError):
         os.waitpid(child.pid, os.WNOHANG)

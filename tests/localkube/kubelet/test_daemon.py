@@ -23,6 +23,7 @@ from localkube.kubelet.daemon import (
     spawn,
     to_argv,
 )
+from tests.helpers.waiting import wait_for
 
 
 def test_settings_survive_the_command_line(tmp_path: Path) -> None:
@@ -78,10 +79,12 @@ def test_only_a_live_background_kubelet_is_recognised_by_its_pid() -> None:
     )
     try:
         # Popen can return before the kernel shows the new command line.
-        deadline = time.monotonic() + 10
-        while not Path(f"/proc/{lookalike.pid}/cmdline").read_bytes():
-            assert time.monotonic() < deadline, "the child never showed its command line"
-            time.sleep(0.01)
+        wait_for(
+            "the child's command line",
+            lambda: Path(f"/proc/{lookalike.pid}/cmdline").read_bytes(),
+            bool,
+            timeout=10,
+        )
         assert runs_module(lookalike.pid, MODULE)
     finally:
         lookalike.kill()
