@@ -1,8 +1,9 @@
 """A test kubelet: plays the node agent of the local control plane.
 
-There is no kubelet and no container runtime here, so tests and ``make demo`` use this instead. It
-registers a Node with a given capacity, binds unscheduled pods to it (unless kube-scheduler runs
-on the plane, see ``ControlPlaneSettings.workload_scheduling``), and writes pod
+Most tests and ``make demo`` use it instead of the real node (:mod:`localkube.realnode`, which
+needs root and half a minute to start): it starts in milliseconds and lets a test script every
+pod's outcome. It registers a Node with a given capacity, binds unscheduled pods to it (unless
+kube-scheduler runs on the plane, see ``ControlPlaneSettings.workload_scheduling``), and writes pod
 status through the ``pods/status`` subresource exactly as a kubelet would: Pending → Running →
 Succeeded/Failed with the ``mxnet`` container's ``exitCode`` and ``reason``, ``restartCount`` for
 in-place restarts, and the Evicted shape (phase Failed, no exit code).

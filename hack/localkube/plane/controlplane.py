@@ -6,8 +6,9 @@ room, and for their whole gang, as on a real cluster. Without it (the default, a
 use) the test kubelet binds pods itself, which is faster and needs no capacity bookkeeping.
 
 Why: every acceptance test and ``make demo`` need a real API server (admission webhooks over TLS,
-structural schemas, conversion, watches, owner-reference garbage collection), and this machine has
-no container engine. The binaries are built from the pinned Go modules in ``hack/`` by
+structural schemas, conversion, watches, owner-reference garbage collection); the real node
+(:mod:`localkube.realnode`) or the test kubelets (:mod:`localkube.kubelet`) run its pods. The
+binaries are built from the pinned Go modules in ``hack/`` by
 ``hack/build-binaries.sh``; this module only runs them (through ``localkube.base.programs``).
 
 Each control plane lives in one state directory (``.local/`` for ``make cluster-up``, a separate

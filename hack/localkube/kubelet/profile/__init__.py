@@ -2,7 +2,7 @@
 
 What it is for: ``make install``-style tests deploy the operator from ``manifests/`` (its
 webhook and controller Deployments) onto the local control plane, and want those pods to run
-for real. There is no container runtime here, so the exec-mode test kubelet
+for real without the real node's root and half-minute start, so the exec-mode test kubelet
 (:class:`localkube.kubelet.core.TestKubelet` with ``ExecSettings.profile``) runs the pods that
 kube-controller-manager creates from those Deployments as local processes of the installed
 console scripts (``.venv/bin/mxjob-webhook``, ``.venv/bin/mxjob-controller``), the programs the
