@@ -49,8 +49,9 @@ from bench.common import (
 )
 from controller.kube import ApiError, KubeClient, mxjobs_path
 from localkube.base.api import ensure_namespace
+from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import LocalOperator, stop_process
+from localkube.plane.operator import LocalOperator
 
 THREADS: Final = 8
 """Client threads: as many as ``controller_scale`` submits its jobs from."""

@@ -30,8 +30,9 @@ from typing import Any, Literal
 from bench.common import jobs_main, ratio
 from controller.kube import KubeClient, mxjobs_path
 from localkube.base.api import ensure_namespace
+from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import LocalOperator, stop_process
+from localkube.plane.operator import LocalOperator
 from shared.defaults import apply_defaults
 
 TARGET_RATIO = 1.3

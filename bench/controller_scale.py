@@ -60,8 +60,9 @@ from bench.controller_scale_baselines import (
 from bench.controller_scale_phases import Side, delete_namespace, lifecycle_job, measure
 from controller.kube import KubeClient, pods_path, services_path
 from localkube.base.api import ensure_namespace
+from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import LocalOperator, stop_process
+from localkube.plane.operator import LocalOperator
 from localkube.thirdparty.training_operator import LocalTrainingOperator
 
 __all__ = [  # what ``python -m bench`` and tests/bench use

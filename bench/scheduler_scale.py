@@ -51,7 +51,8 @@ from bench.scheduler_scale_measure import (
 )
 from controller.kube import KubeClient
 from localkube.base.api import ensure_namespace
-from localkube.plane.operator import LocalOperator, stop_process
+from localkube.base.processes import stop_process
+from localkube.plane.operator import LocalOperator
 from localkube.thirdparty.kwok import LocalKwok, nodes_for
 
 __all__ = [  # what ``python -m bench`` and tests/bench use

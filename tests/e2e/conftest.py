@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from localkube.base.api import Api
+from localkube.base.processes import stop_process
 from localkube.kubelet.core import ExecSettings, TestKubelet
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import LocalOperator, RunningOperator, stop_process
+from localkube.plane.operator import LocalOperator, RunningOperator
 
 
 @pytest.fixture(scope="session")

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from localkube.base.api import Api, ApiError
+from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import RunningOperator, stop_process
+from localkube.plane.operator import RunningOperator
 from tests.helpers.waiting import wait_for
 
 GROUP_PATH = "/apis/kubeflow.org/v1"

@@ -31,7 +31,8 @@ import pytest
 
 from localkube.base.api import NotFound, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
-from localkube.plane.operator import stop_process, wait_established
+from localkube.base.processes import stop_process
+from localkube.plane.operator import wait_established
 from localkube.scenarios.gang_competition import describe
 from localkube.scenarios.gang_competition import run as run_competition
 from localkube.scenarios.gang_demo import (

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from localkube.base.api import NotFound, ensure_namespace
-from localkube.plane.operator import stop_process
+from localkube.base.processes import stop_process
 from localkube.scenarios.gang_demo import (
     Scene,
     bound,

@@ -21,9 +21,10 @@ import yaml
 
 from localkube.base.api import Api, ApiError
 from localkube.base.paths import PROJECT_ROOT
+from localkube.base.processes import stop_process
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import RunningOperator, stop_process
+from localkube.plane.operator import RunningOperator
 from tests.e2e.controller_fixtures import (
     create_job,
     event_reasons,

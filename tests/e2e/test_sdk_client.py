@@ -24,8 +24,9 @@ import pytest
 from localkube.base.api import Api, ApiError, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
 from localkube.base.ports import free_port
+from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import RunningOperator, stop_process
+from localkube.plane.operator import RunningOperator
 from localkube.scenarios.demo import examples_kubelet, pod_log
 from localkube.scenarios.jobwatch import EXAMPLES, load_job
 

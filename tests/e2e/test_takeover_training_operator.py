@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 
 from localkube.base.api import Api, ensure_namespace
+from localkube.base.processes import stop_process
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import LocalOperator, stop_process, wait_established
+from localkube.plane.operator import LocalOperator, wait_established
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.thirdparty.training_operator import LocalTrainingOperator
 from shared.conversion import convert

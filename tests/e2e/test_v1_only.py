@@ -19,8 +19,9 @@ import pytest
 import yaml
 
 from localkube.base.paths import PROJECT_ROOT
+from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import LocalOperator, stop_process, wait_established
+from localkube.plane.operator import LocalOperator, wait_established
 from localkube.plane.settings import ControlPlaneSettings
 
 SEED_JOB = PROJECT_ROOT / "examples" / "v1beta1" / "train" / "mx_job_dist_gpu.yaml"

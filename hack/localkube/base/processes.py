@@ -107,6 +107,12 @@ def stop(
         wait_gone(pid, timeout=timeout, program=program)
 
 
+def stop_process(pid: int, *, timeout: float = 15) -> None:
+    """Stop a program started in a session of its own (the webhook's, a controller's pid):
+    SIGTERM its process group, then SIGKILL it if its leader is still there after ``timeout``."""
+    stop([pid], timeout=timeout, group=True)
+
+
 def _signal(pid: int, signum: signal.Signals, *, group: bool) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         if group:

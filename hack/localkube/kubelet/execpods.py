@@ -28,7 +28,7 @@ from localkube.kubelet.execs import (
     PodKey,
     PodProcess,
     ProcessTable,
-    stop_process,
+    stop_pod_process,
 )
 from localkube.kubelet.kubeapi import KubeletApi
 from localkube.kubelet.logserver import PodLookup
@@ -281,7 +281,7 @@ class ExecPods:
             found = self.profile.container(pod) if pod is not None else None
             if found is not None:
                 self.profile.run_pre_stop(found[0], timeout=grace, stopping=self.stopping)
-        exit_code = stop_process(running, deadline=deadline)
+        exit_code = stop_pod_process(running, deadline=deadline)
         if self.settings is not None:
             hostsfile.remove(self.settings.hosts_file, owner=f"{namespace}/{name}")
         self.profile.release(running.uid)

@@ -248,7 +248,7 @@ class ProcessTable:
                 os.killpg(running.process.pid, sig)
 
 
-def stop_process(running: PodProcess, *, deadline: float) -> int:
+def stop_pod_process(running: PodProcess, *, deadline: float) -> int:
     """SIGTERM the process group, SIGKILL it at ``deadline`` (monotonic); the exit code."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(running.process.pid, signal.SIGTERM)

@@ -60,12 +60,6 @@ def _bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def stop_process(pid: int, *, timeout: float = 15) -> None:
-    """Stop a program started in a session of its own (the webhook's, a controller's pid):
-    SIGTERM its process group, then SIGKILL it if its leader is still there after ``timeout``."""
-    processes.stop([pid], timeout=timeout, group=True)
-
-
 def wait_established(plane: ControlPlane, name: str = CRD_NAME, *, timeout: float = 60) -> None:
     """Wait until the CRD ``name`` is Established.
 
@@ -256,7 +250,7 @@ class LocalOperator:
         self.dir.mkdir(parents=True, exist_ok=True)
         state = self.state()
         if not (processes.running(state.webhook_pid) and self._webhook_ready(state.webhook_port)):
-            stop_process(state.webhook_pid)
+            processes.stop_process(state.webhook_pid)
             state.webhook_pid, state.webhook_port = self.start_webhook()
             self._save(state)
         self._ensure_certs()
@@ -282,7 +276,7 @@ class LocalOperator:
         state = self.state()
         if state.kubelet_pid:
             if processes.runs_module(state.kubelet_pid, state.kubelet_module):
-                stop_process(state.kubelet_pid)
+                processes.stop_process(state.kubelet_pid)
             state.kubelet_pid = 0
             self._save(state)
 
@@ -290,11 +284,11 @@ class LocalOperator:
         state = self.state()
         # The kubelet first: it stops the pods' processes while the API server still answers.
         if processes.runs_module(state.kubelet_pid, state.kubelet_module):
-            stop_process(state.kubelet_pid)
-        stop_process(state.controller_pid)
-        stop_process(state.webhook_pid)
+            processes.stop_process(state.kubelet_pid)
+        processes.stop_process(state.controller_pid)
+        processes.stop_process(state.webhook_pid)
         for pid in state.extra_pids:
-            stop_process(pid)
+            processes.stop_process(pid)
         self._state_file.unlink(missing_ok=True)
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from localkube.base.api import NotFound, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
-from localkube.plane.operator import stop_process
+from localkube.base.processes import stop_process
 from localkube.scenarios.gang_demo import JOB_LABEL, NODE_GPUS, NODES, Scene, clear, gpu_job, scene
 
 WORKER_CYCLE = (2, 3, 4)

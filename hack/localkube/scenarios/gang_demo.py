@@ -30,9 +30,10 @@ from typing import Any, TextIO
 
 from localkube.base.api import Api, NotFound, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
+from localkube.base.processes import stop_process
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import LocalOperator, stop_process
+from localkube.plane.operator import LocalOperator
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.scenarios.jobwatch import job_pods
 from shared.constants import LABEL_REPLICA_TYPE

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from localkube.kubelet.crilog import STDERR, STDOUT, parse
-from localkube.kubelet.execs import Launch, PodProcess, ProcessTable, stop_process
+from localkube.kubelet.execs import Launch, PodProcess, ProcessTable, stop_pod_process
 from localkube.kubelet.logserver import ContainerLog
 
 POD: dict[str, Any] = {
@@ -69,7 +69,7 @@ def test_a_stopped_process_is_not_reported_as_the_containers_exit(tmp_path: Path
     assert table.claim(("ns", "p"), uid="another-pod") is None
     claimed = table.claim(("ns", "p"), uid="u-1")
     assert claimed is running and not table.running(("ns", "p"))
-    assert stop_process(running, deadline=time.monotonic() + 5) == 128 + signal.SIGTERM
+    assert stop_pod_process(running, deadline=time.monotonic() + 5) == 128 + signal.SIGTERM
     with pytest.raises(queue.Empty):
         exits.get(timeout=0.5)
 

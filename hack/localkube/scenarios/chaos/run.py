@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Final
 
 from localkube.base.api import Api, ensure_namespace
+from localkube.base.processes import stop_process
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
-from localkube.plane.operator import LocalOperator, stop_process
+from localkube.plane.operator import LocalOperator
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.scenarios.chaos.checks import Evidence, check
 from localkube.scenarios.chaos.faults import FaultInjector, fault_schedule
