@@ -215,7 +215,15 @@ def test_the_install_rolls_out_with_each_pod_on_its_own_address_behind_its_servi
         for p in webhooks + controllers
     )
     # The Service the webhook configurations and the CRD conversion name lists both webhook pods.
-    assert endpoint_addresses(install, "mxjob-webhook") == {p["status"]["podIP"] for p in webhooks}
+    # The EndpointSlice controller follows a pod's Ready condition asynchronously, so the
+    # second pod's address may land a moment after the pod reports Ready.
+    webhook_ips = {p["status"]["podIP"] for p in webhooks}
+    wait_for(
+        "the webhook Service's EndpointSlice to list both webhook pods",
+        lambda: endpoint_addresses(install, "mxjob-webhook"),
+        lambda found: found == webhook_ips,
+        timeout=30,
+    )
     # The controller's service-account token came from the TokenRequest API, bound to its pod.
     lease = install.api.request(
         "GET", f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/mxjob-controller"
