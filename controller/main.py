@@ -2,7 +2,8 @@
 
 SIGTERM and SIGINT stop gracefully: in-flight reconciles finish and the Lease is released, so a
 rolling update hands over at once. The exit code is 0 after a requested stop and 1 when the
-Lease was lost (the process must not go on acting while another leader may).
+Lease was lost (the process must not go on acting while another leader may); 2 when
+``--kueue-workloads`` is asked of a cluster whose Kueue cannot take it (controller/workloads.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from types import FrameType
 from controller.logconfig import configure
 from controller.manager import Controller
 from controller.settings import from_args
+from controller.workloads import KueueRouteError, check_route
 
 log = logging.getLogger("controller")
 
@@ -24,6 +26,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = from_args(argv)
     configure(log_format=settings.log_format, level=settings.log_level)
     controller = Controller(settings)
+    if settings.kueue_workloads:
+        try:
+            check_route(controller.client)
+        except KueueRouteError as error:
+            log.error("%s", error)
+            return 2
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)

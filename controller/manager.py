@@ -26,8 +26,10 @@ from controller.health import HttpEndpoints, Route, check_route, metrics_route
 from controller.informers import DELETED, Informer, InformerSettings, object_key, slim_pod
 from controller.kube import Conflict, KubeClient, mxjobs_path, pods_path, services_path
 from controller.metrics import Metrics
+from controller.queueing import JOB_UID_LABEL
 from controller.reconcile import Reconciler, job_key
 from controller.settings import ControllerSettings
+from controller.workloads import WorkloadSync, workload_owner_key, workloads_path
 from controller.workqueue import WorkQueue
 from shared.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, WATCHED_OPERATOR_NAMES
 
@@ -95,6 +97,25 @@ class Controller:
             recorder=self.recorder,
             metrics=self.metrics,
         )
+        self.workloads: Informer | None = None
+        if settings.kueue_workloads:
+            self.workloads = Informer(
+                self.client,
+                name="workloads",
+                path_for=workloads_path,
+                namespaces=namespaces,
+                index_label=JOB_UID_LABEL,
+                settings=informer_settings,
+            )
+            self.workloads.add_handler(self._on_workload)
+            self.reconciler.workload_sync = WorkloadSync(
+                self.client,
+                workloads=self.workloads.store,
+                jobs=self.jobs.store,
+                recorder=self.recorder,
+                metrics=self.metrics,
+                now=self.reconciler.now,
+            )
         self.jobs.add_handler(self._on_job)
         self.pods.add_handler(self._owned_handler("pods"))
         self.services.add_handler(self._owned_handler("services"))
@@ -128,6 +149,16 @@ class Controller:
         # (controller/tracking.py), even if their last events came before this one.
         self.queue.add(key)
 
+    def _on_workload(self, event_type: str, workload: Obj, old: Obj | None) -> None:
+        key = workload_owner_key(workload)
+        if key is not None:
+            self.queue.add(key)
+
+    @property
+    def informers(self) -> list[Informer]:
+        extra = [self.workloads] if self.workloads is not None else []
+        return [self.jobs, self.pods, self.services, *extra]
+
     def _owned_handler(self, kind: Kind) -> Any:
         def handle(event_type: str, obj: Obj, old: Obj | None) -> None:
             meta = _meta(obj)
@@ -146,7 +177,7 @@ class Controller:
 
     # -- health ---------------------------------------------------------------------------------
     def synced(self) -> bool:
-        return all(i.has_synced() for i in (self.jobs, self.pods, self.services))
+        return all(i.has_synced() for i in self.informers)
 
     def _ready(self) -> tuple[bool, str]:
         if self.stop_event.is_set():
@@ -156,7 +187,7 @@ class Controller:
         return True, ""
 
     def _healthy(self) -> tuple[bool, str]:
-        if not all(i.alive() for i in (self.jobs, self.pods, self.services)):
+        if not all(i.alive() for i in self.informers):
             return False, "an informer thread died"
         workers_dead = self._workers and not all(w.is_alive() for w in self._workers)
         if workers_dead and not self.stop_event.is_set():
@@ -247,7 +278,7 @@ class Controller:
         self._resolve_gang_scheduler()
         self._start_servers()
         self.recorder.start()
-        for informer in (self.jobs, self.pods, self.services):
+        for informer in self.informers:
             informer.start()
 
     def run(self) -> int:
@@ -279,7 +310,7 @@ class Controller:
         if self.elector is not None and not self.lost_lease:
             self.elector.release()
         self.metrics.is_leader.set(0)
-        for informer in (self.jobs, self.pods, self.services):
+        for informer in self.informers:
             informer.stop()
         self.recorder.stop(timeout=2.0)
         for server in self._servers:

@@ -59,18 +59,21 @@ from controller.kube import (
 from controller.metrics import Metrics
 from controller.observed import controller_uid, observe
 from controller.plan import Obj, Plan, object_name, plan_actions
+from controller.queueing import wants_workload
 from controller.status import REMOVED_HISTORY, Outcome, compute_status, format_time
 from controller.tracking import JSON_PATCH, release_patch
+from controller.workloads import WorkloadSync
 from shared.constants import OPERATOR_NAME
 from shared.defaults import apply_defaults
+from shared.queueing import dispatched_by_multikueue, manager
 from shared.spec import as_mapping
 from shared.validation import replica_total_violations, validate
 
 log = logging.getLogger(__name__)
 
 MANAGED_BY_US: Final = frozenset({"", OPERATOR_NAME, f"kubeflow.org/{OPERATOR_NAME}"})
-"""``runPolicy.managedBy`` values that mean this operator; any other hands the job to another
-controller (e.g. a multi-cluster dispatcher) and this one leaves it alone."""
+"""``managedBy`` values (shared.queueing.manager) that mean this operator; any other hands the
+job to another controller (MultiKueue, say) and this one makes no pods for it."""
 
 
 class NameConflictError(Exception):
@@ -123,12 +126,17 @@ class Reconciler:
         self.recorder = recorder
         self.metrics = metrics
         self._now = now
+        self.workload_sync: WorkloadSync | None = None
+        """Kueue's Workload route (controller/workloads.py), set when ``--kueue-workloads``."""
         self._lock = threading.Lock()
         self._carries: dict[str, tuple[str, dict[str, int]]] = {}
         self._defaulted: dict[str, _Defaulted] = {}
         self._released: dict[str, dict[str, str]] = {}
         """Per job: uid → resourceVersion of pods whose finalizer was removed, so that a
         reconcile running before the cache shows it does not send the same PATCH again."""
+
+    def now(self) -> datetime.datetime:
+        return self._now()
 
     # -- memory per job ---------------------------------------------------------------------------
     def forget(self, key: str) -> None:
@@ -188,14 +196,27 @@ class Reconciler:
         namespace, _, name = key.partition("/")
         if job is None:
             self.forget(key)
+            if self.workload_sync is not None:
+                self.workload_sync.let_go(namespace, name)
             self._release_orphans(key, self.pods.by_index(namespace, name), check_live=True)
             return None
         meta = as_mapping(job.get("metadata"))
-        managed_by = as_mapping(as_mapping(job.get("spec")).get("runPolicy")).get("managedBy")
-        if meta.get("deletionTimestamp") or (
-            isinstance(managed_by, str) and managed_by not in MANAGED_BY_US
+        if meta.get("deletionTimestamp"):
+            # Being deleted: the garbage collector deletes the pods and the Workload.
+            if self.workload_sync is not None:
+                self.workload_sync.let_go(namespace, name)
+            self._release_orphans(key, self.pods.by_index(namespace, name))
+            return None
+        ours = manager(job) in MANAGED_BY_US
+        if (
+            self.workload_sync is not None
+            and wants_workload(job)
+            and (ours or dispatched_by_multikueue(job))
+            and self.workload_sync.sync(job)
         ):
-            # Being deleted (the garbage collector deletes the pods) or someone else's job.
+            return None  # the job was written: its next version continues from here
+        if not ours:
+            # Someone else's job (MultiKueue runs it in a worker cluster, say): no pods here.
             self._release_orphans(key, self.pods.by_index(namespace, name))
             return None
         if not self.expectations.satisfied(key):
@@ -303,10 +324,7 @@ class Reconciler:
         if not isinstance(job, dict):
             return None
         meta = as_mapping(job.get("metadata"))
-        managed_by = as_mapping(as_mapping(job.get("spec")).get("runPolicy")).get("managedBy")
-        if meta.get("deletionTimestamp") or (
-            isinstance(managed_by, str) and managed_by not in MANAGED_BY_US
-        ):
+        if meta.get("deletionTimestamp") or manager(job) not in MANAGED_BY_US:
             return None
         return _uid(job)
 

@@ -81,10 +81,17 @@ class ControllerSettings:
     by one; ``auto`` is ``native`` when the API server serves that API at start-up, ``none``
     otherwise (it never picks Volcano or scheduler-plugins: they are asked for by name)."""
 
+    kueue_workloads: bool = False
+    """Kueue's Workload route (docs/queueing.md): write a Workload for every job with a
+    ``kueue.x-k8s.io/queue-name`` label and start, stop and finish the job as Kueue decides, for
+    Kueue ≥ v0.15 with ``MXJob.v1.kubeflow.org`` among its ``integrations.externalFrameworks``.
+    Off for Kueue ≤ v0.10, which does all this itself; start-up fails when the cluster serves
+    only that Kueue's Workload API."""
+
     @property
     def pool_size(self) -> int:
         """HTTP connections to keep: one per worker and per watch, plus events and the lease."""
-        watches = 3 * max(1, len(self.namespaces))
+        watches = (4 if self.kueue_workloads else 3) * max(1, len(self.namespaces))
         return self.workers + watches + 4
 
 
@@ -161,6 +168,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=list(GANG_SCHEDULER_CHOICES),
         help="gang scheduling of a job's pods (default auto: native where served, else none)",
     )
+    add(
+        "--kueue-workloads",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="write Kueue Workloads for queued jobs (Kueue >= v0.15; docs/queueing.md)",
+    )
     return parser
 
 
@@ -195,7 +208,7 @@ def from_args(
             continue
         if field_name == "namespaces":
             values[field_name] = tuple(n for n in raw.replace(",", " ").split() if n)
-        elif field_name == "leader_elect":
+        elif field_name in ("leader_elect", "kueue_workloads"):
             values[field_name] = raw.lower() in ("1", "true", "yes", "on")
         else:
             values[field_name] = _CONVERTERS.get(field_name, str)(raw)

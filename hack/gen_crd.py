@@ -211,6 +211,14 @@ def _common_spec_fields() -> dict[str, Any]:
             # Absent on read too: jobs stored by training-operator, whose CRD had it optional.
             "default": JobMode.MXTRAIN.value,
         },
+        "managedBy": {
+            "type": "string",
+            "description": (
+                "kueue.x-k8s.io/multikueue: MultiKueue runs the job in a worker cluster (the "
+                "path MultiKueue reads); any other controller goes in runPolicy.managedBy. "
+                "Immutable."
+            ),
+        },
         "successPolicy": _enum(
             ["", "AllWorkers"],
             '"" (default): the Scheduler\'s exit 0 decides success; AllWorkers: all Workers must '

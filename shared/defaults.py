@@ -30,6 +30,7 @@ from shared.constants import (
 )
 from shared.env import job_layout, layout_env, owned_entries
 from shared.jsontree import copy_json
+from shared.queueing import MULTIKUEUE
 from shared.spec import canonical_replica_type, job_mode, mxnet_container
 
 
@@ -64,14 +65,26 @@ def move_run_policy(spec: dict[str, Any]) -> None:
     if "runPolicy" in spec and not isinstance(spec["runPolicy"], dict):
         return
     policy: dict[str, Any] = spec.get("runPolicy") or {}
+    place_multikueue_manager(spec, policy)
     for field in RUN_POLICY_FIELDS:
-        if field not in spec:
+        if field not in spec or (field == "managedBy" and spec[field] == MULTIKUEUE):
             continue
         if field not in policy:
             policy[field] = spec.pop(field)
         elif policy[field] == spec[field]:
             del spec[field]
     spec["runPolicy"] = policy
+
+
+def place_multikueue_manager(spec: dict[str, Any], policy: dict[str, Any]) -> None:
+    """MultiKueue's ``managedBy`` value goes to ``spec.managedBy``, the one path MultiKueue
+    reads (shared/queueing.py says why); ``runPolicy.managedBy`` keeps any other value."""
+    if policy.get("managedBy") != MULTIKUEUE:
+        return
+    if "managedBy" not in spec:
+        spec["managedBy"] = policy.pop("managedBy")
+    elif spec["managedBy"] == MULTIKUEUE:
+        del policy["managedBy"]
 
 
 def default_run_policy(spec: dict[str, Any]) -> None:

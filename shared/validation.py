@@ -39,6 +39,7 @@ from shared.env import (
     owned_entries,
 )
 from shared.naming import job_name_problem
+from shared.queueing import MULTIKUEUE, manager
 from shared.schema import VALIDATOR, conforms
 from shared.spec import (
     as_mapping,
@@ -191,6 +192,7 @@ class _Rules:
         self.check_job_mode_immutable()
         self.check_replica_counts_frozen()
         self.check_run_policy_conflicts()
+        self.check_manager_immutable()
         self.check_success_policy()
         replicas = self.spec.get("mxReplicaSpecs")
         if isinstance(replicas, Mapping):
@@ -263,11 +265,30 @@ class _Rules:
             return
         for field in RUN_POLICY_FIELDS:
             if field in self.spec and field in nested and self.spec[field] != nested[field]:
+                where = (
+                    f"set it only under spec.runPolicy, or {MULTIKUEUE!r} only as spec.managedBy"
+                    if field == "managedBy"
+                    else "set it only under spec.runPolicy"
+                )
                 self.add(
                     ["spec", field],
                     f"conflicts with spec.runPolicy.{field} ({_shown(self.spec[field])} vs "
-                    f"{_shown(nested[field])}); set it only under spec.runPolicy",
+                    f"{_shown(nested[field])}); {where}",
                 )
+
+    def check_manager_immutable(self) -> None:
+        """Who runs a job is decided once: a job handed over midway would be run twice or by
+        nobody (MultiKueue's copy in a worker cluster and this cluster's pods, for one)."""
+        if self.old is None:
+            return
+        before, after = manager(self.old), manager(self.job)
+        if before != after:
+            field = "managedBy" if "managedBy" in self.spec else "runPolicy.managedBy"
+            self.add(
+                ["spec", *field.split(".")],
+                f"is immutable: must stay {before!r} (got {after!r}); delete and recreate the "
+                "job to hand it to another controller",
+            )
 
     def check_success_policy(self) -> None:
         if (

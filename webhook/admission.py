@@ -23,7 +23,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final, cast
 
-from shared import constants, conversion, defaults, validation
+from shared import constants, conversion, defaults, queueing, validation
 from webhook.reviews import AdmissionRequest, AdmissionResponse, JSONObject, JSONPatchOp, Status
 
 INVALID: Final = Status(code=422, reason="Invalid")
@@ -108,10 +108,13 @@ def _refusal(job: JSONObject, violations: Sequence[validation.Violation]) -> str
     return validation.format_violations(violations, name=name if isinstance(name, str) else "")
 
 
-def _judge(request: AdmissionRequest) -> AdmissionResponse | tuple[JSONObject, JSONObject, str]:
+def _judge(
+    request: AdmissionRequest, *, kueue_workloads: bool
+) -> AdmissionResponse | tuple[JSONObject, JSONObject, str]:
     """What both webhooks decide first: the answer when there is nothing more to decide (an
     operation we do not judge, not an MXJob, an invalid one), else the valid job as
-    (object as sent, its v1 form, the version it was sent in)."""
+    (object as sent, its v1 form, the version it was sent in). With ``kueue_workloads``
+    (Kueue's Workload route, shared/queueing.py) its rules for queued jobs apply too."""
     uid = request["uid"]
     if not _judged_operation(request):
         return allowed(uid)
@@ -120,18 +123,33 @@ def _judge(request: AdmissionRequest) -> AdmissionResponse | tuple[JSONObject, J
     except NotAnMXJobError as err:
         return denied(uid, str(err), status=BAD_REQUEST)
     violations = validation.validate(job, old=old)
+    if kueue_workloads:
+        violations += [
+            validation.Violation(path, message)
+            for path, message in queueing.queueing_problems(job, old=old)
+        ]
     if violations:
         return denied(uid, _refusal(job, violations))
     return sent, job, version
 
 
-def mutate(request: AdmissionRequest) -> AdmissionResponse:
-    """The mutating webhook's answer: refuse an invalid MXJob, else patch in the defaults."""
-    judged = _judge(request)
+def mutate(request: AdmissionRequest, *, kueue_workloads: bool = False) -> AdmissionResponse:
+    """The mutating webhook's answer: refuse an invalid MXJob, else patch in the defaults.
+
+    With ``kueue_workloads``, a queued job is created suspended: it waits for Kueue to admit
+    its Workload (controller/queueing.py), as Kueue's own webhooks do for the kinds they know.
+    """
+    judged = _judge(request, kueue_workloads=kueue_workloads)
     if not isinstance(judged, tuple):
         return judged
     sent, job, version = judged
     defaulted = defaults.apply_defaults(job)
+    if (
+        kueue_workloads
+        and request["operation"] == "CREATE"
+        and queueing.suspend_for_queue(defaulted)
+    ):
+        defaulted["spec"]["runPolicy"]["suspend"] = True
     # The defaulted object is not validated again here: defaulting a valid job yields a valid
     # one (tests/fuzz checks that property), and the validating webhook judges the final object
     # after every mutating webhook anyway. Re-validating cost 40 % of a mutate review
@@ -140,9 +158,9 @@ def mutate(request: AdmissionRequest) -> AdmissionResponse:
     return allowed(request["uid"], patch=make_patch(sent, target))
 
 
-def validate(request: AdmissionRequest) -> AdmissionResponse:
+def validate(request: AdmissionRequest, *, kueue_workloads: bool = False) -> AdmissionResponse:
     """The validating webhook's answer: every violation of the final object, or allowed."""
-    judged = _judge(request)
+    judged = _judge(request, kueue_workloads=kueue_workloads)
     return judged if not isinstance(judged, tuple) else allowed(request["uid"])
 
 

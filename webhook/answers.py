@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from webhook import admission, conversion_review
 from webhook.metrics import Endpoint, Result
@@ -163,7 +163,15 @@ def answer_conversion(body: bytes) -> Answer:
     )
 
 
-ENDPOINT_DECISIONS: dict[Endpoint, Callable[[AdmissionRequest], AdmissionResponse]] = {
+class Decision(Protocol):
+    """``admission.mutate`` or ``admission.validate``."""
+
+    def __call__(
+        self, request: AdmissionRequest, *, kueue_workloads: bool = False
+    ) -> AdmissionResponse: ...
+
+
+ENDPOINT_DECISIONS: dict[Endpoint, Decision] = {
     "mutate": admission.mutate,
     "validate": admission.validate,
 }

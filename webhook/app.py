@@ -14,6 +14,7 @@ answers 500.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -137,7 +138,10 @@ def _add_review_routes(app: Flask, state: WebhookState) -> None:
         if endpoint == "convert":
             answer = answer_conversion(body)
         else:
-            answer = answer_admission(body, endpoint=endpoint, decide=ENDPOINT_DECISIONS[endpoint])
+            decide = ENDPOINT_DECISIONS[endpoint]
+            if state.settings.kueue_workloads:
+                decide = functools.partial(decide, kueue_workloads=True)
+            answer = answer_admission(body, endpoint=endpoint, decide=decide)
         return _finish(state, answer, started)
 
     @app.post(MUTATE_PATH)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -79,6 +79,11 @@ class WebhookSettings:
 
     log_format: LogFormat = "text"
     """``json`` for log collectors in a cluster, ``text`` for people at a terminal."""
+
+    kueue_workloads: bool = False
+    """Kueue's Workload route (docs/queueing.md): create jobs with a
+    ``kueue.x-k8s.io/queue-name`` label suspended, for Kueue ≥ v0.11 with MXJob among its
+    ``integrations.externalFrameworks``. Off for Kueue ≤ v0.10, whose own webhook does it."""
 
     log_level: str = "info"
     """Level of the webhook's and gunicorn's loggers. At ``info`` one line per review is logged
@@ -169,10 +174,26 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-body-bytes", type=int, help="largest request body (default 3 MiB)")
     parser.add_argument("--log-format", choices=LOG_FORMATS, help="json or text (default text)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, help="log level (default info)")
+    parser.add_argument(
+        "--kueue-workloads",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="create queued jobs suspended for Kueue's Workload route (docs/queueing.md)",
+    )
     return parser
 
 
-_CONVERTERS: Final[dict[str, type]] = {
+def parse_bool(text: str) -> bool:
+    """``true``/``false`` (also ``1``/``0``, ``yes``/``no``) from an environment variable."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+_CONVERTERS: Final[dict[str, Callable[[str], Any]]] = {
     "bind": str,
     "cert_dir": Path,
     "workers": int,
@@ -185,6 +206,7 @@ _CONVERTERS: Final[dict[str, type]] = {
     "max_body_bytes": int,
     "log_format": str,
     "log_level": str,
+    "kueue_workloads": parse_bool,
 }
 
 
@@ -212,7 +234,7 @@ def from_env_and_args(
         try:
             values[name] = convert(raw)
         except ValueError:
-            parser.error(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {convert.__name__}")
+            parser.error(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {name} value")
     try:
         return WebhookSettings(**values)
     except ValueError as err:

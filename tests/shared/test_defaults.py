@@ -164,13 +164,27 @@ def test_null_run_policy_values_are_defaulted() -> None:
         ("backoffLimit", 2),
         ("suspend", True),
         ("schedulingPolicy", {"minAvailable": 3}),
-        ("managedBy", "kueue.x-k8s.io/multikueue"),
+        ("managedBy", "example.com/another-controller"),
     ],
 )
 def test_run_policy_fields_under_spec_move_under_run_policy(field: str, value: Any) -> None:
     defaulted = apply_defaults(train_job(**{field: value}))
     assert field not in defaulted["spec"]
     assert defaulted["spec"]["runPolicy"][field] == value
+
+
+def test_multikueue_as_manager_stays_at_spec_managed_by_where_multikueue_reads_it() -> None:
+    defaulted = apply_defaults(train_job(managedBy="kueue.x-k8s.io/multikueue"))
+    assert defaulted["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert "managedBy" not in defaulted["spec"]["runPolicy"]
+
+
+def test_multikueue_as_manager_under_run_policy_moves_up_to_spec_managed_by() -> None:
+    job = train_job(runPolicy={"managedBy": "kueue.x-k8s.io/multikueue"})
+    defaulted = apply_defaults(job)
+    assert defaulted["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert "managedBy" not in defaulted["spec"]["runPolicy"]
+    assert apply_defaults(defaulted) == defaulted
 
 
 def test_a_field_set_in_both_places_with_the_same_value_is_dropped_from_spec() -> None:
