@@ -148,7 +148,7 @@ def test_plain_client_side_kubectl_apply_k_of_the_overlay_is_accepted(
     assert any(line.startswith(crd_line) for line in result.stdout.splitlines()), result.stdout
 
 
-COMPONENTS = ("v1-only",)
+COMPONENTS = ("v1-only", "kueue-workloads")
 
 
 def test_every_component_directory_is_one_these_tests_apply() -> None:
@@ -176,6 +176,38 @@ def test_v1_only_component_stops_serving_v1beta1_and_keeps_the_conversion_webhoo
     plain["spec"]["versions"][1]["served"] = False
     assert crd == plain
     assert len(docs) == len(rendered["self-signed"])
+    result = fresh_plane.kubectl(
+        "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
+    )
+    assert result.stderr == ""
+
+
+def test_kueue_workloads_component_turns_the_route_on_in_both_processes_and_grants_its_rbac(
+    fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
+) -> None:
+    mine = overlay_dirs["self-signed"].parent.parent / "mine-kueue"
+    mine.mkdir(exist_ok=True)
+    (mine / "kustomization.yaml").write_text(
+        "resources:\n  - ../overlays/self-signed\ncomponents:\n  - ../components/kueue-workloads\n"
+    )
+    docs = render(fresh_plane, mine)
+    for name in ("mxjob-controller", "mxjob-webhook"):
+        args = one(docs, "Deployment", name)["spec"]["template"]["spec"]["containers"][0]["args"]
+        plain = one(rendered["self-signed"], "Deployment", name)
+        assert args == [
+            *plain["spec"]["template"]["spec"]["containers"][0]["args"],
+            "--kueue-workloads",
+        ]
+    role = one(docs, "ClusterRole", "mxjob-controller-kueue")
+    granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"]
+               for r in rule["resources"] for v in rule["verbs"]}  # fmt: skip
+    assert ("kueue.x-k8s.io", "workloads/status", "patch") in granted
+    assert ("kubeflow.org", "mxjobs", "update") in granted
+    binding = one(docs, "ClusterRoleBinding", "mxjob-kueue-manager")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kueue-controller-manager", "namespace": "kueue-system"}
+    ]
+    assert len(docs) == len(rendered["self-signed"]) + 4
     result = fresh_plane.kubectl(
         "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
     )
