@@ -97,25 +97,7 @@ class Controller:
             recorder=self.recorder,
             metrics=self.metrics,
         )
-        self.workloads: Informer | None = None
-        if settings.kueue_workloads:
-            self.workloads = Informer(
-                self.client,
-                name="workloads",
-                path_for=workloads_path,
-                namespaces=namespaces,
-                index_label=JOB_UID_LABEL,
-                settings=informer_settings,
-            )
-            self.workloads.add_handler(self._on_workload)
-            self.reconciler.workload_sync = WorkloadSync(
-                self.client,
-                workloads=self.workloads.store,
-                jobs=self.jobs.store,
-                recorder=self.recorder,
-                metrics=self.metrics,
-                now=self.reconciler.now,
-            )
+        self.workloads = self._workloads(namespaces, informer_settings)
         self.jobs.add_handler(self._on_job)
         self.pods.add_handler(self._owned_handler("pods"))
         self.services.add_handler(self._owned_handler("services"))
@@ -137,6 +119,32 @@ class Controller:
         self._workers: list[threading.Thread] = []
         self._servers: list[HttpEndpoints] = []
         self._started = time.monotonic()
+
+    def _workloads(
+        self, namespaces: tuple[str, ...] | None, informer_settings: InformerSettings
+    ) -> Informer | None:
+        """With ``--kueue-workloads``: the Workloads' informer, and the reconciler's
+        WorkloadSync over it (controller/workloads.py)."""
+        if not self.settings.kueue_workloads:
+            return None
+        workloads = Informer(
+            self.client,
+            name="workloads",
+            path_for=workloads_path,
+            namespaces=namespaces,
+            index_label=JOB_UID_LABEL,
+            settings=informer_settings,
+        )
+        workloads.add_handler(self._on_workload)
+        self.reconciler.workload_sync = WorkloadSync(
+            self.client,
+            workloads=workloads.store,
+            jobs=self.jobs.store,
+            recorder=self.recorder,
+            metrics=self.metrics,
+            now=self.reconciler.now,
+        )
+        return workloads
 
     # -- informer handlers --------------------------------------------------------------------
     def _on_job(self, event_type: str, job: Obj, old: Obj | None) -> None:

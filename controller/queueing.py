@@ -25,7 +25,9 @@ fields Kueue owns are changed exactly as Kueue would change them and nothing els
 from __future__ import annotations
 
 import copy
+import datetime
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -46,6 +48,14 @@ JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
 PODSET_LABEL: Final = "kueue.x-k8s.io/podset"
 MULTIKUEUE_ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"
 MULTIKUEUE_POD_LABEL: Final = "kueue.x-k8s.io/multikueue-worker-workload-pod"
+LOCAL_QUEUE_LABEL: Final = "kueue.x-k8s.io/local-queue-name"
+CLUSTER_QUEUE_LABEL: Final = "kueue.x-k8s.io/cluster-queue-name"
+WORKLOAD_ANNOTATION: Final = "kueue.x-k8s.io/workload"
+"""On every admitted pod while Kueue's TopologyAwareScheduling gate is on (its default)."""
+UNCONSTRAINED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-unconstrained-topology"
+TOPOLOGY_GATE: Final = "kueue.x-k8s.io/topology"
+MAX_EXEC_TIME_LABEL: Final = "kueue.x-k8s.io/max-exec-time-seconds"
+DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 ADMISSION_MANAGER: Final = "kueue-admission"
 PODS_READY_MANAGER: Final = "kueue-job-controller-PodsReady"
 RECLAIMABLE_MANAGER: Final = "kueue-reclaimable-pods"
@@ -156,6 +166,9 @@ def build_workload(job: Mapping[str, Any], *, priority: Priority) -> Obj:
     meta = as_mapping(job.get("metadata"))
     name, uid = str(meta.get("name")), str(meta.get("uid"))
     spec: Obj = {"queueName": queue_name(job), "podSets": pod_sets(job), "priority": priority.value}
+    max_seconds = max_execution_seconds(job)
+    if max_seconds is not None:
+        spec["maximumExecutionTimeSeconds"] = max_seconds
     if priority.name:
         spec["priorityClassRef"] = {
             "group": priority.group, "kind": priority.kind, "name": priority.name,
@@ -172,6 +185,16 @@ def build_workload(job: Mapping[str, Any], *, priority: Priority) -> Obj:
         },
         "spec": spec,
     }
+
+
+def max_execution_seconds(job: Mapping[str, Any]) -> int | None:
+    """Kueue's ``kueue.x-k8s.io/max-exec-time-seconds`` label: a positive int32, else None."""
+    value = as_mapping(as_mapping(job.get("metadata")).get("labels")).get(MAX_EXEC_TIME_LABEL)
+    try:
+        seconds = int(str(value))
+    except ValueError:
+        return None
+    return seconds if 0 < seconds < 2**31 else None
 
 
 def owner_reference(job: Mapping[str, Any]) -> Obj:
@@ -206,10 +229,13 @@ def _quota_shape(sets: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, str]
 
 def equivalent(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
     """The Workload still stands for the job: same podSets, counts and resources (what Kueue's
-    quota is computed from). Templates are not compared whole: the Workload CRD defaults some
-    fields of a stored template, and a running job's templates carry what admission added."""
-    sets = as_mapping(workload.get("spec")).get("podSets") or []
-    return _quota_shape(pod_sets(job)) == _quota_shape(sets)
+    quota is computed from) and maximum execution time. Templates are not compared whole: the
+    Workload CRD defaults some fields of a stored template, and a running job's templates carry
+    what admission added."""
+    spec = as_mapping(workload.get("spec"))
+    if spec.get("maximumExecutionTimeSeconds") != max_execution_seconds(job):
+        return False
+    return _quota_shape(pod_sets(job)) == _quota_shape(spec.get("podSets") or [])
 
 
 @dataclass
@@ -246,36 +272,63 @@ class PodSetInfo:
 def admitted_infos(
     workload: Mapping[str, Any], flavors: Mapping[str, Mapping[str, Any]]
 ) -> list[PodSetInfo]:
-    """Per podSet, what Kueue's admission asks of its pods (``getPodSetsInfoFromStatus``): the
-    assigned flavors' node labels and tolerations, the podSet label, the MultiKueue worker
-    label, and each admission check's podSetUpdates. ``flavors``: ResourceFlavors by name."""
+    """Per podSet, what Kueue's admission asks of its pods (``getPodSetsInfoFromStatus``, with
+    Kueue v0.19's default feature gates): the assigned flavors' node labels and tolerations,
+    the topology gate of a TAS assignment, the podSet, queue and MultiKueue worker labels, the
+    Workload annotation, and each admission check's podSetUpdates. ``flavors``: by name."""
     status = as_mapping(workload.get("status"))
-    counts = {
-        str(p.get("name")): int(p.get("count") or 0)
+    meta = as_mapping(workload.get("metadata"))
+    spec_sets = {
+        str(p.get("name")): as_mapping(p)
         for p in as_mapping(workload.get("spec")).get("podSets") or []
     }
-    multikueue_copy = MULTIKUEUE_ORIGIN_LABEL in as_mapping(
-        as_mapping(workload.get("metadata")).get("labels")
-    )
+    admission = as_mapping(status.get("admission"))
     infos = []
-    for assignment in as_mapping(status.get("admission")).get("podSetAssignments") or []:
+    for assignment in admission.get("podSetAssignments") or []:
         name = str(assignment.get("name"))
-        info = PodSetInfo(name, int(assignment.get("count") or counts.get(name, 0)))
+        podset = spec_sets.get(name, {})
+        count = assignment.get("count")
+        info = PodSetInfo(name, int(count if count is not None else podset.get("count") or 0))
+        if assignment.get("topologyAssignment"):
+            _topology_info(info, podset)
         for flavor_name in dict.fromkeys(as_mapping(assignment.get("flavors")).values()):
             flavor = as_mapping(as_mapping(flavors.get(str(flavor_name))).get("spec"))
             info.node_selector.update(as_mapping(flavor.get("nodeLabels")))
             info.tolerations += [dict(t) for t in flavor.get("tolerations") or []]
+        info.annotations[WORKLOAD_ANNOTATION] = str(meta.get("name"))
         info.labels[PODSET_LABEL] = name
-        if multikueue_copy:
+        if MULTIKUEUE_ORIGIN_LABEL in as_mapping(meta.get("labels")):
             info.labels[MULTIKUEUE_POD_LABEL] = "true"
+        _queue_labels(info, workload)
         for check in status.get("admissionChecks") or []:
             for update in as_mapping(check).get("podSetUpdates") or []:
                 if as_mapping(update).get("name") == name:
                     info.merge(
                         _from_update(name, update), where=f"admission check {check.get('name')}"
                     )
+                    break  # Kueue reads the first update per podSet of a check
         infos.append(info)
     return infos
+
+
+def _topology_info(info: PodSetInfo, podset: Mapping[str, Any]) -> None:
+    """A Topology Aware Scheduling assignment: pods wait behind Kueue's topology gate (Kueue's
+    TAS ungater places them); a podSet that asked for no topology runs unconstrained."""
+    request = as_mapping(podset.get("topologyRequest"))
+    if not any(request.get(key) is not None for key in ("required", "preferred", "unconstrained")):
+        info.annotations[UNCONSTRAINED_TOPOLOGY_ANNOTATION] = "true"
+    info.scheduling_gates.append({"name": TOPOLOGY_GATE})
+
+
+def _queue_labels(info: PodSetInfo, workload: Mapping[str, Any]) -> None:
+    """Kueue's ``AssignQueueLabelsForPods`` (on by default): the LocalQueue, and the
+    ClusterQueue when its name is a valid label value."""
+    info.labels[LOCAL_QUEUE_LABEL] = str(as_mapping(workload.get("spec")).get("queueName") or "")
+    cluster_queue = as_mapping(as_mapping(workload.get("status")).get("admission")).get(
+        "clusterQueue"
+    )
+    if isinstance(cluster_queue, str) and DNS1123_LABEL.fullmatch(cluster_queue):
+        info.labels[CLUSTER_QUEUE_LABEL] = cluster_queue
 
 
 def _from_update(name: str, update: Mapping[str, Any]) -> PodSetInfo:
@@ -343,6 +396,8 @@ def stopped(job: Mapping[str, Any], workload: Mapping[str, Any] | None) -> Obj:
             (spec, old_spec, "schedulingGates"),
         ):  # fmt: skip
             _write(target, key, copy.deepcopy(source.get(key)))
+        if not meta:
+            del template["metadata"]  # what starting added, nothing the job had
     return result
 
 
@@ -456,18 +511,38 @@ def release_apply(workload: Mapping[str, Any], *, now: str) -> Obj:
         ),
         make_condition("QuotaReserved", False, "Pending", message, now=now, generation=generation),
     ]
-    if condition(workload, "Admitted") is not None:
-        conditions.append(
-            make_condition(
-                "Admitted",
-                False,
-                "NoReservation",
-                "The workload has no reservation",
-                now=now,
-                generation=generation,
-            )
-        )
-    return admission_apply(workload, conditions=conditions, clear_admission=True)
+    admitted = condition(workload, "Admitted")
+    if admitted is None or admitted.get("status") != "True":
+        return admission_apply(workload, conditions=conditions, clear_admission=True)
+    # Kueue's SyncAdmittedCondition (UnadmittedWorkloadsObservability off, its default): an
+    # admitted Workload loses Admitted, and its admitted time is added to the past execution.
+    checks_ready = all(
+        as_mapping(c).get("state") == "Ready"
+        for c in as_mapping(workload.get("status")).get("admissionChecks") or []
+    )
+    conditions.append(
+        make_condition("Admitted", False, "NoReservation", "The workload has no reservation",
+                       now=now, generation=generation)
+        if checks_ready
+        else make_condition("Admitted", False, "NoReservationUnsatisfiedChecks",
+                            "The workload has no reservation and not all checks ready",
+                            now=now, generation=generation)
+    )  # fmt: skip
+    body = admission_apply(workload, conditions=conditions, clear_admission=True)
+    past = as_mapping(workload.get("status")).get("accumulatedPastExecutionTimeSeconds")
+    admitted_for = _seconds_between(str(admitted.get("lastTransitionTime") or ""), now)
+    if admitted_for is not None:
+        body["status"]["accumulatedPastExecutionTimeSeconds"] = int(past or 0) + admitted_for
+    return body
+
+
+def _seconds_between(start: str, end: str) -> int | None:
+    """Whole seconds from one RFC 3339 time to another (Go's ``int32(d.Seconds())``)."""
+    try:
+        delta = datetime.datetime.fromisoformat(end) - datetime.datetime.fromisoformat(start)
+    except ValueError:
+        return None
+    return int(delta.total_seconds())
 
 
 def pods_ready_condition(workload: Mapping[str, Any], *, running: bool, now: str) -> Obj:
@@ -524,12 +599,20 @@ def reclaimable_pods(job: Mapping[str, Any], workload: Mapping[str, Any]) -> lis
         str(p.get("name")): int(p.get("count") or 0)
         for p in as_mapping(workload.get("spec")).get("podSets") or []
     }
+    reported: dict[str, int] = {}
+    if has_quota_reservation(workload):
+        # Kueue's webhook refuses a smaller or missing count while quota is reserved (a
+        # succeeded pod deleted by hand lowers the job's count): the highest count stays.
+        for entry in as_mapping(workload.get("status")).get("reclaimablePods") or []:
+            reported[str(as_mapping(entry).get("name"))] = int(as_mapping(entry).get("count") or 0)
     reclaimable = []
     for rtype in replica_order(job):
         done = as_mapping(statuses.get(rtype)).get("succeeded")
         name = rtype.lower()
-        if isinstance(done, int) and done > 0 and name in counts:
-            reclaimable.append({"name": name, "count": min(done, counts[name])})
+        count = min(done, counts.get(name, 0)) if isinstance(done, int) else 0
+        count = max(count, reported.get(name, 0))
+        if count > 0 and name in counts:
+            reclaimable.append({"name": name, "count": count})
     return reclaimable
 
 
@@ -569,7 +652,7 @@ def runs_here(job: Mapping[str, Any]) -> bool:
 
 StepKind = Literal[
     "wait", "create", "adopt", "out-of-sync", "replace", "let-go", "finish", "reclaim",
-    "pods-ready", "stop", "release", "start",
+    "pods-ready", "stop", "release", "start", "queue-name",
 ]  # fmt: skip
 
 
@@ -583,6 +666,7 @@ class Step:
     message: str = ""
     extra: tuple[Obj, ...] = ()
     """``replace``: the Workloads to delete."""
+    # ``queue-name``: ``message`` is the job's LocalQueue, for the Workload's spec.queueName.
     body: Obj | None = None
     """The apply to send, for the status steps."""
 
@@ -598,27 +682,37 @@ def _owned_match(job: Mapping[str, Any], owned: Sequence[Obj]) -> tuple[Obj | No
     return match, rest
 
 
+def _prebuilt_step(job: Mapping[str, Any], prebuilt: Obj | None) -> Step | Obj:
+    """Step 1 for a MultiKueue copy (Kueue's ``ensureOneWorkload`` for a prebuilt Workload):
+    adopt it, finish it when out of sync; a copy without a usable one is stopped, as Kueue's
+    ``handleJobWithNoWorkload`` stops it ("missing workload"), unless it finished."""
+    usable = prebuilt is not None
+    if prebuilt is not None and not controlled_by(prebuilt, job):
+        if not any(
+            isinstance(r, dict) and r.get("controller")
+            for r in as_mapping(prebuilt.get("metadata")).get("ownerReferences") or []
+        ):
+            return Step("adopt", prebuilt)
+        usable = False  # controlled by another object: Kueue ignores it
+    if prebuilt is not None and usable and not equivalent(job, prebuilt):
+        if not is_true(prebuilt, "Finished"):
+            return Step(
+                "out-of-sync", prebuilt, "The prebuilt workload is out of sync with its user job"
+            )
+        usable = False
+    if prebuilt is not None and usable:
+        return prebuilt
+    if not is_suspended(job) and not job_finished(job)[0]:
+        return Step("stop", None, "missing workload")
+    return Step("wait", message=f"no usable prebuilt Workload {prebuilt_workload(job)}")
+
+
 def _workload_step(
     job: Mapping[str, Any], owned: Sequence[Obj], prebuilt: Obj | None
 ) -> Step | Obj:
     """Step 1: the job's one Workload, or the step that gets it there."""
     if prebuilt_workload(job):
-        if prebuilt is None:
-            if not is_suspended(job):
-                return Step("stop", None, "missing workload")
-            return Step("wait", message=f"prebuilt Workload {prebuilt_workload(job)} not found")
-        if not controlled_by(prebuilt, job):
-            if any(
-                r.get("controller")
-                for r in as_mapping(prebuilt.get("metadata")).get("ownerReferences") or []
-            ):
-                return Step("wait", message="the prebuilt Workload is controlled by another object")
-            return Step("adopt", prebuilt)
-        if not equivalent(job, prebuilt) and not is_true(prebuilt, "Finished"):
-            return Step(
-                "out-of-sync", prebuilt, "The prebuilt workload is out of sync with its user job"
-            )
-        return prebuilt
+        return _prebuilt_step(job, prebuilt)
     match, rest = _owned_match(job, owned)
     if match is None and not is_suspended(job) and not job_finished(job)[0]:
         restore = rest[0] if len(rest) == 1 else None
@@ -668,10 +762,12 @@ def decide(
             workload,
             body=finish_apply(workload, succeeded=succeeded, message=message, now=now),
         )
+    # Also for a job MultiKueue runs elsewhere: its status, copied back from the worker, says
+    # which replicas ended and whether it runs, and the manager's Kueue waits for PodsReady too.
     reclaim = reclaimable_apply(workload, reclaimable_pods(job, workload))
-    if reclaim is not None and runs_here(job):
+    if reclaim is not None:
         return Step("reclaim", workload, body=reclaim)
-    if wait_for_pods_ready and runs_here(job):
+    if wait_for_pods_ready:
         ready = pods_ready_apply(
             workload, pods_ready_condition(workload, running=is_true(job, "Running"), now=now)
         )
@@ -685,11 +781,17 @@ def decide(
             return Step("release", workload, body=release_apply(workload, now=now))
         return Step("wait", workload, "evicted")
     if is_suspended(job):
-        return (
-            Step("start", workload)
-            if is_admitted(workload)
-            else Step("wait", workload, "waiting for admission")
-        )
+        if is_admitted(workload):
+            return Step("start", workload)
+        queue = queue_name(job)
+        if (
+            queue
+            and as_mapping(workload.get("spec")).get("queueName") != queue
+            and not has_quota_reservation(workload)
+        ):
+            # Kueue's QueueNameChange; a reserved Workload's queueName is immutable.
+            return Step("queue-name", workload, queue)
+        return Step("wait", workload, "waiting for admission")
     if not is_admitted(workload):
         return Step("stop", workload, "Not admitted by cluster queue")
     return Step("wait", workload, "running")

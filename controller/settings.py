@@ -189,6 +189,16 @@ _CONVERTERS = {
 }
 
 
+def _flag(raw: str, *, name: str) -> bool:
+    """A boolean environment variable; a value that is neither is refused, not read as false."""
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise SystemExit(f"mxjob-controller: {name}={raw!r} is not a boolean (true or false)")
+
+
 def from_args(
     argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None
 ) -> ControllerSettings:
@@ -208,7 +218,9 @@ def from_args(
             continue
         if field_name == "namespaces":
             values[field_name] = tuple(n for n in raw.replace(",", " ").split() if n)
-        elif field_name in ("leader_elect", "kueue_workloads"):
+        elif field_name == "kueue_workloads":
+            values[field_name] = _flag(raw, name=ENV_PREFIX + field_name.upper())
+        elif field_name == "leader_elect":
             values[field_name] = raw.lower() in ("1", "true", "yes", "on")
         else:
             values[field_name] = _CONVERTERS.get(field_name, str)(raw)

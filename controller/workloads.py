@@ -265,6 +265,13 @@ class WorkloadSync:
         self.recorder.record(job, "Normal", "Started", f"Admitted by clusterQueue {queue}")
         return True
 
+    def _queue_name(self, job: Obj, step: Step) -> bool:
+        """The suspended job moved to another LocalQueue: so does its pending Workload."""
+        assert step.workload is not None
+        workload = {**step.workload, "spec": {**step.workload["spec"], "queueName": step.message}}
+        self._put(workload)
+        return False
+
     # -- writes ---------------------------------------------------------------------------------
     def _wrote(self, verb: str, resource: str = "workloads") -> None:
         self.metrics.api_writes.labels(verb=verb, resource=resource).inc()

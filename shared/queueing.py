@@ -27,7 +27,8 @@ QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
 """A WorkloadPriorityClass for the job's Workload."""
 PREBUILT_WORKLOAD_LABEL: Final = "kueue.x-k8s.io/prebuilt-workload-name"
-"""On a job MultiKueue copied into a worker cluster: the Workload it made there for it."""
+"""On a job MultiKueue copied into a worker cluster (annotation, or label before Kueue v0.18):
+the Workload it made there for it."""
 MULTIKUEUE: Final = "kueue.x-k8s.io/multikueue"
 """The ``managedBy`` value of a job MultiKueue dispatches to a worker cluster."""
 
@@ -40,10 +41,16 @@ def queue_name(job: Mapping[str, Any]) -> str:
 
 
 def prebuilt_workload(job: Mapping[str, Any]) -> str:
-    """The Workload MultiKueue made for this copy of a job, "" for a job of this cluster."""
-    labels = as_mapping(as_mapping(job.get("metadata")).get("labels"))
-    value = labels.get(PREBUILT_WORKLOAD_LABEL)
-    return value if isinstance(value, str) else ""
+    """The Workload MultiKueue made for this copy of a job, "" for a job of this cluster.
+
+    Kueue ≥ v0.18 writes its name as an annotation (its ``WorkloadIdentifierAnnotations``),
+    older releases as a label of the same key; the annotation wins, as in Kueue."""
+    meta = as_mapping(job.get("metadata"))
+    for where in ("annotations", "labels"):
+        value = as_mapping(meta.get(where)).get(PREBUILT_WORKLOAD_LABEL)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def manager(job: Mapping[str, Any]) -> str:

@@ -26,6 +26,7 @@ class Request:
     path: str
     body: Any
     query: Query
+    content_type: str = "application/json"
 
 
 class FakeApi(KubeClient):
@@ -63,7 +64,9 @@ class FakeApi(KubeClient):
         content_type: str = "application/json",
         timeout: float = 30,
     ) -> Any:
-        self.requests.append(Request(method, path, copy.deepcopy(body), list(query or [])))
+        self.requests.append(
+            Request(method, path, copy.deepcopy(body), list(query or []), content_type)
+        )
         failure = self.fail_next.pop((method, path), None)
         if failure is not None:
             raise failure

@@ -110,3 +110,17 @@ def test_gang_scheduler_is_auto_unless_told() -> None:
         from_args(["--gang-scheduler", "kueue"], environ={})
     with pytest.raises(SystemExit):
         from_args([], environ={"MXJOB_CONTROLLER_GANG_SCHEDULER": "kueue"})
+
+
+def test_kueue_workloads_is_off_unless_turned_on_by_flag_or_environment() -> None:
+    assert from_args([], environ={}).kueue_workloads is False
+    assert from_args(["--kueue-workloads"], environ={}).kueue_workloads is True
+    env = {"MXJOB_CONTROLLER_KUEUE_WORKLOADS": "true"}
+    assert from_args([], environ=env).kueue_workloads is True
+    assert from_args(["--no-kueue-workloads"], environ=env).kueue_workloads is False
+
+
+def test_kueue_workloads_watches_workloads_too() -> None:
+    plain = from_args([], environ={})
+    routed = from_args(["--kueue-workloads"], environ={})
+    assert routed.pool_size == plain.pool_size + 1

@@ -15,14 +15,25 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from localkube.base.api import Api
 from localkube.thirdparty import kueue
-from tests.e2e.admission_traffic import single_worker_job
+from tests.e2e.kueue_queues import (
+    CLUSTER_QUEUE,
+    QUOTA_CPU,
+    TOLERATION,
+    Queued,
+    condition,
+    mxjob,
+    priority_classes,
+    queue_active,
+    queue_objects,
+    queued_job,
+    state,
+    workload_of,
+)
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, require
 from tests.helpers.waiting import wait_for
 
@@ -31,49 +42,7 @@ from tests.helpers.waiting import wait_for
 pytestmark = pytest.mark.timeout(900)
 
 NAMESPACE = "kueue-jobs"
-FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE = "mxjob-flavor", "mxjob-cq", "mxjob-lq"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-TOLERATION = {"key": "example.com/queued", "operator": "Exists", "effect": "NoSchedule"}
-JOB_CPU = "100m"
-QUOTA_CPU = "200m"
-"""Two jobs at a time."""
-KUEUE_API = "/apis/kueue.x-k8s.io/v1beta1"
-QUOTA = [{"name": "cpu", "nominalQuota": QUOTA_CPU}, {"name": "memory", "nominalQuota": "2Gi"}]
-
-
-@dataclass
-class Queued:
-    installed: InstalledCluster
-    seconds_to_ready: float
-
-    @property
-    def api(self) -> Api:
-        return self.installed.api
-
-    def kubectl(self, *args: str, **kwargs: Any) -> Any:
-        return self.installed.plane.kubectl(*args, **kwargs)
-
-    def apply(self, *objects: dict[str, Any]) -> None:
-        items = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
-        self.kubectl("apply", "-f", "-", input_text=json.dumps(items))
-
-
-def queue_objects() -> list[dict[str, Any]]:
-    return [
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor",
-         "metadata": {"name": FLAVOR},
-         "spec": {"nodeLabels": {"kubernetes.io/hostname": "mxjob-node"},
-                  "tolerations": [TOLERATION]}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
-         "metadata": {"name": CLUSTER_QUEUE},
-         "spec": {"namespaceSelector": {},
-                  "preemption": {"withinClusterQueue": "LowerPriority"},
-                  "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
-                      {"name": FLAVOR, "resources": QUOTA}]}]}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-         "metadata": {"name": LOCAL_QUEUE, "namespace": NAMESPACE},
-         "spec": {"clusterQueue": CLUSTER_QUEUE}},
-    ]  # fmt: skip
+VERSION = "v1beta1"
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +53,8 @@ def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
     try:
         seconds = kueue.install(cluster, work)
         namespace_for(real_cluster, NAMESPACE)
-        context = Queued(real_cluster, seconds)
-        context.apply(*queue_objects())
+        context = Queued(real_cluster, seconds, NAMESPACE, VERSION)
+        context.apply(*queue_objects(NAMESPACE, VERSION))
         wait_for("the ClusterQueue to be active", lambda: queue_active(context), bool, timeout=60)
         yield context
     finally:
@@ -94,49 +63,6 @@ def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
             timeout=130, check=False,
         )  # fmt: skip
         kueue.uninstall(cluster, work)
-
-
-def queued_job(
-    name: str, image: str, *, seconds: float = 2, priority: str | None = None
-) -> dict[str, Any]:
-    job = single_worker_job(name, image, ["python", "-c", f"import time; time.sleep({seconds})"])
-    job["metadata"]["labels"] = {QUEUE_LABEL: LOCAL_QUEUE}
-    if priority:
-        job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priority
-    container = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    container["resources"]["requests"] = {"cpu": JOB_CPU, "memory": "64Mi"}
-    job["spec"]["runPolicy"] = {"backoffLimit": 0}
-    return job
-
-
-def mxjob(queued: Queued, name: str) -> dict[str, Any]:
-    path = f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/mxjobs/{name}"
-    return dict(queued.api.request("GET", path))
-
-
-def workload_of(queued: Queued, name: str) -> dict[str, Any] | None:
-    items = queued.api.request("GET", f"{KUEUE_API}/namespaces/{NAMESPACE}/workloads")["items"]
-    for workload in items:
-        owners = workload["metadata"].get("ownerReferences") or []
-        if any(o["kind"] == "MXJob" and o["name"] == name for o in owners):
-            return dict(workload)
-    return None
-
-
-def condition(obj: dict[str, Any] | None, kind: str) -> bool:
-    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
-    return any(c["type"] == kind and c["status"] == "True" for c in conditions)
-
-
-def queue_active(queued: Queued) -> bool:
-    """Kueue's own word that its cache has the ClusterQueue as it now is: the ``Active``
-    condition is computed from the cache (a held queue is inactive, reason ``Stopped``)."""
-    return condition(queued.api.request("GET", f"{KUEUE_API}/clusterqueues/{CLUSTER_QUEUE}"),
-                     "Active")  # fmt: skip
-
-
-def state(queued: Queued, name: str) -> str:
-    return str((mxjob(queued, name).get("status") or {}).get("state"))
 
 
 def test_a_queued_job_waits_suspended_until_kueue_admits_it_and_then_runs(queued: Queued) -> None:
@@ -257,12 +183,7 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeed
     queued: Queued,
 ) -> None:
     image = queued.installed.cluster.images.examples.ref
-    classes = [
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
-         "metadata": {"name": name}, "value": value, "description": name}
-        for name, value in (("mxjob-low", 10), ("mxjob-high", 1000))
-    ]  # fmt: skip
-    queued.apply(*classes)
+    queued.apply(*priority_classes(VERSION))
     # Long enough to still run when the preemption reaches it on a loaded machine.
     low = queued_job("low", image, seconds=30, priority="mxjob-low")
     low["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"][

@@ -174,6 +174,81 @@ def test_job_mode_cannot_change_on_update(seed_job: Job, tune_job: Job) -> None:
         assert "spec.jobMode" in message
 
 
+# --- Kueue's Workload route (--kueue-workloads) ------------------------------------------------
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+
+
+def _queued(job: Job, queue: str = "team-a") -> Job:
+    queued = copy.deepcopy(job)
+    queued["metadata"]["labels"] = {QUEUE_LABEL: queue}
+    return queued
+
+
+def _suspend_of(job: Job, response: AdmissionResponse) -> object:
+    assert response["allowed"] is True, response
+    return _patched(job, response)["spec"]["runPolicy"].get("suspend")
+
+
+def test_a_queued_job_is_created_suspended_on_the_workload_route(seed_job: Job) -> None:
+    queued = _queued(seed_job)
+    assert _suspend_of(queued, mutate(_request(queued), kueue_workloads=True)) is True
+
+
+def test_only_a_queued_create_on_the_workload_route_is_suspended(seed_job: Job) -> None:
+    queued = _queued(seed_job)
+    assert _suspend_of(queued, mutate(_request(queued))) is None  # the flag is off
+    assert _suspend_of(seed_job, mutate(_request(seed_job), kueue_workloads=True)) is None
+    stored = _patched(queued, mutate(_request(queued)))  # created before the flag: running
+    update = mutate(_request(stored, operation="UPDATE", old=stored), kueue_workloads=True)
+    assert _suspend_of(stored, update) is None
+
+
+def test_a_volcano_queue_on_a_kueue_queued_job_is_refused(seed_job: Job) -> None:
+    queued = _queued(seed_job)
+    queued["spec"]["runPolicy"]["schedulingPolicy"] = {"queue": "volcano-q"}
+    for decide in (mutate, validate):
+        message = _message(decide(_request(queued), kueue_workloads=True))
+        assert "spec.runPolicy.schedulingPolicy.queue" in message
+        assert decide(_request(queued))["allowed"] is True  # the flag is off
+
+
+def test_the_queue_of_a_running_job_cannot_change(seed_job: Job) -> None:
+    stored = _patched(_queued(seed_job), mutate(_request(_queued(seed_job))))
+    moved = copy.deepcopy(stored)
+    moved["metadata"]["labels"][QUEUE_LABEL] = "team-b"
+    for decide in (mutate, validate):
+        message = _message(
+            decide(_request(moved, operation="UPDATE", old=stored), kueue_workloads=True)
+        )
+        assert f"metadata.labels[{QUEUE_LABEL}]" in message
+    stored["spec"]["runPolicy"]["suspend"] = True
+    moved["spec"]["runPolicy"]["suspend"] = True
+    response = validate(_request(moved, operation="UPDATE", old=stored), kueue_workloads=True)
+    assert response["allowed"] is True
+
+
+def test_the_manager_cannot_change_on_update_in_either_place(seed_job: Job) -> None:
+    stored = _patched(seed_job, mutate(_request(seed_job)))
+    for where in ("spec", "runPolicy"):
+        changed = copy.deepcopy(stored)
+        target = changed["spec"] if where == "spec" else changed["spec"]["runPolicy"]
+        target["managedBy"] = "example.com/other"
+        for decide in (mutate, validate):
+            message = _message(decide(_request(changed, operation="UPDATE", old=stored)))
+            assert "managedBy: is immutable" in message, (where, message)
+
+
+def test_multikueue_moving_from_run_policy_to_spec_is_not_a_manager_change(seed_job: Job) -> None:
+    old = copy.deepcopy(seed_job)
+    old["spec"]["runPolicy"]["managedBy"] = MULTIKUEUE  # as stored before defaulting moved it
+    new = copy.deepcopy(seed_job)
+    new["spec"]["managedBy"] = MULTIKUEUE
+    for decide in (mutate, validate):
+        assert decide(_request(new, operation="UPDATE", old=old))["allowed"] is True
+
+
 def test_delete_connect_and_status_updates_are_allowed_untouched(seed_job: Job) -> None:
     garbage: Job = {"apiVersion": "v1", "kind": "Pod", "spec": "nonsense"}
     requests = [

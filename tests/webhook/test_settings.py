@@ -94,3 +94,13 @@ def test_settings_refuse_bad_values_when_made() -> None:
         WebhookSettings(threads=0)
     with pytest.raises(ValueError, match="log_format"):
         WebhookSettings(log_format="xml")  # type: ignore[arg-type]
+
+
+def test_kueue_workloads_is_off_unless_turned_on_by_flag_or_environment() -> None:
+    assert from_env_and_args([], environ={}).kueue_workloads is False
+    assert from_env_and_args(["--kueue-workloads"], environ={}).kueue_workloads is True
+    env = {"MXJOB_WEBHOOK_KUEUE_WORKLOADS": "true"}
+    assert from_env_and_args([], environ=env).kueue_workloads is True
+    assert from_env_and_args(["--no-kueue-workloads"], environ=env).kueue_workloads is False
+    with pytest.raises(SystemExit):
+        from_env_and_args([], environ={"MXJOB_WEBHOOK_KUEUE_WORKLOADS": "maybe"})

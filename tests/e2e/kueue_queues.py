@@ -1,0 +1,139 @@
+"""What the Kueue tests on the real node share: the queue they make, their jobs and reads.
+
+Both Kueue lines get the same ResourceFlavor (the real node's hostname label and a toleration,
+so the tests see both reach the pods), ClusterQueue (CPU for two jobs, preemption of lower
+priorities) and LocalQueue; only the API version differs (``v1beta1`` for v0.10, ``v1beta2``,
+the storage version, for the newest release).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from localkube.base.api import Api
+from tests.e2e.admission_traffic import single_worker_job
+from tests.e2e.real_node_fixtures import InstalledCluster
+
+FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE = "mxjob-flavor", "mxjob-cq", "mxjob-lq"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+TOLERATION = {"key": "example.com/queued", "operator": "Exists", "effect": "NoSchedule"}
+JOB_CPU = "100m"
+QUOTA_CPU = "200m"
+"""Two jobs at a time."""
+QUOTA = [{"name": "cpu", "nominalQuota": QUOTA_CPU}, {"name": "memory", "nominalQuota": "2Gi"}]
+
+
+@dataclass
+class Queued:
+    installed: InstalledCluster
+    seconds_to_ready: float
+    namespace: str
+    version: str
+    """Kueue's API version the tests read and write (``v1beta1`` or ``v1beta2``)."""
+
+    @property
+    def api(self) -> Api:
+        return self.installed.api
+
+    @property
+    def kueue_api(self) -> str:
+        return f"/apis/kueue.x-k8s.io/{self.version}"
+
+    def kubectl(self, *args: str, **kwargs: Any) -> Any:
+        return self.installed.plane.kubectl(*args, **kwargs)
+
+    def apply(self, *objects: dict[str, Any]) -> None:
+        items = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+        self.kubectl("apply", "-f", "-", input_text=json.dumps(items))
+
+    def create(self, job: dict[str, Any]) -> None:
+        self.kubectl("apply", "-n", self.namespace, "-f", "-", input_text=json.dumps(job))
+
+
+def queue_objects(namespace: str, version: str) -> list[dict[str, Any]]:
+    api_version = f"kueue.x-k8s.io/{version}"
+    return [
+        {"apiVersion": api_version, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR},
+         "spec": {"nodeLabels": {"kubernetes.io/hostname": "mxjob-node"},
+                  "tolerations": [TOLERATION]}},
+        {"apiVersion": api_version, "kind": "ClusterQueue", "metadata": {"name": CLUSTER_QUEUE},
+         "spec": {"namespaceSelector": {},
+                  "preemption": {"withinClusterQueue": "LowerPriority"},
+                  "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+                      {"name": FLAVOR, "resources": QUOTA}]}]}},
+        {"apiVersion": api_version, "kind": "LocalQueue",
+         "metadata": {"name": LOCAL_QUEUE, "namespace": namespace},
+         "spec": {"clusterQueue": CLUSTER_QUEUE}},
+    ]  # fmt: skip
+
+
+def priority_classes(version: str) -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": f"kueue.x-k8s.io/{version}", "kind": "WorkloadPriorityClass",
+         "metadata": {"name": name}, "value": value, "description": name}
+        for name, value in (("mxjob-low", 10), ("mxjob-high", 1000))
+    ]  # fmt: skip
+
+
+def queued_job(
+    name: str,
+    image: str,
+    *,
+    seconds: float = 2,
+    priority: str | None = None,
+    cpu: str = JOB_CPU,
+) -> dict[str, Any]:
+    job = single_worker_job(name, image, ["python", "-c", f"import time; time.sleep({seconds})"])
+    job["metadata"]["labels"] = {QUEUE_LABEL: LOCAL_QUEUE}
+    if priority:
+        job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priority
+    container = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["resources"]["requests"] = {"cpu": cpu, "memory": "64Mi"}
+    job["spec"]["runPolicy"] = {"backoffLimit": 0}
+    return job
+
+
+def mxjob(queued: Queued, name: str) -> dict[str, Any]:
+    path = f"/apis/kubeflow.org/v1/namespaces/{queued.namespace}/mxjobs/{name}"
+    return dict(queued.api.request("GET", path))
+
+
+def workloads_of(queued: Queued, name: str) -> list[dict[str, Any]]:
+    """The Workloads an MXJob of that name controls."""
+    path = f"{queued.kueue_api}/namespaces/{queued.namespace}/workloads"
+    return [
+        w
+        for w in queued.api.request("GET", path)["items"]
+        if any(
+            o["kind"] == "MXJob" and o["name"] == name
+            for o in w["metadata"].get("ownerReferences") or []
+        )
+    ]
+
+
+def workload_of(queued: Queued, name: str) -> dict[str, Any] | None:
+    found = workloads_of(queued, name)
+    return dict(found[0]) if found else None
+
+
+def condition(obj: dict[str, Any] | None, kind: str) -> bool:
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return any(c["type"] == kind and c["status"] == "True" for c in conditions)
+
+
+def queue_active(queued: Queued) -> bool:
+    """Kueue's own word that its cache has the ClusterQueue as it now is: the ``Active``
+    condition is computed from the cache (a held queue is inactive, reason ``Stopped``)."""
+    found = queued.api.request("GET", f"{queued.kueue_api}/clusterqueues/{CLUSTER_QUEUE}")
+    return condition(found, "Active")
+
+
+def state(queued: Queued, name: str) -> str:
+    return str((mxjob(queued, name).get("status") or {}).get("state"))
+
+
+def pods_of(queued: Queued, name: str) -> list[dict[str, Any]]:
+    items = queued.api.request("GET", f"/api/v1/namespaces/{queued.namespace}/pods")["items"]
+    return [p for p in items if p["metadata"]["name"].startswith(f"{name}-")]

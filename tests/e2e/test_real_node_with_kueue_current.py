@@ -1,0 +1,389 @@
+"""Kueue v0.19.2 queues MXJobs on the real node through its Workload API (the operator's route).
+
+Kueue is built from its release source and installed from its own ``config/``
+(``localkube.thirdparty.kueue.CURRENT``) with ``MXJob.v1.kubeflow.org`` among its
+``integrations.externalFrameworks``; it has no MXJob integration of its own. The operator is
+installed with ``manifests/components/kueue-workloads``: its webhook creates queued jobs
+suspended and its controller writes each job's Workload, starts the job when Kueue admits it,
+stops it when Kueue evicts it and marks the Workload finished (controller/queueing.py). Kueue
+runs with a short ``waitForPodsReady`` (20 s, one requeue) so its timeout path ends in seconds.
+Every test also checks Kueue's own view (Workloads, LocalQueue and ClusterQueue usage) against
+the jobs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from localkube.realnode.cluster import SYSTEM_NAMESPACE
+from localkube.thirdparty import kueue
+from tests.e2e.kueue_queues import (
+    CLUSTER_QUEUE,
+    LOCAL_QUEUE,
+    QUOTA_CPU,
+    TOLERATION,
+    Queued,
+    condition,
+    mxjob,
+    pods_of,
+    priority_classes,
+    queue_active,
+    queue_objects,
+    queued_job,
+    state,
+    workload_of,
+    workloads_of,
+)
+from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, require
+from tests.e2e.real_node_fixtures import pods_of as operator_pods
+from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.timeout(900)
+
+NAMESPACE = "kueue-current-jobs"
+VERSION = "v1beta2"
+PODS_READY = kueue.PodsReady(timeout="20s", backoff_base_seconds=1, backoff_limit_count=1)
+COMPONENT = "kueue-workloads"
+
+
+@pytest.fixture(scope="module")
+def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
+    require(kueue.CURRENT.missing())
+    cluster = real_cluster.cluster
+    work = cluster.plane.dir / "kueue-current"
+    operator_work = cluster.plane.dir / "kueue-current-operator"
+    try:
+        seconds = kueue.CURRENT.install(cluster, work, pods_ready=PODS_READY)
+        # The controller refuses the route without Kueue's v1beta2 API: Kueue goes first.
+        cluster.install_operator(operator_work, components=(COMPONENT,))
+        namespace_for(real_cluster, NAMESPACE)
+        context = Queued(real_cluster, seconds, NAMESPACE, VERSION)
+        context.apply(*queue_objects(NAMESPACE, VERSION), *priority_classes(VERSION))
+        wait_for("the ClusterQueue to be active", lambda: queue_active(context), bool, timeout=60)
+        yield context
+    finally:
+        real_cluster.plane.kubectl(
+            "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait", "--timeout=120s",
+            timeout=130, check=False,
+        )  # fmt: skip
+        # Back to the session's install: the flag off, the component's roles gone.
+        cluster.install_operator(operator_work)
+        real_cluster.plane.kubectl(
+            "delete", "clusterrole,clusterrolebinding", "mxjob-controller-kueue",
+            "mxjob-kueue-manager", "--ignore-not-found", check=False,
+        )  # fmt: skip
+        kueue.CURRENT.uninstall(cluster.plane, work)
+
+
+def kueue_usage(queued: Queued) -> tuple[int, int, int]:
+    """Kueue's own count of admitted Workloads: the ClusterQueue's, the LocalQueue's, and the
+    Workloads with ``Admitted`` True and not ``Finished``."""
+    cq = queued.api.request("GET", f"{queued.kueue_api}/clusterqueues/{CLUSTER_QUEUE}")
+    lq = queued.api.request(
+        "GET", f"{queued.kueue_api}/namespaces/{NAMESPACE}/localqueues/{LOCAL_QUEUE}"
+    )
+    listed = queued.api.request("GET", f"{queued.kueue_api}/namespaces/{NAMESPACE}/workloads")
+    admitted = [
+        w for w in listed["items"] if condition(w, "Admitted") and not condition(w, "Finished")
+    ]
+    return (
+        int((cq.get("status") or {}).get("admittedWorkloads") or 0),
+        int((lq.get("status") or {}).get("admittedWorkloads") or 0),
+        len(admitted),
+    )
+
+
+def running_jobs(queued: Queued, names: list[str]) -> int:
+    """Jobs unsuspended and unfinished, as one LIST sees them."""
+    listed = queued.api.request("GET", f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/mxjobs")
+    return sum(
+        1
+        for job in listed["items"]
+        if job["metadata"]["name"] in names
+        and not job["spec"]["runPolicy"].get("suspend")
+        and (job.get("status") or {}).get("state") not in ("Succeeded", "Failed")
+    )
+
+
+def hold(queued: Queued, *, held: bool) -> None:
+    policy = {"spec": {"stopPolicy": "Hold" if held else "None"}}
+    queued.kubectl(
+        "patch", f"clusterqueue/{CLUSTER_QUEUE}", "--type=merge", "-p", json.dumps(policy)
+    )
+    wait_for(
+        "Kueue to see the ClusterQueue " + ("held" if held else "released"),
+        lambda: queue_active(queued),
+        lambda active: active is not held,
+        timeout=60,
+    )
+
+
+def test_a_queued_job_waits_suspended_and_runs_once_admitted_on_the_flavors_node(
+    queued: Queued,
+) -> None:
+    image = queued.installed.cluster.images.examples.ref
+    hold(queued, held=True)
+    queued.create(queued_job("held", image, seconds=6))
+    assert mxjob(queued, "held")["spec"]["runPolicy"]["suspend"] is True  # the webhook
+    workload = wait_for(
+        "the controller's Workload, found inadmissible while the queue is held",
+        lambda: workload_of(queued, "held") or {},
+        lambda found: any(
+            c["type"] == "QuotaReserved" and c["status"] == "False"
+            for c in (found.get("status") or {}).get("conditions") or []
+        ),
+        timeout=60,
+    )
+    owner = workload["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("MXJob", "held", True)
+    assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == [("worker", 1)]
+    assert workload["spec"]["queueName"] == LOCAL_QUEUE
+    wait_for(
+        "the Suspended condition",
+        lambda: mxjob(queued, "held"),
+        lambda job: condition(job, "Suspended"),
+        timeout=30,
+    )
+    assert not pods_of(queued, "held")
+    assert kueue_usage(queued) == (0, 0, 0)
+    released = time.monotonic()
+    hold(queued, held=False)
+    wait_for("the job to run", lambda: state(queued, "held"), lambda s: s == "Running", timeout=90)
+    to_running = time.monotonic() - released
+    assert kueue_usage(queued) == (1, 1, 1)
+    wait_for(
+        "the job to finish",
+        lambda: state(queued, "held"),
+        lambda s: s in ("Succeeded", "Failed"),
+        timeout=120,
+    )
+    assert state(queued, "held") == "Succeeded"
+    pod = queued.api.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/held-worker-0")
+    assert pod["spec"]["nodeSelector"]["kubernetes.io/hostname"] == "mxjob-node"
+    assert any(
+        all(t.get(k) == v for k, v in TOLERATION.items()) for t in pod["spec"]["tolerations"]
+    )
+    assert pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "worker"
+    workload = wait_for(
+        "the Workload Finished, Kueue's finalizer gone",
+        lambda: workload_of(queued, "held") or {},
+        lambda found: (
+            condition(found, "Finished")
+            and "kueue.x-k8s.io/resource-in-use" not in found["metadata"].get("finalizers", [])
+        ),
+        timeout=60,
+    )
+    assert condition(workload, "PodsReady"), workload["status"]
+    wait_for(
+        "Kueue's usage back to none",
+        lambda: kueue_usage(queued),
+        lambda u: u == (0, 0, 0),
+        timeout=60,
+    )
+    print(
+        f"\nKueue {queued.version} installed in {queued.seconds_to_ready:.1f} s; admission to "
+        f"Running {to_running:.1f} s"
+    )
+
+
+def test_five_jobs_on_a_quota_for_two_run_at_most_two_at_a_time_and_all_succeed(
+    queued: Queued,
+) -> None:
+    image = queued.installed.cluster.images.examples.ref
+    names = [f"quota-{index}" for index in range(5)]
+    started = time.monotonic()
+    for name in names:
+        queued.create(queued_job(name, image, seconds=4))
+    most = 0
+    disagreements: list[str] = []
+
+    def observe() -> list[str]:
+        nonlocal most
+        running = running_jobs(queued, names)
+        cq, lq, admitted = kueue_usage(queued)
+        most = max(most, running, admitted)
+        if cq > 2 or lq > 2 or admitted > 2:
+            disagreements.append(f"Kueue admitted more than the quota: {cq}, {lq}, {admitted}")
+        return [state(queued, n) for n in names]
+
+    wait_for(
+        "every job to finish",
+        observe,
+        lambda states: all(s in ("Succeeded", "Failed") for s in states),
+        timeout=300,
+        interval=0.3,
+    )
+    seconds = time.monotonic() - started
+    assert [state(queued, n) for n in names] == ["Succeeded"] * 5
+    assert not disagreements, disagreements
+    assert most == 2, most
+    for name in names:
+        assert [condition(w, "Finished") for w in workloads_of(queued, name)] == [True]
+    print(f"5 jobs on a quota for 2: at most {most} at a time, all Succeeded in {seconds:.1f} s")
+
+
+def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_with_its_backoff_untouched(
+    queued: Queued,
+) -> None:
+    image = queued.installed.cluster.images.examples.ref
+    queued.create(queued_job("low", image, seconds=25, priority="mxjob-low", cpu=QUOTA_CPU))
+    wait_for(
+        "the low job to run", lambda: state(queued, "low"), lambda s: s == "Running", timeout=90
+    )
+    queued.create(queued_job("high", image, seconds=2, priority="mxjob-high"))
+    evicted_at = time.monotonic()
+    wait_for(
+        "the low job stopped by the controller",
+        lambda: mxjob(queued, "low")["spec"]["runPolicy"].get("suspend"),
+        bool,
+        timeout=60,
+    )
+    wait_for(
+        "the low job's pods to go", lambda: pods_of(queued, "low"), lambda p: not p, timeout=90
+    )
+    wait_for(
+        "the high job to succeed",
+        lambda: state(queued, "high"),
+        lambda s: s == "Succeeded",
+        timeout=120,
+    )
+    readmitted = wait_for(
+        "the low job re-admitted",
+        lambda: mxjob(queued, "low"),
+        lambda job: not job["spec"]["runPolicy"].get("suspend"),
+        timeout=120,
+    )
+    seconds_to_readmission = time.monotonic() - evicted_at
+    # The templates were restored on eviction and given the flavor again on re-admission.
+    template = readmitted["spec"]["mxReplicaSpecs"]["Worker"]["template"]
+    assert template["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "mxjob-node"}
+    wait_for(
+        "the low job to succeed",
+        lambda: state(queued, "low"),
+        lambda s: s in ("Succeeded", "Failed"),
+        timeout=180,
+    )
+    job = mxjob(queued, "low")
+    # backoffLimit 0: had the eviction counted as a failure, the job would have Failed.
+    assert job["status"]["state"] == "Succeeded", job["status"]
+    assert job["spec"]["runPolicy"]["backoffLimit"] == 0
+    workload = workload_of(queued, "low")
+    assert workload is not None
+    assert "Preempted" in {c["type"] for c in workload["status"]["conditions"]}
+    assert condition(workload, "Finished")
+    print(f"evicted by a higher priority, re-admitted {seconds_to_readmission:.1f} s later")
+
+
+def test_wait_for_pods_ready_evicts_and_requeues_a_job_whose_pods_cannot_start(
+    queued: Queued,
+) -> None:
+    job = queued_job("no-image", "docker.io/mxjob-operator/does-not-exist:none")
+    job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0][
+        "imagePullPolicy"
+    ] = "Never"
+    queued.create(job)
+    reasons: list[str] = []
+
+    def evictions() -> dict[str, Any]:
+        found = workload_of(queued, "no-image") or {}
+        for c in (found.get("status") or {}).get("conditions") or []:
+            if c["type"] == "Evicted" and c["status"] == "True" and c["reason"] not in reasons:
+                reasons.append(c["reason"])
+        return found
+
+    started = time.monotonic()
+    workload = wait_for(
+        "Kueue to give up on the job after its requeue (Workload deactivated)",
+        evictions,
+        lambda found: (
+            (found.get("spec") or {}).get("active") is False
+            and not condition(found, "QuotaReserved")
+        ),
+        timeout=240,
+        interval=0.5,
+    )
+    seconds = time.monotonic() - started
+    assert "PodsReadyTimeout" in reasons, reasons
+    assert (workload["status"].get("requeueState") or {}).get("count", 0) >= 1, workload["status"]
+    wait_for(
+        "the job's pods to go", lambda: pods_of(queued, "no-image"), lambda p: not p, timeout=60
+    )
+    stored = mxjob(queued, "no-image")
+    assert stored["spec"]["runPolicy"]["suspend"] is True
+    assert stored["status"]["state"] == "Suspended", stored["status"]
+    wait_for(
+        "Kueue's usage back to none",
+        lambda: kueue_usage(queued),
+        lambda u: u == (0, 0, 0),
+        timeout=60,
+    )
+    print(f"pods that cannot start: timeout, requeue and deactivation in {seconds:.1f} s")
+    queued.kubectl("delete", "-n", NAMESPACE, "mxjob", "no-image", "--wait", timeout=60)
+
+
+def test_deleting_a_queued_or_a_running_job_leaves_no_workload_or_pod(queued: Queued) -> None:
+    image = queued.installed.cluster.images.examples.ref
+    hold(queued, held=True)
+    queued.create(queued_job("queued-gone", image))
+    wait_for("its Workload", lambda: workload_of(queued, "queued-gone"), bool, timeout=60)
+    queued.kubectl("delete", "-n", NAMESPACE, "mxjob", "queued-gone", "--wait", timeout=60)
+    hold(queued, held=False)
+    queued.create(queued_job("running-gone", image, seconds=60))
+    wait_for(
+        "the job to run",
+        lambda: state(queued, "running-gone"),
+        lambda s: s == "Running",
+        timeout=90,
+    )
+    queued.kubectl("delete", "-n", NAMESPACE, "mxjob", "running-gone", "--wait", timeout=60)
+    for name in ("queued-gone", "running-gone"):
+        wait_for(
+            f"{name}'s Workloads to go",
+            functools.partial(workloads_of, queued, name),
+            lambda found: not found,
+            timeout=90,
+        )
+        wait_for(
+            f"{name}'s pods to go",
+            functools.partial(pods_of, queued, name),
+            lambda p: not p,
+            timeout=90,
+        )
+    wait_for(
+        "Kueue's usage back to none",
+        lambda: kueue_usage(queued),
+        lambda u: u == (0, 0, 0),
+        timeout=60,
+    )
+
+
+def test_a_controller_restart_between_the_workload_and_the_start_loses_nothing(
+    queued: Queued,
+) -> None:
+    image = queued.installed.cluster.images.examples.ref
+    hold(queued, held=True)
+    queued.create(queued_job("restarted", image))
+    wait_for("its Workload", lambda: workload_of(queued, "restarted"), bool, timeout=60)
+    before = {p["metadata"]["name"] for p in operator_pods(queued.installed, "controller")}
+    queued.kubectl("delete", "pod", "-n", SYSTEM_NAMESPACE, *sorted(before), "--wait", timeout=90)
+    wait_for(
+        "new controller pods",
+        lambda: {p["metadata"]["name"] for p in operator_pods(queued.installed, "controller")},
+        lambda names: bool(names) and not names & before,
+        timeout=120,
+    )
+    hold(queued, held=False)
+    wait_for(
+        "the job to succeed",
+        lambda: state(queued, "restarted"),
+        lambda s: s in ("Succeeded", "Failed"),
+        timeout=180,
+    )
+    assert state(queued, "restarted") == "Succeeded"
+    assert len(workloads_of(queued, "restarted")) == 1
