@@ -6,7 +6,7 @@
 # the archives exist. Prints the cache directory on stdout: bin/<program>... and the component's
 # manifests (cert-manager: crds/; kueue: config/). Progress goes to stderr.
 #
-# Usage: hack/build-third-party.sh cert-manager|kueue|volcano
+# Usage: hack/build-third-party.sh cert-manager|kueue|kueue-current|volcano
 #
 # cert-manager: cmd/controller and cmd/cainjector. One dependency is refused by the module proxy
 # (github.com/Venafi/vcert/v5: 403); the Venafi issuer is its only user, so the build leaves that
@@ -14,6 +14,8 @@
 # in the default lists of internal/apis/config/controller/v1alpha1/defaults.go. Every other
 # issuer (CA, self-signed, ACME, Vault) is built as released.
 # kueue: cmd/kueue, as released (v0.10 is the last line with the MXJob integration).
+# kueue-current: the same for the newest Kueue (KUEUE_CURRENT_VERSION): its archive is named
+# kueue-<version>, its cache kueue-current-<version>-<hash> so the two never share a folder.
 # volcano: cmd/scheduler (vc-scheduler) and cmd/controller-manager (its queue and PodGroup
 # controllers), as released, in one go build so they share the compiled packages; its CRDs from
 # config/crd/volcano/bases and installer/ (the released scheduler configuration and RBAC).
@@ -26,10 +28,13 @@ name="${1:-}"
 case "${name}" in
   cert-manager) version="${CERT_MANAGER_VERSION}" ;;
   kueue) version="${KUEUE_VERSION}" ;;
+  kueue-current) version="${KUEUE_CURRENT_VERSION}"; project=kueue ;;
   volcano) version="${VOLCANO_RELEASE_VERSION}" ;;
-  *) log "usage: $0 cert-manager|kueue|volcano"; exit 2 ;;
+  *) log "usage: $0 cert-manager|kueue|kueue-current|volcano"; exit 2 ;;
 esac
-ARCHIVE="${THIRD_PARTY_DIR}/${name}-${version}-src.tar.gz"
+# The project whose archive this is: the name itself, except for a second release line of one.
+project="${project:-${name}}"
+ARCHIVE="${THIRD_PARTY_DIR}/${project}-${version}-src.tar.gz"
 [[ -f "${ARCHIVE}" ]] || die "${name}'s source archive is missing: ${ARCHIVE} (set THIRD_PARTY_DIR)"
 
 OUT="${CACHE_ROOT}/${name}-${version}-$(sha256sum "${ARCHIVE}" | cut -c1-12)"
@@ -37,7 +42,7 @@ exit_if_built "${OUT}" "${OUT}"
 
 build_begin "${OUT}" "${name}" "building ${name} ${version} into ${OUT} (first time only)"
 tar -xzf "${ARCHIVE}" -C "${STAGING}"
-src="${STAGING}/${name}-${version}"
+src="${STAGING}/${project}-${version}"
 chmod -R u+w "${src}"
 bin="${STAGING}/bin"
 mkdir -p "${bin}"
@@ -57,7 +62,7 @@ case "${name}" in
     done
     cp -r "${src}/deploy/crds" "${STAGING}/crds"
     ;;
-  kueue)
+  kueue | kueue-current)
     go_build "${src}" "${bin}/kueue" ./cmd/kueue
     cp -r "${src}/config" "${STAGING}/config"
     ;;

@@ -13,16 +13,22 @@ the jobs.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from localkube.base.api import Api, NotFound, ensure_namespace
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import ControlPlane
+from localkube.plane.settings import ControlPlaneSettings
 from localkube.realnode.cluster import SYSTEM_NAMESPACE
-from localkube.thirdparty import kueue
+from localkube.thirdparty import kueue, multikueue
 from tests.e2e.kueue_queues import (
     CLUSTER_QUEUE,
     LOCAL_QUEUE,
@@ -387,3 +393,234 @@ def test_a_controller_restart_between_the_workload_and_the_start_loses_nothing(
     )
     assert state(queued, "restarted") == "Succeeded"
     assert len(workloads_of(queued, "restarted")) == 1
+
+
+# -- MultiKueue: the real node's cluster is the worker -------------------------------------------
+
+MK_NAMESPACE = "multikueue-jobs"
+MK_QUEUE = "multikueue-lq"
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+
+
+@dataclass
+class Dispatching:
+    """A MultiKueue manager dispatching ``MK_NAMESPACE``'s queue to the real node's cluster and
+    to a second worker whose API server a test stops."""
+
+    manager: multikueue.ManagerCluster
+    worker: Queued
+    lost: ControlPlane
+    seconds_to_ready: float
+
+    def on_manager(self, name: str) -> dict[str, Any]:
+        path = f"/apis/kubeflow.org/v1/namespaces/{MK_NAMESPACE}/mxjobs/{name}"
+        return dict(self.manager.api.request("GET", path))
+
+    def on_worker(self, name: str) -> dict[str, Any] | None:
+        path = f"/apis/kubeflow.org/v1/namespaces/{MK_NAMESPACE}/mxjobs/{name}"
+        try:
+            return dict(self.worker.api.request("GET", path))
+        except NotFound:
+            return None
+
+    def pods(self, api: Api, name: str) -> list[dict[str, Any]]:
+        items = api.request("GET", f"/api/v1/namespaces/{MK_NAMESPACE}/pods")["items"]
+        return [p for p in items if p["metadata"]["name"].startswith(f"{name}-")]
+
+    def cluster_active(self, name: str) -> dict[str, Any]:
+        found = self.manager.api.request("GET", f"{KUEUE_V1BETA2}/multikueueclusters/{name}")
+        for entry in (found.get("status") or {}).get("conditions") or []:
+            if entry["type"] == "Active":
+                return dict(entry)
+        return {}
+
+
+KUEUE_V1BETA2 = "/apis/kueue.x-k8s.io/v1beta2"
+MXJOB_CRD = PROJECT_ROOT / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
+
+
+@pytest.fixture(scope="module")
+def dispatching(queued: Queued, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dispatching]:
+    work = tmp_path_factory.mktemp("multikueue")
+    manager = multikueue.ManagerCluster(
+        work / "manager", components=(f"components/{COMPONENT}",), pods_ready=PODS_READY
+    )
+    lost = ControlPlane(ControlPlaneSettings(state_dir=work / "lost"))
+    atexit.register(manager.down)
+    atexit.register(lost.down)
+    try:
+        started = time.monotonic()
+        manager.start()
+        lost.up()
+        # The lost worker serves what MultiKueue watches (Workloads, MXJobs, Jobs), no more.
+        crds = kueue.CURRENT.source.build() / "config" / "components" / "crd"
+        lost.kubectl("apply", "--server-side", "-k", str(crds), timeout=120)
+        lost.kubectl("apply", "--server-side", "-f", str(MXJOB_CRD), timeout=60)
+        for plane in (manager.plane, queued.installed.plane, lost):
+            ensure_namespace(Api.from_kubeconfig(plane.kubeconfig), MK_NAMESPACE)
+        multikueue.connect_workers(
+            manager,
+            {"worker": queued.installed.plane, "lost": lost},
+            namespace=MK_NAMESPACE,
+            quota={"cpu": "1", "memory": "2Gi"},
+            local_queue=MK_QUEUE,
+        )
+        dispatching = Dispatching(manager, queued, lost, time.monotonic() - started)
+        for name in ("worker", "lost"):
+            wait_for(
+                f"MultiKueue connected to {name}",
+                functools.partial(dispatching.cluster_active, name),
+                lambda found: found.get("status") == "True",
+                timeout=120,
+            )
+        yield dispatching
+    finally:
+        lost.down()
+        manager.down()
+        atexit.unregister(lost.down)
+        atexit.unregister(manager.down)
+        queued.kubectl(
+            "delete",
+            "namespace",
+            MK_NAMESPACE,
+            "--ignore-not-found",
+            "--wait",
+            "--timeout=120s",
+            timeout=130,
+            check=False,
+        )
+
+
+def dispatched_job(name: str, image: str, *, seconds: float) -> dict[str, Any]:
+    job = queued_job(name, image, seconds=seconds)
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = MK_QUEUE
+    job["spec"]["managedBy"] = MULTIKUEUE
+    return job
+
+
+def test_a_job_dispatched_by_multikueue_runs_on_the_worker_and_its_status_shows_on_the_manager(
+    dispatching: Dispatching,
+) -> None:
+    image = dispatching.worker.installed.cluster.images.examples.ref
+    manager_api = dispatching.manager.api
+    created = time.monotonic()
+    dispatching.manager.plane.kubectl(
+        "apply",
+        "-n",
+        MK_NAMESPACE,
+        "-f",
+        "-",
+        input_text=json.dumps(dispatched_job("remote", image, seconds=3)),
+    )
+    stored = dispatching.on_manager("remote")
+    assert stored["spec"]["managedBy"] == MULTIKUEUE
+    assert stored["spec"]["runPolicy"]["suspend"] is True
+    copy = wait_for(
+        "the job's copy on the worker", lambda: dispatching.on_worker("remote"), bool, timeout=120
+    )
+    assert copy is not None and "managedBy" not in copy["spec"]
+    prebuilt = copy["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"]
+    wait_for(
+        "the worker's copy to succeed",
+        lambda: dispatching.on_worker("remote") or {},
+        lambda job: (job.get("status") or {}).get("state") == "Succeeded",
+        timeout=180,
+    )
+    on_worker = time.monotonic() - created
+    wait_for(
+        "the status back on the manager",
+        lambda: dispatching.on_manager("remote"),
+        lambda job: (job.get("status") or {}).get("state") == "Succeeded",
+        timeout=120,
+    )
+    on_manager = time.monotonic() - created
+    # The worker ran it under the Workload MultiKueue made there, adopted by its controller.
+    remote_workload = dispatching.worker.api.request(
+        "GET", f"{KUEUE_V1BETA2}/namespaces/{MK_NAMESPACE}/workloads/{prebuilt}"
+    )
+    owner = remote_workload["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("MXJob", "remote", True)
+    # The manager's controller wrote the Workload Kueue dispatched and made no pod.
+    local = wait_for(
+        "the manager's Workload Finished",
+        lambda: [
+            w
+            for w in manager_api.request(
+                "GET", f"{KUEUE_V1BETA2}/namespaces/{MK_NAMESPACE}/workloads"
+            )["items"]
+            if w["metadata"]["ownerReferences"][0]["name"] == "remote"
+        ],
+        lambda found: len(found) == 1 and condition(found[0], "Finished"),
+        timeout=120,
+    )
+    assert local[0]["metadata"]["name"] == prebuilt
+    assert dispatching.pods(manager_api, "remote") == []
+    print(
+        f"\nMultiKueue: manager up in {dispatching.seconds_to_ready:.1f} s; dispatched job "
+        f"Succeeded on the worker {on_worker:.1f} s after creation, status on the manager at "
+        f"{on_manager:.1f} s"
+    )
+
+
+def test_deleting_a_dispatched_job_on_the_manager_deletes_it_on_the_worker(
+    dispatching: Dispatching,
+) -> None:
+    image = dispatching.worker.installed.cluster.images.examples.ref
+    dispatching.manager.plane.kubectl(
+        "apply",
+        "-n",
+        MK_NAMESPACE,
+        "-f",
+        "-",
+        input_text=json.dumps(dispatched_job("remote-gone", image, seconds=120)),
+    )
+    wait_for(
+        "the job running on the worker",
+        lambda: dispatching.on_manager("remote-gone"),
+        lambda job: (job.get("status") or {}).get("state") == "Running",
+        timeout=180,
+    )
+    dispatching.manager.plane.kubectl(
+        "delete", "-n", MK_NAMESPACE, "mxjob", "remote-gone", "--wait", timeout=60
+    )
+    wait_for(
+        "the worker's copy to go",
+        lambda: dispatching.on_worker("remote-gone"),
+        lambda job: job is None,
+        timeout=120,
+    )
+    wait_for(
+        "the worker's pods to go",
+        lambda: dispatching.pods(dispatching.worker.api, "remote-gone"),
+        lambda pods: not pods,
+        timeout=120,
+    )
+
+
+def test_a_worker_whose_api_server_stops_is_reported_and_jobs_go_to_the_one_left(
+    dispatching: Dispatching,
+) -> None:
+    dispatching.lost.down()
+    condition_now = wait_for(
+        "Kueue to report the lost worker",
+        lambda: dispatching.cluster_active("lost"),
+        lambda found: found.get("status") == "False",
+        timeout=180,
+    )
+    assert condition_now["reason"], condition_now
+    print(f"lost worker reported: {condition_now['reason']}: {condition_now.get('message')}")
+    image = dispatching.worker.installed.cluster.images.examples.ref
+    dispatching.manager.plane.kubectl(
+        "apply",
+        "-n",
+        MK_NAMESPACE,
+        "-f",
+        "-",
+        input_text=json.dumps(dispatched_job("after-loss", image, seconds=1)),
+    )
+    wait_for(
+        "the job to succeed on the worker left",
+        lambda: dispatching.on_manager("after-loss"),
+        lambda job: (job.get("status") or {}).get("state") == "Succeeded",
+        timeout=180,
+    )

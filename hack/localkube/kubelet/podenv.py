@@ -38,8 +38,9 @@ def field_ref(pod: Mapping[str, Any], path: str) -> str:
         "spec.serviceAccountName": spec.get("serviceAccountName", "default"),
         "status.hostIP": "127.0.0.1",
         "status.hostIPs": "127.0.0.1",
-        "status.podIP": "127.0.0.1",
-        "status.podIPs": "127.0.0.1",
+        # The pod's own address where it has one (the install profile's pods), else loopback.
+        "status.podIP": pod.get("status", {}).get("podIP") or "127.0.0.1",
+        "status.podIPs": pod.get("status", {}).get("podIP") or "127.0.0.1",
     }
     if path in simple:
         return str(simple[path])

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +61,9 @@ def plane_settings(state_dir: Path, *, network: NodeNetwork) -> ControlPlaneSett
     )
 
 
-def image_overlay(work: Path, *, images: ProjectImages, base: str = "self-signed") -> Path:
+def image_overlay(
+    work: Path, *, images: ProjectImages, base: str = "self-signed", components: Sequence[str] = ()
+) -> Path:
     """``manifests/`` copied to ``work`` and an overlay of ``overlays/<base>`` that names the
     built images; its path. For ``self-signed`` the certificate is made first, as
     docs/install.md says; ``cert-manager`` needs nothing more (cert-manager makes it)."""
@@ -78,7 +80,7 @@ def image_overlay(work: Path, *, images: ProjectImages, base: str = "self-signed
              str(manifests / "overlays" / "self-signed"), "--ca-dir", str(work / "ca")],
             check=True, cwd=PROJECT_ROOT, capture_output=True,
         )  # fmt: skip
-    overlay = manifests / "overlays" / f"{OVERLAY_NAME}-{base}"
+    overlay = manifests / "overlays" / "-".join((OVERLAY_NAME, base, *components))
     overlay.mkdir()
     never = [{"op": "add", "path": "/spec/template/spec/containers/0/imagePullPolicy",
               "value": "Never"}]  # fmt: skip
@@ -86,6 +88,7 @@ def image_overlay(work: Path, *, images: ProjectImages, base: str = "self-signed
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": [f"../{base}"],
+        "components": [f"../../components/{name}" for name in components],
         "images": [
             _image_entry("mxjob-operator/webhook", images.webhook.ref),
             _image_entry("mxjob-operator/controller", images.controller.ref),
@@ -168,11 +171,17 @@ class RealCluster:
         ControlPlane(plane_settings(state_dir, network=node.net)).down()
 
     def install_operator(
-        self, work: Path, *, base: str = "self-signed", timeout: float = 180
+        self,
+        work: Path,
+        *,
+        base: str = "self-signed",
+        components: Sequence[str] = (),
+        timeout: float = 180,
     ) -> float:
-        """``kubectl apply -k`` of the image overlay of ``base``, then both rollouts; seconds
-        it took."""
-        overlay = image_overlay(work, images=self.images, base=base)
+        """``kubectl apply -k`` of the image overlay of ``base`` with ``components`` (of
+        ``manifests/components``), then both rollouts; seconds it took. Applied again with other
+        components, it changes the install in place (a rolling update)."""
+        overlay = image_overlay(work, images=self.images, base=base, components=components)
         started = time.monotonic()
         self.plane.kubectl("apply", "-k", str(overlay), timeout=90)
         self.plane.kubectl(

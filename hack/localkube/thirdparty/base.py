@@ -49,11 +49,14 @@ class ReleaseSource:
     """The pin in ``hack/versions.env`` (``KUEUE_VERSION``)."""
     error: type[RuntimeError] = RuntimeError
     """What :meth:`build` raises when the archive is missing: the component's own error."""
+    project: str | None = None
+    """The archive's prefix when it is not ``name``: a second release line of one project
+    (``kueue-current`` builds ``kueue-<version>-src.tar.gz``), as the script names it."""
 
     def archive(self) -> Path:
         """The release source archive, named as the build script looks for it."""
         version = pinned_version(self.version_variable)
-        return third_party_dir() / f"{self.name}-{version}-src.tar.gz"
+        return third_party_dir() / f"{self.project or self.name}-{version}-src.tar.gz"
 
     def missing(self) -> str | None:
         """Why the component cannot be built here, naming the archive; None when it can."""

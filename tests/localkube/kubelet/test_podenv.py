@@ -98,3 +98,10 @@ def test_command_and_args_are_expanded_with_the_container_env() -> None:
 def test_a_container_without_command_cannot_run_locally() -> None:
     with pytest.raises(PodEnvError, match="no command"):
         resolve_command({"image": "x"}, {})
+
+
+def test_the_pod_ip_is_the_pods_own_address_where_it_has_one() -> None:
+    """The install profile gives each of its pods an address: the Downward API reads it."""
+    pod = {**POD, "status": {"podIP": "198.18.40.7"}}
+    assert field_ref(pod, "status.podIP") == "198.18.40.7"
+    assert field_ref(pod, "status.podIPs") == "198.18.40.7"

@@ -51,7 +51,11 @@ def in_mount_namespace(
     ordered = sorted(enumerate(mounts), key=lambda item: item[1].target.rstrip("/").count("/"))
     for index, mount in ordered:
         target = shlex.quote(mount.target)
-        lines.append(f"mkdir -p {target}")
+        if mount.source.is_file():  # a file (a subPath) is bound onto a file
+            lines.append(f"mkdir -p {shlex.quote(str(Path(mount.target).parent))}")
+            lines.append(f"[ -e {target} ] || : > {target}")
+        else:
+            lines.append(f"mkdir -p {target}")
         lines.append(f'mount --no-canonicalize --bind "/proc/self/fd/$fd{index}" {target}')
     for index, path in enumerate(covered):
         quoted = shlex.quote(path)
@@ -75,7 +79,8 @@ def _covers(target: str, path: str) -> bool:
 
 
 def missing_mount_points(mounts: Sequence[Mount]) -> list[Path]:
-    """The topmost directory that ``mkdir -p`` will create on this machine for each target.
+    """The topmost directory that ``mkdir -p`` will create on this machine for each target (or
+    the empty file made as a file's mount point).
 
     A private mount namespace hides what is mounted, not the directories made for it: those
     appear on the host (``/var/run/secrets/kubernetes.io/serviceaccount``), where programs that
@@ -96,7 +101,11 @@ def missing_mount_points(mounts: Sequence[Mount]) -> list[Path]:
 
 
 def remove_empty_tree(top: Path) -> bool:
-    """Remove ``top`` and the directories under it if none holds anything else; True if gone."""
+    """Remove ``top`` and the directories under it if none holds anything else; True if gone.
+    An empty file (the mount point of a file, a ``subPath``) counts as nothing."""
+    if top.is_file() and not top.is_symlink() and top.stat().st_size == 0:
+        top.unlink()
+        return True
     if not top.is_dir() or top.is_symlink():
         return not top.exists()
     for child in top.iterdir():

@@ -9,8 +9,13 @@ account token (a real token from the TokenRequest API, bound to the pod; the clu
 :func:`volume_files` from lookups, without I/O, so the rules are testable on their own;
 :func:`write_volumes` does the writing.
 
+A ``subPath`` mounts one file or folder of the volume (a ConfigMap key at a file path, as
+Kueue's configuration is mounted): the source of its :class:`Mount` is that file or folder.
+
 Not done, on purpose: a token is requested once, at start (it is valid for an hour, longer than
-any test), and Secret updates are not propagated into a running pod.
+any test), and Secret updates are not propagated into a running pod (nor does a kubelet
+propagate them into a ``subPath`` mount); a pod that waits for a Secret written after it
+started is restarted by whoever runs it (``localkube.thirdparty.multikueue`` does so for Kueue).
 """
 
 from __future__ import annotations
@@ -167,8 +172,9 @@ def write_volumes(
     made: set[str] = set()
     for mount in container.get("volumeMounts", []) or []:
         name = str(mount["name"])
-        if mount.get("subPath") or mount.get("subPathExpr"):
-            raise VolumeError(f"volumeMount {name!r}: subPath is not supported")
+        if mount.get("subPathExpr"):
+            raise VolumeError(f"volumeMount {name!r}: subPathExpr is not supported")
+        sub_path = _sub_path(name, str(mount.get("subPath") or ""))
         if name not in volumes:
             raise VolumeError(f"volumeMount {name!r} names no volume of the pod")
         directory = root / name
@@ -184,14 +190,24 @@ def write_volumes(
                 path.write_bytes(content)
                 os.chmod(path, mode)
             made.add(name)
+        source = directory / sub_path if sub_path else directory
+        if not source.exists():
+            source.mkdir(parents=True)  # a kubelet makes a missing subPath a directory
         mounts.append(
             Mount(
-                source=directory,
+                source=source,
                 target=str(mount["mountPath"]),
                 read_only=bool(mount.get("readOnly")),
             )
         )
     return mounts
+
+
+def _sub_path(name: str, sub_path: str) -> str:
+    """A ``subPath``: a relative path inside the volume (a kubelet refuses ``..`` and ``/``)."""
+    if sub_path.startswith("/") or ".." in sub_path.split("/"):
+        raise VolumeError(f"volumeMount {name!r}: subPath {sub_path!r} must stay in the volume")
+    return sub_path
 
 
 def decode_data(obj: Mapping[str, Any], *, binary: bool) -> dict[str, bytes]:

@@ -87,6 +87,24 @@ def test_mount_points_made_on_the_host_are_known_and_removed_when_empty(tmp_path
     assert not (tmp_path / "run").exists() and existing.is_dir()
 
 
+def test_a_file_is_bound_onto_a_file_made_for_it_and_removed_with_the_mount_points(
+    tmp_path: Path,
+) -> None:
+    """A ``subPath`` mount of one file (Kueue's configuration at ``/<file>.yaml``)."""
+    source = tmp_path / "volume" / "config.yaml"
+    source.parent.mkdir()
+    source.write_text("kind: Configuration\n")
+    target = tmp_path / "root" / "config.yaml"
+    mounts = [Mount(source, str(target), True)]
+    made = missing_mount_points(mounts)
+    argv = in_mount_namespace(mounts, ["cat", str(target)])
+    result = subprocess.run(argv, capture_output=True, text=True, check=True)
+    assert result.stdout == "kind: Configuration\n"
+    assert made == [tmp_path / "root"] and target.is_file() and target.stat().st_size == 0
+    assert all(remove_empty_tree(path) for path in made)
+    assert not (tmp_path / "root").exists()
+
+
 def test_a_made_directory_that_now_holds_a_file_is_kept(tmp_path: Path) -> None:
     (tmp_path / "made" / "deep").mkdir(parents=True)
     (tmp_path / "made" / "deep" / "file").write_text("x")

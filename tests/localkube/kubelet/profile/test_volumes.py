@@ -122,3 +122,24 @@ def test_write_volumes_fills_one_directory_per_volume_and_returns_the_mounts(
     assert (tmp_path / "tls" / "tls.key").read_bytes() == b"KEY"
     assert (tmp_path / "tls" / "tls.key").stat().st_mode & 0o777 == 0o440
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_a_sub_path_mounts_one_key_of_the_volume_as_a_file(tmp_path: Path) -> None:
+    """Kueue mounts its configuration this way: one ConfigMap key at a file path."""
+    pod = {**POD, "spec": {"volumes": [{"name": "cfg", "configMap": {"name": "kube-root-ca.crt"}}]}}
+    container = {"volumeMounts": [{"name": "cfg", "mountPath": "/ca.crt", "subPath": "ca.crt"}]}
+    (mount,) = write_volumes(
+        pod, container, root=tmp_path, secret=secret, config_map=config_map, token=token
+    )
+    assert (mount.source, mount.target) == (tmp_path / "cfg" / "ca.crt", "/ca.crt")
+    assert mount.source.read_bytes() == b"ROOT"
+
+
+@pytest.mark.parametrize("sub_path", ["../escape", "/abs"])
+def test_a_sub_path_must_stay_in_its_volume(tmp_path: Path, sub_path: str) -> None:
+    pod = {**POD, "spec": {"volumes": [{"name": "tmp", "emptyDir": {}}]}}
+    container = {"volumeMounts": [{"name": "tmp", "mountPath": "/x", "subPath": sub_path}]}
+    with pytest.raises(VolumeError, match="must stay in the volume"):
+        write_volumes(
+            pod, container, root=tmp_path, secret=secret, config_map=config_map, token=token
+        )
