@@ -23,7 +23,7 @@ DEV_ARGS ?=
 # its Debian packages and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages images)
 
-.PHONY: help venv sdk-venv binaries node-packages images third-party cluster-up cluster-down dev-up dev-down demo demo-node demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries node-packages images third-party cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -76,6 +76,9 @@ demo: venv binaries $(call REAL_NODE_NEEDS,$(DEMO_ARGS)) ## run an MXJob end to 
 
 demo-node: venv binaries node-packages images ## the demo in containers on the real node: the operator's images and the job's (root; first run builds ~5 min)
 	@$(PY) -m localkube.scenarios.demo --state-dir $(LOCAL) --job $(JOB) --real-node $(DEMO_ARGS)
+
+demo-multikueue: venv binaries node-packages images third-party ## an MXJob queued on a manager cluster and run by MultiKueue on the real node (root; Kueue v0.19.2)
+	@$(PY) -m localkube.scenarios.multikueue_demo --state-dir $(LOCAL) --job $(JOB)
 
 demo-gang: venv binaries ## two GPU jobs on 6 GPUs under kube-scheduler, without and with native gang scheduling
 	@$(PY) -m localkube.scenarios.gang_demo --state-dir $(LOCAL)/gang-demo
