@@ -26,9 +26,9 @@ from controller.health import HttpEndpoints, Route, check_route, metrics_route
 from controller.informers import DELETED, Informer, InformerSettings, object_key, slim_pod
 from controller.kube import Conflict, KubeClient, mxjobs_path, pods_path, services_path
 from controller.metrics import Metrics
-from controller.queueing import JOB_UID_LABEL
 from controller.reconcile import Reconciler, job_key
 from controller.settings import ControllerSettings
+from controller.workload_objects import JOB_UID_LABEL
 from controller.workloads import WorkloadSync, workload_owner_key, workloads_path
 from controller.workqueue import WorkQueue
 from shared.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, WATCHED_OPERATOR_NAMES

@@ -24,26 +24,20 @@ from controller.events import EventRecorder
 from controller.informers import Store
 from controller.kube import KubeClient, NotFound, mxjobs_path, resource_path
 from controller.metrics import Metrics
-from controller.queueing import (
+from controller.podsets import PodSetConflictError, admitted_infos, started, stopped
+from controller.queueing import Step, decide
+from controller.status import format_time
+from controller.workload_objects import (
     FINALIZER,
     GROUP,
     JOB_UID_LABEL,
     VERSION,
-    PodSetConflictError,
     Priority,
-    Step,
-    admission_apply,
-    admitted_infos,
     build_workload,
-    decide,
-    failed_to_start_apply,
-    make_condition,
     owner_reference,
     priority_class,
-    started,
-    stopped,
 )
-from controller.status import format_time
+from controller.workload_status import admission_apply, failed_to_start_apply, make_condition
 from shared.queueing import PRIORITY_CLASS_LABEL, prebuilt_workload
 from shared.spec import as_mapping
 

@@ -8,24 +8,18 @@ from typing import Any
 
 import pytest
 
-from controller.queueing import (
-    ADMISSION_CONDITIONS,
+from controller.podsets import PodSetConflictError, admitted_infos, started, stopped
+from controller.queueing import Step, decide
+from controller.workload_objects import (
     FINALIZER,
     JOB_UID_LABEL,
-    PodSetConflictError,
     Priority,
-    Step,
-    admission_apply,
-    admitted_infos,
     build_workload,
     condition,
-    decide,
     equivalent,
-    release_apply,
-    started,
-    stopped,
     workload_name,
 )
+from controller.workload_status import ADMISSION_CONDITIONS, admission_apply, release_apply
 from shared.queueing import PREBUILT_WORKLOAD_LABEL
 from tests.controller.kueue_samples import (
     admitted,

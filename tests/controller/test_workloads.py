@@ -11,7 +11,13 @@ from controller.events import EventRecorder
 from controller.informers import Store
 from controller.kube import mxjobs_path, resource_path
 from controller.metrics import Metrics
-from controller.queueing import FINALIZER, JOB_UID_LABEL, Priority, build_workload, condition
+from controller.workload_objects import (
+    FINALIZER,
+    JOB_UID_LABEL,
+    Priority,
+    build_workload,
+    condition,
+)
 from controller.workloads import APPLY_PATCH, KueueRouteError, WorkloadSync, check_route
 from controller.workloads import workloads_path as wl_path
 from tests.controller.fakes import FakeApi, Request

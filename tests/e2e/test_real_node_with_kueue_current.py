@@ -70,6 +70,14 @@ def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
         cluster.install_operator(operator_work, components=(COMPONENT,))
         namespace_for(real_cluster, NAMESPACE)
         context = Queued(real_cluster, seconds, NAMESPACE, VERSION)
+        # Rolled out is not yet all answers from the new pods: the API server's kept-alive
+        # connections may still reach a terminating old webhook for a while.
+        wait_for(
+            "every webhook answer to create queued jobs suspended",
+            lambda: suspended_on_create(context),
+            lambda answers: answers == [True] * 5,
+            timeout=120,
+        )
         context.apply(*queue_objects(NAMESPACE, VERSION), *priority_classes(VERSION))
         wait_for("the ClusterQueue to be active", lambda: queue_active(context), bool, timeout=60)
         yield context
@@ -85,6 +93,19 @@ def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
             "mxjob-kueue-manager", "--ignore-not-found", check=False,
         )  # fmt: skip
         kueue.CURRENT.uninstall(cluster.plane, work)
+
+
+def suspended_on_create(queued: Queued) -> list[bool]:
+    """Five server-side dry runs of a queued job: whether each came back suspended."""
+    job = json.dumps(queued_job("probe", "probe"))
+    answers = []
+    for _ in range(5):
+        created = queued.kubectl(
+            "create", "--dry-run=server", "-o", "json", "-n", NAMESPACE, "-f", "-",
+            input_text=job,
+        )  # fmt: skip
+        answers.append(json.loads(created.stdout)["spec"]["runPolicy"].get("suspend") is True)
+    return answers
 
 
 def kueue_usage(queued: Queued) -> tuple[int, int, int]:
