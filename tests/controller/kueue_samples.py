@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.workload_objects import Priority, build_workload
+from controller.workload_objects import Priority, build_workload, condition
 from shared.queueing import QUEUE_NAME_LABEL
 from tests.controller.samples import NOW_TEXT, job
 
@@ -97,3 +97,15 @@ def replica_status(**per_type: dict[str, int]) -> Obj:
 
 def job_condition(kind: str, message: str = "") -> Obj:
     return {"type": kind, "status": "True", "reason": kind, "message": message}
+
+
+FLAVORS = {"default": flavor("default", {"pool": "a"}, [{"key": "spot", "operator": "Exists"}])}
+"""One ResourceFlavor with a node label and a toleration, by name."""
+
+
+def status_condition(body: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    """The condition ``kind`` of an apply body or Workload; the test fails without one."""
+    assert body is not None
+    found = condition(body, kind)
+    assert found is not None, kind
+    return found
