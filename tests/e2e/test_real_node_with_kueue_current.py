@@ -338,12 +338,12 @@ def test_wait_for_pods_ready_evicts_and_requeues_a_job_whose_pods_cannot_start(
     seconds = time.monotonic() - started
     assert "PodsReadyTimeout" in reasons, reasons
     # Kueue's own record: evicted for the timeout, then deactivated at the requeuing limit.
-    evictions = {
+    recorded = {
         (e["reason"], e.get("underlyingCause", ""))
         for e in (workload["status"].get("schedulingStats") or {}).get("evictions") or []
     }
-    assert ("PodsReadyTimeout", "WaitForStart") in evictions, workload["status"]
-    assert ("Deactivated", "RequeuingLimitExceeded") in evictions, workload["status"]
+    assert ("PodsReadyTimeout", "WaitForStart") in recorded, workload["status"]
+    assert ("Deactivated", "RequeuingLimitExceeded") in recorded, workload["status"]
     wait_for(
         "the job's pods to go", lambda: pods_of(queued, "no-image"), lambda p: not p, timeout=60
     )
