@@ -52,6 +52,14 @@ def namespace_for(installed: InstalledCluster, name: str) -> str:
     return name
 
 
+def remove_namespace(installed: InstalledCluster, name: str) -> None:
+    """Namespace ``name`` deleted, waiting for its objects to go (a test's own, at its end)."""
+    installed.plane.kubectl(
+        "delete", "namespace", name, "--ignore-not-found", "--wait", "--timeout=120s",
+        timeout=130, check=False,
+    )  # fmt: skip
+
+
 def every_pod_of(installed: InstalledCluster, component: str) -> list[dict[str, Any]]:
     """The operator component's pods (``webhook``, ``controller``), the ones being deleted too."""
     items: list[dict[str, Any]] = installed.api.request(

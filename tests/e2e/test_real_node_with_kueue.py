@@ -34,7 +34,7 @@ from tests.e2e.kueue_queues import (
     state,
     workload_of,
 )
-from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, require
+from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace, require
 from tests.helpers.waiting import wait_for
 
 # Fixture set-up and teardown count against a test's time limit: installing or removing a
@@ -58,10 +58,7 @@ def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
         wait_for("the ClusterQueue to be active", lambda: queue_active(context), bool, timeout=60)
         yield context
     finally:
-        real_cluster.plane.kubectl(
-            "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait", "--timeout=120s",
-            timeout=130, check=False,
-        )  # fmt: skip
+        remove_namespace(real_cluster, NAMESPACE)
         kueue.uninstall(cluster, work)
 
 

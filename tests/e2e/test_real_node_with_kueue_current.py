@@ -46,7 +46,7 @@ from tests.e2e.kueue_queues import (
     workload_of,
     workloads_of,
 )
-from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, require
+from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace, require
 from tests.e2e.real_node_fixtures import pods_of as operator_pods
 from tests.helpers.waiting import wait_for
 
@@ -82,10 +82,7 @@ def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
         wait_for("the ClusterQueue to be active", lambda: queue_active(context), bool, timeout=60)
         yield context
     finally:
-        real_cluster.plane.kubectl(
-            "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait", "--timeout=120s",
-            timeout=130, check=False,
-        )  # fmt: skip
+        remove_namespace(real_cluster, NAMESPACE)
         # Back to the session's install: the flag off, the component's roles gone.
         cluster.install_operator(operator_work)
         real_cluster.plane.kubectl(
@@ -450,6 +447,23 @@ class Dispatching:
         except NotFound:
             return None
 
+    def submit(self, name: str, *, seconds: float) -> None:
+        """A single-Worker job of the examples image, queued on the manager for MultiKueue."""
+        image = self.worker.installed.cluster.images.examples.ref
+        job = json.dumps(dispatched_job(name, image, seconds=seconds))
+        self.manager.plane.kubectl("apply", "-n", MK_NAMESPACE, "-f", "-", input_text=job)
+
+    def wait_state(self, name: str, state: str, *, on: str = "manager") -> dict[str, Any]:
+        """Until the job's ``status.state`` is ``state`` on the manager or the worker."""
+        read = self.on_manager if on == "manager" else self.on_worker
+        found: dict[str, Any] = wait_for(
+            f"{name} {state} on the {on}",
+            lambda: read(name) or {},
+            lambda job: (job.get("status") or {}).get("state") == state,
+            timeout=180,
+        )
+        return found
+
     def pods(self, api: Api, name: str) -> list[dict[str, Any]]:
         items = api.request("GET", f"/api/v1/namespaces/{MK_NAMESPACE}/pods")["items"]
         return [p for p in items if p["metadata"]["name"].startswith(f"{name}-")]
@@ -506,16 +520,7 @@ def dispatching(queued: Queued, tmp_path_factory: pytest.TempPathFactory) -> Ite
         manager.down()
         atexit.unregister(lost.down)
         atexit.unregister(manager.down)
-        queued.kubectl(
-            "delete",
-            "namespace",
-            MK_NAMESPACE,
-            "--ignore-not-found",
-            "--wait",
-            "--timeout=120s",
-            timeout=130,
-            check=False,
-        )
+        remove_namespace(queued.installed, MK_NAMESPACE)
 
 
 def dispatched_job(name: str, image: str, *, seconds: float) -> dict[str, Any]:
@@ -528,17 +533,9 @@ def dispatched_job(name: str, image: str, *, seconds: float) -> dict[str, Any]:
 def test_a_job_dispatched_by_multikueue_runs_on_the_worker_and_its_status_shows_on_the_manager(
     dispatching: Dispatching,
 ) -> None:
-    image = dispatching.worker.installed.cluster.images.examples.ref
     manager_api = dispatching.manager.api
     created = time.monotonic()
-    dispatching.manager.plane.kubectl(
-        "apply",
-        "-n",
-        MK_NAMESPACE,
-        "-f",
-        "-",
-        input_text=json.dumps(dispatched_job("remote", image, seconds=3)),
-    )
+    dispatching.submit("remote", seconds=3)
     stored = dispatching.on_manager("remote")
     assert stored["spec"]["managedBy"] == MULTIKUEUE
     assert stored["spec"]["runPolicy"]["suspend"] is True
@@ -547,19 +544,9 @@ def test_a_job_dispatched_by_multikueue_runs_on_the_worker_and_its_status_shows_
     )
     assert copy is not None and "managedBy" not in copy["spec"]
     prebuilt = copy["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"]
-    wait_for(
-        "the worker's copy to succeed",
-        lambda: dispatching.on_worker("remote") or {},
-        lambda job: (job.get("status") or {}).get("state") == "Succeeded",
-        timeout=180,
-    )
+    dispatching.wait_state("remote", "Succeeded", on="worker")
     on_worker = time.monotonic() - created
-    wait_for(
-        "the status back on the manager",
-        lambda: dispatching.on_manager("remote"),
-        lambda job: (job.get("status") or {}).get("state") == "Succeeded",
-        timeout=120,
-    )
+    dispatching.wait_state("remote", "Succeeded")
     on_manager = time.monotonic() - created
     # The worker ran it under the Workload MultiKueue made there, adopted by its controller.
     remote_workload = dispatching.worker.api.request(
@@ -592,21 +579,8 @@ def test_a_job_dispatched_by_multikueue_runs_on_the_worker_and_its_status_shows_
 def test_deleting_a_dispatched_job_on_the_manager_deletes_it_on_the_worker(
     dispatching: Dispatching,
 ) -> None:
-    image = dispatching.worker.installed.cluster.images.examples.ref
-    dispatching.manager.plane.kubectl(
-        "apply",
-        "-n",
-        MK_NAMESPACE,
-        "-f",
-        "-",
-        input_text=json.dumps(dispatched_job("remote-gone", image, seconds=120)),
-    )
-    wait_for(
-        "the job running on the worker",
-        lambda: dispatching.on_manager("remote-gone"),
-        lambda job: (job.get("status") or {}).get("state") == "Running",
-        timeout=180,
-    )
+    dispatching.submit("remote-gone", seconds=120)
+    dispatching.wait_state("remote-gone", "Running")
     dispatching.manager.plane.kubectl(
         "delete", "-n", MK_NAMESPACE, "mxjob", "remote-gone", "--wait", timeout=60
     )
@@ -636,18 +610,5 @@ def test_a_worker_whose_api_server_stops_is_reported_and_jobs_go_to_the_one_left
     )
     assert condition_now["reason"], condition_now
     print(f"lost worker reported: {condition_now['reason']}: {condition_now.get('message')}")
-    image = dispatching.worker.installed.cluster.images.examples.ref
-    dispatching.manager.plane.kubectl(
-        "apply",
-        "-n",
-        MK_NAMESPACE,
-        "-f",
-        "-",
-        input_text=json.dumps(dispatched_job("after-loss", image, seconds=1)),
-    )
-    wait_for(
-        "the job to succeed on the worker left",
-        lambda: dispatching.on_manager("after-loss"),
-        lambda job: (job.get("status") or {}).get("state") == "Succeeded",
-        timeout=180,
-    )
+    dispatching.submit("after-loss", seconds=1)
+    dispatching.wait_state("after-loss", "Succeeded")
