@@ -110,7 +110,7 @@ class ManagerCluster:
         return self._api
 
     def start(self, *, timeout: float = 180) -> ManagerCluster:
-        """Everything up: the plane, the kubelet, the operator, then Kueue (built, cached)."""
+        """Everything up: the plane, the kubelet, Kueue (built, cached), then the operator."""
         home = CURRENT.source.build()
         state = self.plane.up()
         venv_bin = Path(sys.executable).parent
@@ -131,8 +131,10 @@ class ManagerCluster:
         )  # fmt: skip
         self.kubelet = TestKubelet(self.api, node_name="manager-node", exec_settings=settings)
         self.kubelet.start()
-        self.seconds_operator_ready = self.install_operator(timeout=timeout)
+        # Kueue first: with the kueue-workloads component the controller refuses to start on a
+        # cluster that serves no Kueue Workload API (controller/workloads.py).
         self.seconds_kueue_ready = self.install_kueue(home, timeout=timeout)
+        self.seconds_operator_ready = self.install_operator(timeout=timeout)
         return self
 
     def install_operator(self, *, timeout: float) -> float:
