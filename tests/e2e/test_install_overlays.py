@@ -148,7 +148,7 @@ def test_plain_client_side_kubectl_apply_k_of_the_overlay_is_accepted(
     assert any(line.startswith(crd_line) for line in result.stdout.splitlines()), result.stdout
 
 
-COMPONENTS = ("v1-only", "kueue-workloads")
+COMPONENTS = ("v1-only", "kueue-workloads", "kubeflow")
 
 
 def test_every_component_directory_is_one_these_tests_apply() -> None:
@@ -208,6 +208,30 @@ def test_kueue_workloads_component_turns_the_route_on_in_both_processes_and_gran
         {"kind": "ServiceAccount", "name": "kueue-controller-manager", "namespace": "kueue-system"}
     ]
     assert len(docs) == len(rendered["self-signed"]) + 4
+    result = fresh_plane.kubectl(
+        "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
+    )
+    assert result.stderr == ""
+
+
+def test_kubeflow_component_adds_roles_for_kubeflows_aggregated_roles_and_nothing_else(
+    fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
+) -> None:
+    mine = overlay_dirs["self-signed"].parent.parent / "mine-kubeflow"
+    mine.mkdir(exist_ok=True)
+    (mine / "kustomization.yaml").write_text(
+        "resources:\n  - ../overlays/self-signed\ncomponents:\n  - ../components/kubeflow\n"
+    )
+    docs = render(fresh_plane, mine)
+    added = [d for d in docs if d not in rendered["self-signed"]]
+    assert sorted(d["metadata"]["name"] for d in added) == [
+        "mxjob-operator-kubeflow-edit",
+        "mxjob-operator-kubeflow-view",
+    ]
+    for role in added:
+        assert all(
+            k.startswith("rbac.authorization.kubeflow.org/") for k in role["metadata"]["labels"]
+        )
     result = fresh_plane.kubectl(
         "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
     )

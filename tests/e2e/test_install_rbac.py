@@ -52,10 +52,21 @@ Identities = dict[str, Path]
 
 def _kubeconfig(plane: ControlPlane, path: Path, *, service_account: str) -> Path:
     """A kubeconfig authenticating as ``system:serviceaccount:mxjob-system:<service_account>``."""
+    return _user_kubeconfig(
+        plane,
+        path,
+        user=f"system:serviceaccount:{SYSTEM}:{service_account}",
+        groups=("system:serviceaccounts", f"system:serviceaccounts:{SYSTEM}"),
+    )
+
+
+def _user_kubeconfig(
+    plane: ControlPlane, path: Path, *, user: str, groups: tuple[str, ...] = ()
+) -> Path:
+    """A kubeconfig authenticating as ``user`` in ``groups`` (a client certificate)."""
+    service_account = user.rsplit(":", 1)[-1]
     pair = plane.certificate_authority().issue_client(
-        common_name=f"system:serviceaccount:{SYSTEM}:{service_account}",
-        organizations=("system:serviceaccounts", f"system:serviceaccounts:{SYSTEM}"),
-        valid_days=1,
+        common_name=user, organizations=groups, valid_days=1
     )
     state = plane.state()
     assert state is not None
@@ -296,3 +307,100 @@ def test_neither_service_account_can_read_secrets_in_any_namespace(
     with pytest.raises(ApiError) as denied:
         identity.request("GET", "/api/v1/secrets")
     assert denied.value.status == 403
+
+
+def kubeflow_role(role: str, *, inside: str | None) -> dict[str, Any]:
+    """Kubeflow's ClusterRole ``kubeflow-<role>``: empty, made of what aggregates into it, and
+    itself aggregated into ``kubeflow-<inside>``."""
+    prefix = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-"
+    selector = {"matchLabels": {f"{prefix}{role}": "true"}}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": f"kubeflow-{role}",
+            "labels": {f"{prefix}{inside}": "true"} if inside else {},
+        },
+        "aggregationRule": {"clusterRoleSelectors": [selector]},
+        "rules": [],
+    }
+
+
+KUBEFLOW_ROLES = [
+    kubeflow_role("admin", inside=None),
+    kubeflow_role("edit", inside="admin"),
+    kubeflow_role("view", inside="edit"),
+]
+"""Kubeflow's own roles (its ``common/kubeflow-roles``): empty, each made of what aggregates into
+it, view inside edit inside admin."""
+
+
+def test_a_kubeflow_profile_contributor_manages_mxjobs_and_reads_logs_and_nothing_more(
+    control_plane: ControlPlane, local_operator: RunningOperator, namespace: str, tmp_path: Path
+) -> None:
+    """The ``kubeflow`` component: a user bound to ``kubeflow-edit`` in a profile namespace, as
+    Kubeflow's profile controller binds a contributor."""
+    component = PROJECT_ROOT / "manifests" / "components" / "kubeflow"
+    listed_files = yaml.safe_load((component / "kustomization.yaml").read_text())["resources"]
+    roles = [
+        d
+        for name in listed_files
+        for d in yaml.safe_load_all((component / name).read_text())
+        if d and d["kind"] == "ClusterRole"
+    ]
+    assert {r["metadata"]["name"] for r in roles} == {
+        "mxjob-operator-kubeflow-edit", "mxjob-operator-kubeflow-view",
+    }  # fmt: skip
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "user-example-com-clusterrole-edit", "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "kubeflow-edit"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                      "name": "user@example.com"}],
+    }  # fmt: skip
+    objects = {"apiVersion": "v1", "kind": "List", "items": [*KUBEFLOW_ROLES, *roles, binding]}
+    control_plane.kubectl("apply", "--server-side", "-f", "-", input_text=json.dumps(objects))
+    user = Api.from_kubeconfig(
+        _user_kubeconfig(control_plane, tmp_path / "user", user="user@example.com")
+    )
+
+    def allowed(verb: str, resource: str, group: str = "", **extra: str) -> bool:
+        return _allowed(user, verb=verb, resource=resource, group=group, **extra)
+
+    # The aggregation controller fills kubeflow-edit a moment after the roles exist.
+    wait_for("kubeflow-edit to include the MXJob roles",
+             lambda: allowed("create", "mxjobs", "kubeflow.org", namespace=namespace), bool,
+             timeout=30)  # fmt: skip
+    for verb in ("create", "get", "list", "watch", "update", "patch", "delete"):
+        assert allowed(verb, "mxjobs", "kubeflow.org", namespace=namespace), verb
+    assert allowed("get", "pods", subresource="log", namespace=namespace)
+    assert allowed("list", "pods", namespace=namespace)
+    # For real, through the webhooks: create, list, delete.
+    jobs = f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs"
+    job = {
+        "apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "profile-job"},
+        "spec": {"runPolicy": {"suspend": True}, "mxReplicaSpecs": {"Worker": {
+            "template": {"spec": {"containers": [{"name": "mxnet", "image": "busybox"}]}}}}},
+    }  # fmt: skip
+    user.request("POST", jobs, body=job)
+    assert [j["metadata"]["name"] for j in user.request("GET", jobs)["items"]] == ["profile-job"]
+    user.request("DELETE", f"{jobs}/profile-job")
+    # Nothing more: no pods of their own, no Secrets, no other namespace, no cluster-wide list,
+    # no status writes, no RBAC.
+    denied = [
+        ("create", "pods", "", namespace),
+        ("delete", "pods", "", namespace),
+        ("get", "secrets", "", namespace),
+        ("create", "mxjobs", "kubeflow.org", "default"),
+        ("list", "mxjobs", "kubeflow.org", ""),
+        ("update", "mxjobs/status", "kubeflow.org", namespace),
+        ("create", "rolebindings", "rbac.authorization.k8s.io", namespace),
+    ]
+    for verb, resource, group, scope in denied:
+        name, _, sub = resource.partition("/")
+        extra = {"subresource": sub} if sub else {}
+        assert not allowed(verb, name, group, namespace=scope, **extra), (verb, resource, scope)
+    control_plane.kubectl(
+        "delete", "clusterrole", *(r["metadata"]["name"] for r in [*KUBEFLOW_ROLES, *roles])
+    )

@@ -22,8 +22,13 @@ WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
 # The API server stamps a finalizer on every PodGroup; this controller lifts it once no running
 # pod uses the group, so a deleted job's PodGroups do not stay forever.
 WORKLOAD_CONTROLLERS = "podgroup-protection-controller"
-# csrsigning signs the test kubelets' serving certificates (see localkube.kubelet.tls).
-CONTROLLERS = "garbagecollector,namespace,serviceaccount,root-ca-cert-publisher,csrsigning"
+# csrsigning signs the test kubelets' serving certificates (see localkube.kubelet.tls);
+# clusterrole-aggregation fills aggregated ClusterRoles (the install's roles for people go into
+# admin/edit/view, and with the kubeflow component into Kubeflow's own).
+CONTROLLERS = (
+    "garbagecollector,namespace,serviceaccount,root-ca-cert-publisher,csrsigning,"
+    "clusterrole-aggregation"
+)
 # Service addresses stay inside 198.18.0.0/15, the range this project's tests may create networks
 # in: the real node (localkube.realnode) routes them with kube-proxy. The first is `kubernetes`'s.
 SERVICE_CIDR = "198.19.0.0/16"
