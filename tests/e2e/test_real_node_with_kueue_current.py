@@ -535,7 +535,7 @@ def test_a_job_dispatched_by_multikueue_runs_on_the_worker_and_its_status_shows_
 ) -> None:
     manager_api = dispatching.manager.api
     created = time.monotonic()
-    dispatching.submit("remote", seconds=3)
+    dispatching.submit("remote", seconds=5)
     stored = dispatching.on_manager("remote")
     assert stored["spec"]["managedBy"] == MULTIKUEUE
     assert stored["spec"]["runPolicy"]["suspend"] is True
@@ -544,16 +544,22 @@ def test_a_job_dispatched_by_multikueue_runs_on_the_worker_and_its_status_shows_
     )
     assert copy is not None and "managedBy" not in copy["spec"]
     prebuilt = copy["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"]
+    # The worker runs it under the Workload MultiKueue made there, adopted by its controller
+    # (looked at while it exists: MultiKueue deletes it once the manager's is Finished).
+    remote = f"{KUEUE_V1BETA2}/namespaces/{MK_NAMESPACE}/workloads/{prebuilt}"
+    wait_for(
+        "the worker's controller to adopt MultiKueue's Workload",
+        lambda: dispatching.worker.api.request("GET", remote),
+        lambda found: any(
+            (o["kind"], o["name"], o.get("controller")) == ("MXJob", "remote", True)
+            for o in found["metadata"].get("ownerReferences") or []
+        ),
+        timeout=120,
+    )
     dispatching.wait_state("remote", "Succeeded", on="worker")
     on_worker = time.monotonic() - created
     dispatching.wait_state("remote", "Succeeded")
     on_manager = time.monotonic() - created
-    # The worker ran it under the Workload MultiKueue made there, adopted by its controller.
-    remote_workload = dispatching.worker.api.request(
-        "GET", f"{KUEUE_V1BETA2}/namespaces/{MK_NAMESPACE}/workloads/{prebuilt}"
-    )
-    owner = remote_workload["metadata"]["ownerReferences"][0]
-    assert (owner["kind"], owner["name"], owner["controller"]) == ("MXJob", "remote", True)
     # The manager's controller wrote the Workload Kueue dispatched and made no pod.
     local = wait_for(
         "the manager's Workload Finished",
