@@ -148,6 +148,17 @@ def test_plain_client_side_kubectl_apply_k_of_the_overlay_is_accepted(
     assert any(line.startswith(crd_line) for line in result.stdout.splitlines()), result.stdout
 
 
+def with_component(overlay_dirs: dict[str, Path], component: str) -> Path:
+    """An overlay of a user's own, as docs/install.md shows them: the self-signed overlay plus
+    ``manifests/components/<component>``."""
+    mine = overlay_dirs["self-signed"].parent.parent / f"mine-{component}"
+    mine.mkdir(exist_ok=True)
+    (mine / "kustomization.yaml").write_text(
+        f"resources:\n  - ../overlays/self-signed\ncomponents:\n  - ../components/{component}\n"
+    )
+    return mine
+
+
 COMPONENTS = ("v1-only", "kueue-workloads", "kubeflow")
 
 
@@ -160,12 +171,7 @@ def test_v1_only_component_stops_serving_v1beta1_and_keeps_the_conversion_webhoo
     fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
 ) -> None:
     """An overlay of a user's own, as docs/install.md shows it: an overlay plus the component."""
-    mine = overlay_dirs["self-signed"].parent.parent / "mine"
-    mine.mkdir(exist_ok=True)
-    (mine / "kustomization.yaml").write_text(
-        "resources:\n  - ../overlays/self-signed\ncomponents:\n  - ../components/v1-only\n"
-    )
-    docs = render(fresh_plane, mine)
+    docs = render(fresh_plane, with_component(overlay_dirs, "v1-only"))
     crd = one(docs, "CustomResourceDefinition", "mxjobs.kubeflow.org")
     served = {v["name"]: (v["served"], v["storage"]) for v in crd["spec"]["versions"]}
     assert served == {"v1": (True, True), "v1beta1": (False, False)}
@@ -185,12 +191,7 @@ def test_v1_only_component_stops_serving_v1beta1_and_keeps_the_conversion_webhoo
 def test_kueue_workloads_component_turns_the_route_on_in_both_processes_and_grants_its_rbac(
     fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
 ) -> None:
-    mine = overlay_dirs["self-signed"].parent.parent / "mine-kueue"
-    mine.mkdir(exist_ok=True)
-    (mine / "kustomization.yaml").write_text(
-        "resources:\n  - ../overlays/self-signed\ncomponents:\n  - ../components/kueue-workloads\n"
-    )
-    docs = render(fresh_plane, mine)
+    docs = render(fresh_plane, with_component(overlay_dirs, "kueue-workloads"))
     for name in ("mxjob-controller", "mxjob-webhook"):
         args = one(docs, "Deployment", name)["spec"]["template"]["spec"]["containers"][0]["args"]
         plain = one(rendered["self-signed"], "Deployment", name)
@@ -217,12 +218,7 @@ def test_kueue_workloads_component_turns_the_route_on_in_both_processes_and_gran
 def test_kubeflow_component_adds_roles_for_kubeflows_aggregated_roles_and_nothing_else(
     fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
 ) -> None:
-    mine = overlay_dirs["self-signed"].parent.parent / "mine-kubeflow"
-    mine.mkdir(exist_ok=True)
-    (mine / "kustomization.yaml").write_text(
-        "resources:\n  - ../overlays/self-signed\ncomponents:\n  - ../components/kubeflow\n"
-    )
-    docs = render(fresh_plane, mine)
+    docs = render(fresh_plane, with_component(overlay_dirs, "kubeflow"))
     added = [d for d in docs if d not in rendered["self-signed"]]
     assert sorted(d["metadata"]["name"] for d in added) == [
         "mxjob-operator-kubeflow-edit",
