@@ -153,7 +153,7 @@ def test_a_queued_job_waits_suspended_and_runs_once_admitted_on_the_flavors_node
 ) -> None:
     image = queued.installed.cluster.images.examples.ref
     hold(queued, held=True)
-    queued.create(queued_job("held", image, seconds=6))
+    queued.create(queued_job("held", image, seconds=15))
     assert mxjob(queued, "held")["spec"]["runPolicy"]["suspend"] is True  # the webhook
     workload = wait_for(
         "the controller's Workload, found inadmissible while the queue is held",
@@ -175,12 +175,18 @@ def test_a_queued_job_waits_suspended_and_runs_once_admitted_on_the_flavors_node
         timeout=30,
     )
     assert not pods_of(queued, "held")
-    assert kueue_usage(queued) == (0, 0, 0)
+    # Kueue writes the queues' status a moment after the Workload's admission.
+    wait_for(
+        "Kueue's usage (0, 0, 0)", lambda: kueue_usage(queued), lambda u: u == (0, 0, 0), timeout=30
+    )
     released = time.monotonic()
     hold(queued, held=False)
     wait_for("the job to run", lambda: state(queued, "held"), lambda s: s == "Running", timeout=90)
     to_running = time.monotonic() - released
-    assert kueue_usage(queued) == (1, 1, 1)
+    # Kueue writes the queues' status a moment after the Workload's admission.
+    wait_for(
+        "Kueue's usage (1, 1, 1)", lambda: kueue_usage(queued), lambda u: u == (1, 1, 1), timeout=30
+    )
     wait_for(
         "the job to finish",
         lambda: state(queued, "held"),
