@@ -120,20 +120,18 @@ def admission_apply(
     return {**_apply_base(workload), "status": patch}
 
 
-def finish_apply(workload: Mapping[str, Any], *, succeeded: bool, message: str, now: str) -> Obj:
-    """``Finished`` True, reason ``Succeeded`` or ``Failed`` (Kueue's ``workloadfinish.Finish``)."""
+def finished_apply(workload: Mapping[str, Any], *, reason: str, message: str, now: str) -> Obj:
+    """``Finished`` True with ``reason`` (Kueue's ``workloadfinish.Finish``): ``Succeeded`` or
+    ``Failed`` when the job ended, ``FailedToStart``, ``OutOfSync`` for a prebuilt Workload."""
     generation = int(as_mapping(workload.get("metadata")).get("generation") or 0)
-    reason = "Succeeded" if succeeded else "Failed"
     finished = make_condition("Finished", True, reason, message, now=now, generation=generation)
     return admission_apply(workload, conditions=[finished])
 
 
-def failed_to_start_apply(workload: Mapping[str, Any], *, message: str, now: str) -> Obj:
-    generation = int(as_mapping(workload.get("metadata")).get("generation") or 0)
-    finished = make_condition(
-        "Finished", True, "FailedToStart", message, now=now, generation=generation
-    )
-    return admission_apply(workload, conditions=[finished])
+def finish_apply(workload: Mapping[str, Any], *, succeeded: bool, message: str, now: str) -> Obj:
+    """The job ended: ``Finished`` with reason ``Succeeded`` or ``Failed``."""
+    reason = "Succeeded" if succeeded else "Failed"
+    return finished_apply(workload, reason=reason, message=message, now=now)
 
 
 def release_apply(workload: Mapping[str, Any], *, now: str) -> Obj:

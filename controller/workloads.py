@@ -37,7 +37,12 @@ from controller.workload_objects import (
     owner_reference,
     priority_class,
 )
-from controller.workload_status import admission_apply, failed_to_start_apply, make_condition
+from controller.workload_status import (
+    ADMISSION_MANAGER,
+    PODS_READY_MANAGER,
+    RECLAIMABLE_MANAGER,
+    finished_apply,
+)
 from shared.queueing import PRIORITY_CLASS_LABEL, prebuilt_workload
 from shared.spec import as_mapping
 
@@ -176,20 +181,9 @@ class WorkloadSync:
 
     def _out_of_sync(self, job: Obj, step: Step) -> bool:
         assert step.workload is not None
-        generation = int(step.workload["metadata"].get("generation") or 0)
-        finished = make_condition(
-            "Finished",
-            True,
-            "OutOfSync",
-            step.message,
-            now=format_time(self._now()),
-            generation=generation,
-        )
-        self._apply(
-            step.workload,
-            admission_apply(step.workload, conditions=[finished]),
-            manager="kueue-admission",
-        )
+        now = format_time(self._now())
+        body = finished_apply(step.workload, reason="OutOfSync", message=step.message, now=now)
+        self._apply(step.workload, body, manager=ADMISSION_MANAGER)
         return False
 
     def _replace(self, job: Obj, step: Step) -> bool:
@@ -211,7 +205,7 @@ class WorkloadSync:
 
     def _finish(self, job: Obj, step: Step) -> bool:
         assert step.workload is not None and step.body is not None
-        self._apply(step.workload, step.body, manager="kueue-admission")
+        self._apply(step.workload, step.body, manager=ADMISSION_MANAGER)
         name = step.workload["metadata"]["name"]
         self.recorder.record(
             job,
@@ -223,17 +217,17 @@ class WorkloadSync:
 
     def _reclaim(self, job: Obj, step: Step) -> bool:
         assert step.workload is not None and step.body is not None
-        self._apply(step.workload, step.body, manager="kueue-reclaimable-pods")
+        self._apply(step.workload, step.body, manager=RECLAIMABLE_MANAGER)
         return False
 
     def _pods_ready(self, job: Obj, step: Step) -> bool:
         assert step.workload is not None and step.body is not None
-        self._apply(step.workload, step.body, manager="kueue-job-controller-PodsReady")
+        self._apply(step.workload, step.body, manager=PODS_READY_MANAGER)
         return False
 
     def _release(self, job: Obj, step: Step) -> bool:
         assert step.workload is not None and step.body is not None
-        self._apply(step.workload, step.body, manager="kueue-admission")
+        self._apply(step.workload, step.body, manager=ADMISSION_MANAGER)
         return False
 
     def _stop(self, job: Obj, step: Step) -> bool:
@@ -250,8 +244,9 @@ class WorkloadSync:
         try:
             running = started(job, admitted_infos(workload, flavors))
         except PodSetConflictError as error:
-            body = failed_to_start_apply(workload, message=str(error), now=format_time(self._now()))
-            self._apply(workload, body, manager="kueue-admission")
+            now = format_time(self._now())
+            body = finished_apply(workload, reason="FailedToStart", message=str(error), now=now)
+            self._apply(workload, body, manager=ADMISSION_MANAGER)
             self.recorder.record(job, "Warning", "FailedToStart", str(error)[:1024])
             return False
         self._put_job(running)
