@@ -93,14 +93,24 @@ class EventRecorder:
         self.dropped = 0
         """Events not written because the queue was full (for logs and tests)."""
 
-    def record(self, job: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
-        """Queue an Event about ``job``; never blocks, never raises."""
+    def record(
+        self,
+        job: Mapping[str, Any],
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        api_version: str = API_VERSION_V1,
+        kind: str = KIND,
+    ) -> None:
+        """Queue an Event about ``job`` (or another object, of ``api_version`` and ``kind``);
+        never blocks, never raises."""
         if self.warnings_only and event_type != "Warning":
             return
         meta = job.get("metadata") or {}
         involved = {
-            "apiVersion": API_VERSION_V1,
-            "kind": KIND,
+            "apiVersion": api_version,
+            "kind": kind,
             "name": meta.get("name"),
             "namespace": meta.get("namespace"),
             "uid": meta.get("uid"),

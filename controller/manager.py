@@ -28,6 +28,7 @@ from controller.kube import Conflict, KubeClient, mxjobs_path, pods_path, servic
 from controller.metrics import Metrics
 from controller.reconcile import Reconciler, job_key
 from controller.settings import ControllerSettings
+from controller.webhook_certificates import CertificateTargets, WebhookCertificateKeeper
 from controller.workload_objects import JOB_UID_LABEL
 from controller.workloads import WorkloadSync, workload_owner_key, workloads_path
 from controller.workqueue import WorkQueue
@@ -114,11 +115,24 @@ class Controller:
                     retry_period=settings.retry_period,
                 ),
             )
+        self.certificates = self._certificate_keeper()
         self.stop_event = threading.Event()
         self.lost_lease = False
         self._workers: list[threading.Thread] = []
         self._servers: list[HttpEndpoints] = []
         self._started = time.monotonic()
+
+    def _certificate_keeper(self) -> WebhookCertificateKeeper | None:
+        settings = self.settings
+        if not settings.manage_webhook_certificates:
+            return None
+        namespace = settings.certificate_namespace or settings.lease_namespace
+        return WebhookCertificateKeeper(
+            self.client,
+            targets=CertificateTargets(namespace=namespace),
+            recorder=self.recorder,
+            check_interval=settings.certificate_check_interval,
+        )
 
     def _workloads(
         self, namespaces: tuple[str, ...] | None, informer_settings: InformerSettings
@@ -257,7 +271,12 @@ class Controller:
                 self.queue.add(key)
 
     def start_workers(self) -> None:
-        """Begin reconciling (once synced): called directly, or when this process leads."""
+        """Begin reconciling (once synced): called directly, or when this process leads.
+
+        The webhook's certificates come first and need no cache: on a fresh install the
+        webhook pods wait for their Secret."""
+        if self.certificates is not None:
+            self.certificates.start(self.stop_event)
         while not self.synced() and not self.stop_event.is_set():
             self.stop_event.wait(0.05)
         self.metrics.is_leader.set(1)

@@ -88,6 +88,17 @@ class ControllerSettings:
     Off for Kueue ≤ v0.10, which does all this itself; start-up fails when the cluster serves
     only that Kueue's Workload API."""
 
+    manage_webhook_certificates: bool = False
+    """Make the webhook's CA and serving certificate in the cluster and keep them current
+    (controller/webhook_certificates.py; the default install, manifests/overlays/in-cluster).
+    Off where cert-manager or the user provides the Secret."""
+    certificate_namespace: str = ""
+    """Namespace of the webhook's Secret, Service and the controller Deployment; empty means
+    the Lease's (the operator's own namespace in a cluster)."""
+    certificate_check_interval: float = 10.0
+    """Seconds between two reads of the Secret and the ``caBundle`` fields: how soon a reset
+    ``caBundle`` or a deleted Secret is put back."""
+
     @property
     def pool_size(self) -> int:
         """HTTP connections to keep: one per worker and per watch, plus events and the lease."""
@@ -174,6 +185,18 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="write Kueue Workloads for queued jobs (Kueue >= v0.15; docs/queueing.md)",
     )
+    add(
+        "--manage-webhook-certificates",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="make and renew the webhook's certificates in the cluster (docs/install.md)",
+    )
+    add("--certificate-namespace", help="namespace of the webhook's Secret (default: the Lease's)")
+    add(
+        "--certificate-check-interval",
+        type=float,
+        help="seconds between checks of the webhook's Secret and caBundles (default 10)",
+    )
     return parser
 
 
@@ -186,6 +209,7 @@ _CONVERTERS = {
     "resync_period": float,
     "watch_timeout": int,
     "shutdown_timeout": float,
+    "certificate_check_interval": float,
 }
 
 
@@ -218,7 +242,7 @@ def from_args(
             continue
         if field_name == "namespaces":
             values[field_name] = tuple(n for n in raw.replace(",", " ").split() if n)
-        elif field_name == "kueue_workloads":
+        elif field_name in ("kueue_workloads", "manage_webhook_certificates"):
             values[field_name] = _flag(raw, name=ENV_PREFIX + field_name.upper())
         elif field_name == "leader_elect":
             values[field_name] = raw.lower() in ("1", "true", "yes", "on")
@@ -229,6 +253,8 @@ def from_args(
     settings = ControllerSettings(**values)  # type: ignore[arg-type]
     if settings.workers < 1:
         raise SystemExit("mxjob-controller: --workers must be at least 1")
+    if settings.certificate_check_interval <= 0:
+        raise SystemExit("mxjob-controller: --certificate-check-interval must be positive")
     if settings.gang_scheduler not in GANG_SCHEDULER_CHOICES:
         raise SystemExit(f"mxjob-controller: unknown gang scheduler {settings.gang_scheduler!r}")
     return settings
