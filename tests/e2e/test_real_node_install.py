@@ -1,6 +1,6 @@
 """The install on a real node: the images built from the Dockerfiles, run by kubelet and containerd.
 
-``real_cluster`` applies an overlay that differs from ``manifests/overlays/self-signed`` only by
+``real_cluster`` applies an overlay that differs from ``manifests/overlays/in-cluster`` only by
 the images it names (the ones ``make images`` built) and ``imagePullPolicy: Never``. These tests
 show what only real containers show: both Deployments roll out under the manifests' own
 securityContext in the ``restricted`` namespace (read back from the OCI spec containerd gave

@@ -2,7 +2,7 @@
 
 cert-manager v1.21.1's controller and CA injector, built from its release source
 (``localkube.thirdparty.cert_manager``), run beside the session's control plane. The session's
-self-signed install is removed (``kubectl delete -k``) and ``manifests/overlays/cert-manager`` is
+in-cluster install is removed (``kubectl delete -k``) and ``manifests/overlays/cert-manager`` is
 applied as docs/install.md says, with plain ``kubectl apply -k`` of an overlay that only names the
 built images. Nothing of the project writes a certificate or a caBundle on this path: cert-manager
 issues the CA and the serving certificate, its injector fills every caBundle, and the webhook
@@ -10,20 +10,18 @@ pods (real containers) read the Secret as the kubelet mounts and refreshes it.
 
 Renewals and the CA's renewal happen while ``admission_traffic`` streams valid and invalid
 MXJobs: a caBundle that did not verify what a webhook pod serves would refuse the valid ones.
-At the end the self-signed install is put back for the session's other real-node tests.
+At the end the default install (``in-cluster``) is put back for the session's other real-node
+tests.
 
-The module replaces the install the other real-node modules test, so it puts the self-signed
+The module replaces the install the other real-node modules test, so it puts the default
 one back even when removing its own fails: they pass whichever order the modules run in.
 """
 
 from __future__ import annotations
 
-import base64
 import datetime
 import json
 import re
-import socket
-import ssl
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +36,13 @@ from localkube.realnode.cluster import SYSTEM_NAMESPACE, image_overlay
 from localkube.thirdparty import cert_manager
 from tests.e2e.admission_traffic import admission_traffic
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, pods_of, require
+from tests.e2e.webhook_serving import (
+    SERVICE_NAME,
+    bundle_certificates,
+    ca_bundles,
+    secret_data,
+    served_serials,
+)
 from tests.helpers.waiting import wait_for
 
 # Fixture set-up and teardown count against a test's time limit: installing or removing a
@@ -47,11 +52,8 @@ pytestmark = pytest.mark.timeout(900)
 BASE = "cert-manager"
 LEAF, CA = "mxjob-webhook", "mxjob-webhook-ca"
 LEAF_SECRET, CA_SECRET = "mxjob-webhook-tls", "mxjob-webhook-ca"
-WEBHOOK_PORT = 9443
-SERVICE_NAME = f"mxjob-webhook.{SYSTEM_NAMESPACE}.svc"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
-VALIDATE_HOOK = "validate.mxjobs.kubeflow.org"
 CM_PATH = f"/apis/cert-manager.io/v1/namespaces/{SYSTEM_NAMESPACE}/certificates"
 V1BETA1_EXAMPLE = PROJECT_ROOT / "examples" / "v1beta1" / "train" / "mx_job_dist_gpu.yaml"
 
@@ -104,63 +106,8 @@ def managed(real_cluster: InstalledCluster) -> Iterator[CertManaged]:
 
 
 # -- what the cluster holds and the pods serve --------------------------------------------------
-def secret_data(api: Api, name: str) -> dict[str, bytes]:
-    data = api.request("GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/{name}")["data"]
-    return {key: base64.b64decode(value) for key, value in data.items()}
-
-
 def pem_certificate(pem: bytes) -> x509.Certificate:
     return x509.load_pem_x509_certificate(pem)
-
-
-def ca_bundles(api: Api) -> dict[str, bytes]:
-    """Every caBundle the API server uses to call the webhook, by where it is."""
-    found: dict[str, bytes] = {}
-    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
-        path = f"/apis/admissionregistration.k8s.io/v1/{kind}"
-        for item in api.request("GET", path)["items"]:
-            if not item["metadata"]["name"].startswith("mxjob-operator"):
-                continue
-            for hook in item["webhooks"]:
-                bundle = hook["clientConfig"].get("caBundle", "")
-                found[f"{kind}/{hook['name']}"] = base64.b64decode(bundle)
-    crd = api.request(
-        "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mxjobs.kubeflow.org"
-    )
-    client = crd["spec"]["conversion"]["webhook"]["clientConfig"]
-    found["crd/mxjobs.kubeflow.org conversion"] = base64.b64decode(client.get("caBundle", ""))
-    return found
-
-
-def served_certificate(pod_ip: str, ca_pem: bytes) -> x509.Certificate:
-    """What a new TLS connection to one webhook pod is shown, verified as kube-apiserver does:
-    against ``ca_pem`` for the Service's name."""
-    context = ssl.create_default_context(cadata=ca_pem.decode())
-    with (
-        socket.create_connection((pod_ip, WEBHOOK_PORT), timeout=5) as raw,
-        context.wrap_socket(raw, server_hostname=SERVICE_NAME) as tls,
-    ):
-        der = tls.getpeercert(binary_form=True)
-    assert der is not None
-    return x509.load_der_x509_certificate(der)
-
-
-def webhook_ips(managed: CertManaged) -> list[str]:
-    return [p["status"]["podIP"] for p in pods_of(managed.installed, "webhook")]
-
-
-def bundle_certificates(pem: bytes) -> list[x509.Certificate]:
-    return x509.load_pem_x509_certificates(pem) if pem.strip() else []
-
-
-def served_serials(managed: CertManaged) -> set[int] | None:
-    """The serials every webhook pod serves, each verified against the caBundle kube-apiserver
-    uses for the validating webhook; None while one of them does not verify or answer."""
-    bundle = ca_bundles(managed.api)[f"validatingwebhookconfigurations/{VALIDATE_HOOK}"]
-    try:
-        return {served_certificate(ip, bundle).serial_number for ip in webhook_ips(managed)}
-    except (OSError, ssl.SSLError):
-        return None
 
 
 def force_renewal(managed: CertManaged, name: str) -> None:
@@ -211,7 +158,7 @@ def renewed_and_served(managed: CertManaged, before: int, *, timeout: float = 12
         current = leaf_serial(managed)
         if current != before:
             issued.add(current)
-        serving = served_serials(managed)
+        serving = served_serials(managed.installed)
         return bool(issued) and serving is not None and serving <= issued
 
     wait_for("every webhook pod to serve a renewed certificate", caught_up, bool, timeout=timeout)
@@ -259,7 +206,7 @@ def test_the_ca_injector_fills_every_ca_bundle_with_the_ca(managed: CertManaged)
 
 def test_the_webhook_pods_serve_it_and_admit_refuse_and_convert(managed: CertManaged) -> None:
     serial = leaf_serial(managed)
-    wait_for("the pods to serve the issued certificate", lambda: served_serials(managed),
+    wait_for("the pods to serve the issued certificate", lambda: served_serials(managed.installed),
              lambda found: found == {serial}, timeout=60)  # fmt: skip
     namespace = namespace_for(managed.installed, "cm-admission")
     image = managed.installed.cluster.images.examples.ref
@@ -316,7 +263,7 @@ def served_lifetime_settles(managed: CertManaged, lifetime: datetime.timedelta) 
     def settled() -> bool:
         current = pem_certificate(secret_data(managed.api, LEAF_SECRET)["tls.crt"])
         served = current.not_valid_after_utc - current.not_valid_before_utc
-        return served == lifetime and served_serials(managed) == {current.serial_number}
+        return served == lifetime and served_serials(managed.installed) == {current.serial_number}
 
     wait_for(f"every webhook pod to serve a certificate of {lifetime}", settled, bool, timeout=120)
 
@@ -386,7 +333,9 @@ def test_a_replaced_ca_is_injected_everywhere_and_nothing_refused(managed: CertM
         injected = time.monotonic() - started
         bundles = [bundle_certificates(pem) for pem in ca_bundles(managed.api).values()]
         old_kept = all(pem_certificate(old_ca) in bundle for bundle in bundles)
-        assert served_serials(managed) == {leaf_serial(managed)}  # the old CA's, still trusted
+        assert served_serials(managed.installed) == {
+            leaf_serial(managed)
+        }  # the old CA's, still trusted
         before = leaf_serial(managed)
         force_renewal(managed, LEAF)
         served = renewed_and_served(managed, before)

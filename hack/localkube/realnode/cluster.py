@@ -4,8 +4,9 @@
 all start the same thing through ``RealCluster.start``: the project's images (built or found by
 ``localkube.images``), the node bridge, a control plane listening on the node address with
 kube-scheduler and the controllers Deployments need, and the real node. ``install_operator``
-applies an overlay that differs from ``manifests/overlays/self-signed`` only by the images it
-names (the ones just built) and ``imagePullPolicy: Never`` (no registry is reachable here).
+applies an overlay that differs from ``manifests/overlays/in-cluster`` (the default install: the
+controller makes the webhook's certificates) only by the images it names (the ones just built)
+and ``imagePullPolicy: Never`` (no registry is reachable here).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from localkube.realnode.settings import RealNodeError, RealNodeSettings, RealNod
 
 SYSTEM_NAMESPACE = "mxjob-system"
 OVERLAY_NAME = "real-node"
+DEFAULT_BASE = "in-cluster"
+"""The overlay of ``manifests/overlays`` a user installs with no step of their own."""
 REAL_NODE_SUBDIR = "real-node"
 """``make dev-up DEV_ARGS=--real-node`` and the real-node demo keep it in ``.local/real-node``."""
 
@@ -62,11 +65,12 @@ def plane_settings(state_dir: Path, *, network: NodeNetwork) -> ControlPlaneSett
 
 
 def image_overlay(
-    work: Path, *, images: ProjectImages, base: str = "self-signed", components: Sequence[str] = ()
+    work: Path, *, images: ProjectImages, base: str = DEFAULT_BASE, components: Sequence[str] = ()
 ) -> Path:
     """``manifests/`` copied to ``work`` and an overlay of ``overlays/<base>`` that names the
     built images; its path. For ``self-signed`` the certificate is made first, as
-    docs/install.md says; ``cert-manager`` needs nothing more (cert-manager makes it)."""
+    docs/install.md says; ``in-cluster`` and ``cert-manager`` need nothing more (the controller
+    or cert-manager makes it)."""
     manifests = work / "manifests"
     shutil.rmtree(manifests, ignore_errors=True)
     shutil.copytree(
@@ -174,7 +178,7 @@ class RealCluster:
         self,
         work: Path,
         *,
-        base: str = "self-signed",
+        base: str = DEFAULT_BASE,
         components: Sequence[str] = (),
         timeout: float = 180,
     ) -> float:
@@ -210,7 +214,7 @@ class RealCluster:
                 raise RealNodeError(f"the webhook does not admit a valid MXJob: {result.stderr}")
             time.sleep(0.5)
 
-    def uninstall_operator(self, work: Path, *, base: str = "self-signed") -> None:
+    def uninstall_operator(self, work: Path, *, base: str = DEFAULT_BASE) -> None:
         """``kubectl delete -k`` of what ``install_operator`` applied, waiting for it to go
         (the namespace, the CRD with every MXJob, the webhook configurations)."""
         overlay = image_overlay(work, images=self.images, base=base)

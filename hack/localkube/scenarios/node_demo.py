@@ -312,7 +312,7 @@ def run(job_file: Path, *, state_dir: Path, namespace: str, timeout: float, out:
     try:
         cluster, images_seconds, cluster_seconds = start_cluster(state_dir, progress=progress)
         resumed = cluster.seconds_to_ready == 0.0
-        progress.event("kubectl apply -k (the self-signed overlay naming the built images)")
+        progress.event("kubectl apply -k (the in-cluster overlay naming the built images)")
         install_seconds = cluster.install_operator(state_dir / "install")
         progress.event(
             f"operator rolled out in {install_seconds:.1f} s: 2 webhook and 2 controller"
