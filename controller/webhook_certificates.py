@@ -162,6 +162,10 @@ class WebhookCertificateKeeper:
         else:
             self._write_secret(secret, step)
             patched = self._write_bundles(sites, step.bundle)
+        if patched or step.bundle != stored_bundle:
+            # Every caBundle holds the new bundle from now on: the settling starts here, not at
+            # the next pass that reads it back.
+            self._settled = (step.bundle, self._clock())
         if secret is not None and stored_bundle and step.bundle == stored_bundle:
             for site in patched:  # someone else changed it: say whose field was put back
                 message = (

@@ -124,3 +124,28 @@ def test_kueue_workloads_watches_workloads_too() -> None:
     plain = from_args([], environ={})
     routed = from_args(["--kueue-workloads"], environ={})
     assert routed.pool_size == plain.pool_size + 1
+
+
+def test_webhook_certificates_are_managed_only_when_asked_with_their_own_check_interval() -> None:
+    assert from_args([], environ={}).manage_webhook_certificates is False
+    told = from_args(
+        ["--manage-webhook-certificates", "--certificate-check-interval", "2.5"], environ={}
+    )
+    assert told.manage_webhook_certificates is True
+    assert told.certificate_check_interval == 2.5
+    env = {"MXJOB_CONTROLLER_MANAGE_WEBHOOK_CERTIFICATES": "true",
+           "MXJOB_CONTROLLER_CERTIFICATE_NAMESPACE": "ops"}  # fmt: skip
+    from_env = from_args([], environ=env)
+    assert from_env.manage_webhook_certificates is True
+    assert from_env.certificate_namespace == "ops"
+
+
+def test_a_certificate_check_interval_that_is_not_positive_is_refused_by_name() -> None:
+    with pytest.raises(SystemExit, match="--certificate-check-interval must be positive"):
+        from_args(["--certificate-check-interval", "0"], environ={})
+
+
+def test_a_manage_certificates_environment_value_that_is_not_boolean_is_refused() -> None:
+    env = {"MXJOB_CONTROLLER_MANAGE_WEBHOOK_CERTIFICATES": "sometimes"}
+    with pytest.raises(SystemExit, match="not a boolean"):
+        from_args([], environ=env)
