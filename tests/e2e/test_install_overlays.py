@@ -32,7 +32,7 @@ from localkube.thirdparty import cert_manager
 
 MANIFESTS = PROJECT_ROOT / "manifests"
 NAMESPACE = "mxjob-system"
-OVERLAYS = ("cert-manager", "self-signed")
+OVERLAYS = ("in-cluster", "cert-manager", "self-signed")
 Docs = list[dict[str, Any]]
 
 
@@ -90,7 +90,11 @@ def overlay_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     shutil.copytree(MANIFESTS, copy, ignore=shutil.ignore_patterns("webhook-tls-secret.yaml"))
     self_signed = copy / "overlays" / "self-signed"
     assert certs_main(["webhook", "--out", str(self_signed)]) == 0
-    return {"cert-manager": MANIFESTS / "overlays" / "cert-manager", "self-signed": self_signed}
+    return {
+        "in-cluster": MANIFESTS / "overlays" / "in-cluster",
+        "cert-manager": MANIFESTS / "overlays" / "cert-manager",
+        "self-signed": self_signed,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +122,14 @@ def test_overlay_applies_server_side_with_every_object_accepted_and_no_warning(
         "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
         "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
     } <= kinds  # fmt: skip
-    tls = {"cert-manager": {"Issuer", "Certificate"}, "self-signed": {"Secret"}}[overlay]
+    tls = {"in-cluster": set(), "cert-manager": {"Issuer", "Certificate"},
+           "self-signed": {"Secret"}}[overlay]  # fmt: skip
     assert tls <= kinds
+    if overlay == "in-cluster":  # the controller makes the Secret and fills every caBundle
+        assert "Secret" not in kinds and "caBundle" not in json.dumps(docs)
+        controller = one(docs, "Deployment", "mxjob-controller")
+        assert "--manage-webhook-certificates" in controller["spec"]["template"]["spec"][
+            "containers"][0]["args"]  # fmt: skip
 
 
 def test_every_overlay_directory_is_one_these_tests_apply() -> None:
@@ -393,8 +403,13 @@ def test_self_signed_overlay_trusts_exactly_the_ca_of_its_generated_secret(
     for ref in _webhook_services(docs):
         assert f"{ref['name']}.{ref['namespace']}.svc" in names.get_values_for_type(x509.DNSName)
     volumes = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]["spec"]["volumes"]
-    tls = {"name": "tls", "secret": {"secretName": "mxjob-webhook-tls", "defaultMode": 0o440}}
-    assert tls in volumes
+    # Only the serving pair is mounted: the in-cluster Secret also holds the CA's key.
+    pair = [{"key": key, "path": key} for key in ("tls.crt", "tls.key")]
+    tls = {
+        "name": "tls",
+        "secret": {"secretName": "mxjob-webhook-tls", "defaultMode": 0o440, "items": pair},
+    }
+    assert tls in volumes  # fmt: skip
 
 
 def test_cert_manager_overlay_injects_its_ca_into_webhooks_and_conversion(

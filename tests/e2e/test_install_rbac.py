@@ -404,3 +404,52 @@ def test_a_kubeflow_profile_contributor_manages_mxjobs_and_reads_logs_and_nothin
     control_plane.kubectl(
         "delete", "clusterrole", *(r["metadata"]["name"] for r in [*KUBEFLOW_ROLES, *roles])
     )
+
+
+IN_CLUSTER_RBAC = PROJECT_ROOT / "manifests" / "overlays" / "in-cluster" / "rbac.yaml"
+
+
+def test_in_cluster_certificates_add_only_their_secret_and_three_objects_by_name(
+    identities: Identities, control_plane: ControlPlane, namespace: str
+) -> None:
+    """What ``--manage-webhook-certificates`` adds (the in-cluster overlay): create Secrets in
+    the operator's namespace, read and update one Secret, patch three objects, all by name. It
+    works on the real node (tests/e2e/test_real_node_certificates.py); here, that it is no more.
+    """
+    control_plane.kubectl("apply", "--server-side", "-f", str(IN_CLUSTER_RBAC))
+    try:
+        identity = Api.from_kubeconfig(identities["mxjob-controller"])
+        admission = {"group": "admissionregistration.k8s.io"}
+        crds = {"group": "apiextensions.k8s.io", "resource": "customresourcedefinitions"}
+
+        def allowed(verb: str, resource: str = "secrets", **extra: str) -> bool:
+            return _allowed(identity, verb=verb, resource=resource, **extra)
+
+        assert wait_for(
+            "the in-cluster rules in effect",
+            lambda: allowed("update", namespace=SYSTEM, name="mxjob-webhook-tls"),
+            bool, timeout=30,
+        )  # fmt: skip
+        assert allowed("get", namespace=SYSTEM, name="mxjob-webhook-tls")
+        assert allowed("create", namespace=SYSTEM)
+        assert allowed("get", "deployments", group="apps", namespace=SYSTEM,
+                       name="mxjob-controller")  # fmt: skip
+        for plural, name in (
+            ("mutatingwebhookconfigurations", "mxjob-operator-mutating"),
+            ("validatingwebhookconfigurations", "mxjob-operator-validating"),
+        ):
+            assert allowed("patch", plural, name=name, **admission)
+            assert not allowed("patch", plural, name="someone-elses", **admission)
+        assert allowed("patch", name="mxjobs.kubeflow.org", **crds)
+        assert not allowed("patch", name="tfjobs.kubeflow.org", **crds)
+        for forbidden in (
+            {"verb": "get", "namespace": SYSTEM, "name": "another-secret"},
+            {"verb": "delete", "namespace": SYSTEM, "name": "mxjob-webhook-tls"},
+            {"verb": "list", "namespace": SYSTEM},
+            {"verb": "watch", "namespace": SYSTEM},
+            {"verb": "create", "namespace": namespace},
+            {"verb": "get", "namespace": namespace, "name": "mxjob-webhook-tls"},
+        ):
+            assert not allowed(**forbidden), forbidden
+    finally:
+        control_plane.kubectl("delete", "-f", str(IN_CLUSTER_RBAC), "--ignore-not-found")
