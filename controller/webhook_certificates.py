@@ -155,13 +155,13 @@ class WebhookCertificateKeeper:
             bundle_trusted_for=self._trusted_for(sites, stored_bundle, now=now),
         )
         step = plan(observed, now=now, policy=self.policy)
-        self._report(secret, step)
         if step.bundles_first:
             patched = self._write_bundles(sites, step.bundle)
             self._write_secret(secret, step)
         else:
             self._write_secret(secret, step)
             patched = self._write_bundles(sites, step.bundle)
+        self._report(secret, step)  # after the writes: a pass that lost a race says nothing
         if patched or step.bundle != stored_bundle:
             # Every caBundle holds the new bundle from now on: the settling starts here, not at
             # the next pass that reads it back.
