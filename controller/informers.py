@@ -108,7 +108,7 @@ def cached_object(obj: Obj) -> Obj:
 SLIM_POD_SPEC: Final = ("nodeName", "restartPolicy", "terminationGracePeriodSeconds")
 """What a cached pod keeps of its spec: the grace period is how long a pod of a finished job
 may take to end by itself (controller/status.py) before cleanPodPolicy deletes it."""
-SLIM_POD_STATUS: Final = ("phase", "reason", "containerStatuses")
+SLIM_POD_STATUS: Final = ("phase", "reason", "containerStatuses", "initContainerStatuses")
 """What a cached pod keeps of its status (controller/observed.py reads no more): not its
 conditions, IPs, QoS class or start time."""
 SLIM_CONTAINER_STATUS: Final = ("name", "state", "lastState", "restartCount")
@@ -129,12 +129,13 @@ def slim_pod(pod: Obj) -> Obj:
     status = pod.get("status")
     if isinstance(status, dict):
         slim_status = {k: status[k] for k in SLIM_POD_STATUS if k in status}
-        containers = slim_status.get("containerStatuses")
-        if isinstance(containers, list):
-            slim_status["containerStatuses"] = [
-                {k: c[k] for k in SLIM_CONTAINER_STATUS if k in c} if isinstance(c, dict) else c
-                for c in containers
-            ]
+        for key in ("containerStatuses", "initContainerStatuses"):
+            containers = slim_status.get(key)
+            if isinstance(containers, list):
+                slim_status[key] = [
+                    {k: c[k] for k in SLIM_CONTAINER_STATUS if k in c} if isinstance(c, dict) else c
+                    for c in containers
+                ]
         pod["status"] = slim_status
     slimmed: Obj = compact(pod)
     return slimmed

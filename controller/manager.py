@@ -97,6 +97,7 @@ class Controller:
             expectations=self.expectations,
             recorder=self.recorder,
             metrics=self.metrics,
+            pod_start_timeout=settings.pod_start_timeout,
         )
         self.workloads = self._workloads(namespaces, informer_settings)
         self.jobs.add_handler(self._on_job)

@@ -35,6 +35,30 @@ FAILED: Final = "Failed"
 UNKNOWN: Final = "Unknown"
 
 
+CANNOT_START_REASONS: Final = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "ErrImageNeverPull",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
+"""The kubelet's ``waiting`` reasons of a container that cannot be started until someone acts
+(the image cannot be pulled, a ConfigMap or Secret it reads is missing): unlike
+``ContainerCreating`` or ``PodInitializing`` they do not pass by themselves."""
+
+
+@dataclass(frozen=True)
+class StartProblem:
+    """Why a pod's container cannot start, as the kubelet says it."""
+
+    container: str
+    reason: str
+    message: str
+
+
 @dataclass(frozen=True)
 class PodView:
     """The facts about one pod that status computation needs."""
@@ -64,6 +88,10 @@ class PodView:
     let it go, so if it is terminating, the API server keeps it until its end is counted."""
     deletion_timestamp: str | None = None
     """``metadata.deletionTimestamp`` as written (the time by which the pod should be gone)."""
+    start_problem: StartProblem | None = None
+    """A container (init containers first) waits for a reason in :data:`CANNOT_START_REASONS`."""
+    created_at: str | None = None
+    """``metadata.creationTimestamp``: how long a pod that cannot start has been trying."""
 
     @property
     def succeeded(self) -> bool:
@@ -168,7 +196,26 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         ),
         tracked=is_tracked(pod),
         deletion_timestamp=_text(meta.get("deletionTimestamp")),
+        start_problem=start_problem(status),
+        created_at=_text(meta.get("creationTimestamp")),
     )
+
+
+def start_problem(status: Mapping[str, Any]) -> StartProblem | None:
+    """The first container (init containers first) the kubelet cannot start, and why."""
+    for key in ("initContainerStatuses", "containerStatuses"):
+        statuses = status.get(key)
+        for container in statuses if isinstance(statuses, list) else ():
+            waiting = as_mapping(as_mapping(as_mapping(container).get("state")).get("waiting"))
+            reason = waiting.get("reason")
+            if isinstance(reason, str) and reason in CANNOT_START_REASONS:
+                message = waiting.get("message")
+                return StartProblem(
+                    container=str(as_mapping(container).get("name", "")),
+                    reason=reason,
+                    message=message if isinstance(message, str) else "",
+                )
+    return None
 
 
 def is_tracked(pod: Mapping[str, Any]) -> bool:

@@ -60,7 +60,13 @@ from controller.metrics import Metrics
 from controller.observed import controller_uid, observe
 from controller.plan import Obj, Plan, object_name, plan_actions
 from controller.queueing import wants_workload
-from controller.status import REMOVED_HISTORY, Outcome, compute_status, format_time
+from controller.status import (
+    DEFAULT_POD_START_TIMEOUT,
+    REMOVED_HISTORY,
+    Outcome,
+    compute_status,
+    format_time,
+)
 from controller.tracking import JSON_PATCH, release_patch
 from controller.workloads import WorkloadSync
 from shared.constants import OPERATOR_NAME
@@ -115,9 +121,12 @@ class Reconciler:
         metrics: Metrics,
         now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
         gang: GangScheduler = "none",
+        pod_start_timeout: float = DEFAULT_POD_START_TIMEOUT,
     ) -> None:
         self.client = client
         self.gang = gang
+        self.pod_start_timeout = pod_start_timeout
+        """Seconds a pod may be unable to start before its job fails (``--pod-start-timeout``)."""
         """The gang scheduler the pods are written for (resolved at start-up, see manager)."""
         self.jobs = jobs
         self.pods = pods
@@ -240,6 +249,7 @@ class Reconciler:
             now=now,
             carries=self._carries_for(key, uid),
             violations=entry.violations,
+            pod_start_timeout=self.pod_start_timeout,
         )
         if outcome.delete_job:
             self._delete_job(namespace, name, uid)

@@ -88,6 +88,10 @@ class ControllerSettings:
     Off for Kueue ≤ v0.10, which does all this itself; start-up fails when the cluster serves
     only that Kueue's Workload API."""
 
+    pod_start_timeout: float = 600.0
+    """Seconds a job's pod may be unable to start (its image cannot be pulled, a ConfigMap or
+    Secret it reads is missing) before the job fails; 0 never. A job's
+    ``mxjob-operator.kubeflow.org/pod-start-timeout-seconds`` annotation overrides it."""
     manage_webhook_certificates: bool = False
     """Make the webhook's CA and serving certificate in the cluster and keep them current
     (controller/webhook_certificates.py; the default install, manifests/overlays/in-cluster).
@@ -186,6 +190,11 @@ def _parser() -> argparse.ArgumentParser:
         help="write Kueue Workloads for queued jobs (Kueue >= v0.15; docs/queueing.md)",
     )
     add(
+        "--pod-start-timeout",
+        type=float,
+        help="seconds a pod may be unable to start before its job fails (default 600; 0 never)",
+    )
+    add(
         "--manage-webhook-certificates",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -210,6 +219,7 @@ _CONVERTERS = {
     "watch_timeout": int,
     "shutdown_timeout": float,
     "certificate_check_interval": float,
+    "pod_start_timeout": float,
 }
 
 
@@ -253,6 +263,8 @@ def from_args(
     settings = ControllerSettings(**values)  # type: ignore[arg-type]
     if settings.workers < 1:
         raise SystemExit("mxjob-controller: --workers must be at least 1")
+    if settings.pod_start_timeout < 0:
+        raise SystemExit("mxjob-controller: --pod-start-timeout must be 0 (never) or more")
     if settings.certificate_check_interval <= 0:
         raise SystemExit("mxjob-controller: --certificate-check-interval must be positive")
     if settings.gang_scheduler not in GANG_SCHEDULER_CHOICES:

@@ -56,6 +56,7 @@ from shared.spec import (
     is_suspended,
     job_mode,
     job_name,
+    pod_start_timeout_override,
     replica_specs,
     restart_policy,
     success_policy,
@@ -66,6 +67,10 @@ FAILED_VALIDATION_REASON: Final = "MXJobFailedValidation"
 """Failed reason of a job stored without passing the validating webhook and found invalid."""
 
 EXITED_WITH_CODE: Final = "ExitedWithCode"
+POD_START_TIMEOUT: Final = "PodStartTimeout"
+"""The Failed reason of a job whose pod could not start for its pod start timeout."""
+DEFAULT_POD_START_TIMEOUT: Final = 600.0
+"""Seconds a pod may be unable to start before its job fails (``--pod-start-timeout``)."""
 REPLICAS_ENDED: Final = "ReplicasEnded"
 """Event reason: pods of a finished job that ended by themselves within their grace period."""
 REMOVED_HISTORY: Final = "*removed"
@@ -348,6 +353,7 @@ def compute_status(
     now: datetime.datetime,
     carries: Mapping[str, int] | None = None,
     violations: Sequence[str] = (),
+    pod_start_timeout: float = DEFAULT_POD_START_TIMEOUT,
 ) -> Outcome:
     """The job's new status and the decisions that go with it.
 
@@ -363,7 +369,11 @@ def compute_status(
     counts as failed without an exit code after a while (:func:`controller.tracking.settle_views`).
     """
     views, unreported_due = settle_views([observe(p) for p in pods], now)
-    outcome = _decide(job, views, now=now, carries=carries, violations=violations)
+    timeout = pod_start_timeout_override(job)
+    outcome = _decide(
+        job, views, now=now, carries=carries, violations=violations,
+        pod_start_timeout=float(timeout) if timeout is not None else pod_start_timeout,
+    )  # fmt: skip
     return dataclasses.replace(
         outcome,
         requeue_after=_sooner(outcome.requeue_after, unreported_due),
@@ -410,6 +420,8 @@ class _Sync:
     """The new ``restartCount``."""
     limit: int = 0
     """``backoffLimit``."""
+    pod_start_timeout: float = DEFAULT_POD_START_TIMEOUT
+    """Seconds a pod may be unable to start before the job fails; 0: never."""
 
     def condition(self, ctype: ConditionType, *, status: bool, reason: str, message: str) -> None:
         """Set a condition now (only when something changes, see :func:`_set`)."""
@@ -432,9 +444,11 @@ def _decide(
     now: datetime.datetime,
     carries: Mapping[str, int] | None,
     violations: Sequence[str],
+    pod_start_timeout: float,
 ) -> Outcome:
     """Run the phases in order; the first that decides the outcome ends the computation."""
     sync = _start(job, views, now=now, carries=carries, violations=violations)
+    sync.pod_start_timeout = pod_start_timeout
     for phase in _PHASES:
         outcome = phase(sync)
         if outcome is not None:
@@ -705,6 +719,46 @@ def _fail_backoff(sync: _Sync) -> Outcome | None:
     )
 
 
+def _fail_unstartable(sync: _Sync) -> Outcome | None:
+    """Pods that cannot start: said at once (the Running condition's reason and an Event);
+    the job fails once one of them has been trying for the pod start timeout. Nothing ran, so
+    nothing counts against ``backoffLimit``; a fixed cause (the Secret created) lets it go on."""
+    stuck = [v for v in sync.by_slot.values() if v and v.active and v.start_problem]
+    if not stuck:
+        return None
+    first = min(stuck, key=lambda v: v.created_at or sync.stamp)
+    problem = first.start_problem
+    assert problem is not None
+    what = f"pod {first.name} cannot start its container {problem.container}: {problem.reason}" + (
+        f": {problem.message}" if problem.message else ""
+    )
+    others = f" ({len(stuck) - 1} more pod(s) cannot start)" if len(stuck) > 1 else ""
+    trying = (sync.now - (parse_time(first.created_at) or sync.now)).total_seconds()
+    timeout = sync.pod_start_timeout
+    if timeout > 0 and trying >= timeout:
+        message = (
+            f"MXJob {sync.name} has failed because {what}{others}; it has tried for "
+            f"{trying:.0f} s, the pod start timeout is {timeout:g} s."
+        )
+        sync.events.append(EventSpec("Warning", problem.reason, what))
+        return _finish(
+            sync, ConditionType.FAILED, POD_START_TIMEOUT, message,
+            restart_count=sync.restarts_performed(),
+        )  # fmt: skip
+    before = sync.conditions
+    running = get_condition(before, ConditionType.RUNNING)
+    message = f"MXJob {sync.name} is not running: {what}{others}."
+    sync.conditions = set_condition(
+        before, type=ConditionType.RUNNING, status=False, reason=problem.reason, message=message,
+        now=sync.stamp,
+    ) if running is None or running.get("message") != message else before  # fmt: skip
+    if sync.conditions is not before:
+        sync.events.append(EventSpec("Warning", problem.reason, what))
+    if timeout > 0:
+        sync.requeue_after = _sooner(sync.requeue_after, timeout - trying)
+    return None
+
+
 def _restart(sync: _Sync) -> None:
     """Retryable failures are recreated (Restarting); in-place restarts are reported."""
     for view in sync.pending:
@@ -813,6 +867,7 @@ _PHASES: Final[tuple[_Phase, ...]] = (
     _fail_permanent,
     _succeed,
     _fail_backoff,
+    _fail_unstartable,
     _only(_restart),
     _only(_mark_running),
 )

@@ -91,6 +91,9 @@ TUNER_SERVER_KEY_ANNOTATION = "tuner-server-key"
 
 # Where conversion keeps what the target API version cannot express (see shared/conversion.py).
 CONVERSION_DATA_ANNOTATION = "mxjob.kubeflow.org/conversion-data"
+# How long a job's pod may be unable to start (image pull, missing ConfigMap or Secret) before
+# the job fails, in seconds; 0 never. Overrides the controller's --pod-start-timeout for one job.
+POD_START_TIMEOUT_ANNOTATION = "mxjob-operator.kubeflow.org/pod-start-timeout-seconds"
 
 LABEL_OPERATOR_NAME = "training.kubeflow.org/operator-name"
 OPERATOR_NAME = "mxjob-operator"

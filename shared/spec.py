@@ -19,6 +19,7 @@ from shared.constants import (
     DEFAULT_PORT,
     DEFAULT_REPLICAS,
     DEFAULT_RESTART_POLICY,
+    POD_START_TIMEOUT_ANNOTATION,
     PORT_NAME,
     RUN_POLICY_FIELDS,
     TUNER_SERVER_KEY_ANNOTATION,
@@ -236,6 +237,14 @@ def _optional_seconds(value: object) -> int | None:
 def active_deadline_seconds(job: Mapping[str, Any]) -> int | None:
     """`runPolicy.activeDeadlineSeconds`, None when unset (no deadline)."""
     return _optional_seconds(run_policy(job).get("activeDeadlineSeconds"))
+
+
+def pod_start_timeout_override(job: Mapping[str, Any]) -> int | None:
+    """The job's :data:`~shared.constants.POD_START_TIMEOUT_ANNOTATION` in seconds; None when
+    absent or not a non-negative integer (the webhook refuses such a value)."""
+    annotations = as_mapping(as_mapping(job.get("metadata")).get("annotations"))
+    raw = annotations.get(POD_START_TIMEOUT_ANNOTATION)
+    return int(raw) if isinstance(raw, str) and raw.isdigit() else None
 
 
 def ttl_seconds_after_finished(job: Mapping[str, Any]) -> int | None:

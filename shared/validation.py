@@ -26,6 +26,7 @@ from shared.constants import (
     MAX_TOTAL_REPLICAS,
     MODE_REPLICA_TYPES,
     OWNED_ENV_NAMES,
+    POD_START_TIMEOUT_ANNOTATION,
     RUN_POLICY_FIELDS,
     JobMode,
     ReplicaType,
@@ -194,6 +195,7 @@ class _Rules:
         self.check_run_policy_conflicts()
         self.check_manager_immutable()
         self.check_success_policy()
+        self.check_pod_start_timeout()
         replicas = self.spec.get("mxReplicaSpecs")
         if isinstance(replicas, Mapping):
             self.check_replica_types(replicas)
@@ -220,6 +222,15 @@ class _Rules:
         problem = job_name_problem(name, self.spec)
         if problem is not None:
             self.add(["metadata", "name"], problem)
+
+    def check_pod_start_timeout(self) -> None:
+        annotations = as_mapping(as_mapping(self.job.get("metadata")).get("annotations"))
+        raw = annotations.get(POD_START_TIMEOUT_ANNOTATION)
+        if raw is not None and not (isinstance(raw, str) and raw.isdigit()):
+            self.add(
+                ["metadata", "annotations", POD_START_TIMEOUT_ANNOTATION],
+                f"must be a whole number of seconds (0: never), not {raw!r}",
+            )
 
     def check_job_mode_immutable(self) -> None:
         if self.old is None:

@@ -43,3 +43,21 @@ def test_the_controller_owner_is_found_among_owner_references() -> None:
     built["metadata"]["ownerReferences"].insert(0, {"uid": "not-controller"})
     assert controller_uid(built) == "u-1"
     assert controller_uid({"metadata": {}}) is None
+
+
+def test_a_container_the_kubelet_cannot_start_is_named_with_its_reason_and_message() -> None:
+    built = pod(job(), "worker-0", phase="Pending")
+    built["status"]["initContainerStatuses"] = [
+        {"name": "fetch", "state": {"waiting": {"reason": "ErrImagePull", "message": "refused"}}}
+    ]
+    problem = observe(built).start_problem
+    assert problem is not None
+    assert (problem.container, problem.reason, problem.message) == (
+        "fetch",
+        "ErrImagePull",
+        "refused",
+    )
+
+
+def test_a_container_still_being_created_is_not_a_start_problem() -> None:
+    assert observe(pod(job(), "worker-0", phase="Pending")).start_problem is None

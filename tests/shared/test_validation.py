@@ -775,3 +775,27 @@ def test_validate_never_raises_on_jobs_with_one_field_mangled(found: Job, old: J
     assert all(isinstance(v, Violation) and v.path and v.message for v in violations)
     assert violations == sorted(violations, key=lambda v: v.path)
     assert len(set(violations)) == len(violations)
+
+
+@pytest.mark.parametrize("value", ["0", "30", "86400"])
+def test_a_pod_start_timeout_annotation_of_whole_seconds_is_accepted(value: str) -> None:
+    found = train_job()
+    found["metadata"]["annotations"] = {
+        "mxjob-operator.kubeflow.org/pod-start-timeout-seconds": value
+    }
+    assert validate(found) == []
+
+
+@pytest.mark.parametrize("value", ["-1", "10m", "1.5", ""])
+def test_a_pod_start_timeout_annotation_that_is_not_whole_seconds_is_refused_by_name(
+    value: str,
+) -> None:
+    found = train_job()
+    found["metadata"]["annotations"] = {
+        "mxjob-operator.kubeflow.org/pod-start-timeout-seconds": value
+    }
+    violation = only(found)
+    assert violation.path == (
+        'metadata.annotations["mxjob-operator.kubeflow.org/pod-start-timeout-seconds"]'
+    )
+    assert "whole number of seconds" in violation.message and repr(value) in violation.message
