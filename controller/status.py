@@ -184,7 +184,9 @@ def _exit_text(view: PodView) -> str:
     if view.exit_code is None:
         why = view.reason or "no exit code"
         return f"failed without an exit code ({why}, e.g. evicted or preempted)"
-    return f"exited with code {view.exit_code} ({describe_exit(view.exit_code)})"
+    # The kubelet's reason says what the code alone cannot: OOMKilled is a 137 the kernel sent.
+    noted = f", {view.reason}" if view.reason and view.reason not in ("Error", "Completed") else ""
+    return f"exited with code {view.exit_code} ({describe_exit(view.exit_code)}{noted})"
 
 
 def _master_slot(job: Mapping[str, Any]) -> ReplicaType | None:
@@ -706,9 +708,14 @@ def _fail_backoff(sync: _Sync) -> Outcome | None:
         sync.events.append(
             EventSpec("Warning", EXITED_WITH_CODE, f"{_describe(view)} {_exit_text(view)}.")
         )
+    last = (
+        f"; the last: {_describe(sync.pending[-1])} {_exit_text(sync.pending[-1])}"
+        if sync.pending
+        else ""
+    )
     message = (
         f"MXJob {sync.name} has failed because it has reached the specified backoff limit "
-        f"({limit} restart{'s' if limit != 1 else ''})."
+        f"({limit} restart{'s' if limit != 1 else ''}){last}."
     )
     return _finish(
         sync,

@@ -662,3 +662,22 @@ def test_a_job_whose_cause_is_fixed_in_time_goes_on_to_running() -> None:
     condition = cond(running["status"], "Running")
     assert condition is not None and condition["status"] == "True"
     assert running["status"]["state"] == "Running"
+
+
+def test_an_oom_kill_is_retried_under_exit_code_and_named_in_the_final_backoff_failure() -> None:
+    train = job(restart_policy="ExitCode", run_policy={"backoffLimit": 1})
+    oom = pods_all(train)
+    oom[-1] = pod(train, desired_slots(train)[-1].key, phase="Failed", exit_code=137,
+                  reason="OOMKilled")  # fmt: skip
+    oom[-1]["status"].pop("reason")  # the kubelet writes OOMKilled on the container only
+    oom[-1]["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = "OOMKilled"
+    stored, first = step(train, oom)
+    assert [v.name for v in first.recreate] == [oom[-1]["metadata"]["name"]]
+    assert any("OOMKilled" in e.message for e in first.events)
+    again = [*oom[:-1], pod(train, desired_slots(train)[-1].key, phase="Failed", exit_code=137,
+                            restarts_before=1, uid="second")]  # fmt: skip
+    again[-1]["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = "OOMKilled"
+    final, _ = step(stored, again, now=later(30))
+    failed = cond(final["status"], "Failed")
+    assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
+    assert "exited with code 137" in failed["message"] and "OOMKilled" in failed["message"]
