@@ -1,0 +1,172 @@
+"""The failures a job's own pods meet on a real node: an image that cannot be pulled, a Secret
+that is missing until someone creates it, and the kernel's OOM killer.
+
+Each job runs as installed by the session (the operator's images on kubelet and containerd) in
+a namespace of its own, while :class:`~tests.helpers.pod_creations.PodCreations` records every
+pod made, so each test also shows that no pod was made twice for one attempt. The figures are
+printed for docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from localkube.base.api import Api
+from tests.e2e.admission_traffic import single_worker_job
+from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
+from tests.helpers.pod_creations import PodCreations
+from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.timeout(900)
+
+TIMEOUT_ANNOTATION = "mxjob-operator.kubeflow.org/pod-start-timeout-seconds"
+UNPULLABLE = "127.0.0.1:1/mxjob-tests/missing:1"
+"""An image on a registry address that refuses connections at once (loopback, nothing there)."""
+
+
+def mxjob(api: Api, namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = api.request(
+        "GET", f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/{name}"
+    )
+    return found
+
+
+def condition(job: dict[str, Any], ctype: str) -> dict[str, Any]:
+    conditions = job.get("status", {}).get("conditions", [])
+    return next((c for c in conditions if c["type"] == ctype), {})
+
+
+def warnings(api: Api, namespace: str, name: str) -> list[str]:
+    events = api.request(
+        "GET", f"/api/v1/namespaces/{namespace}/events",
+        query=[("fieldSelector", f"involvedObject.name={name}")],
+    )["items"]  # fmt: skip
+    return [f"{e['reason']}: {e['message']}" for e in events if e["type"] == "Warning"]
+
+
+def create(installed: InstalledCluster, namespace: str, job: dict[str, Any]) -> float:
+    installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
+    return time.monotonic()
+
+
+def finished(api: Api, namespace: str, name: str, *, timeout: float) -> dict[str, Any]:
+    return wait_for(
+        f"MXJob {name} to finish",
+        lambda: mxjob(api, namespace, name),
+        lambda job: job.get("status", {}).get("state") in ("Succeeded", "Failed"),
+        timeout=timeout,
+    )
+
+
+def test_an_image_that_cannot_be_pulled_is_named_at_once_and_ends_the_job_at_its_timeout(
+    real_cluster: InstalledCluster,
+) -> None:
+    api, namespace = real_cluster.api, namespace_for(real_cluster, "fail-pull")
+    creations = PodCreations(api, namespace)
+    try:
+        job = single_worker_job("pull", UNPULLABLE, ["true"])
+        job["metadata"]["annotations"] = {TIMEOUT_ANNOTATION: "40"}
+        job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0][
+            "imagePullPolicy"] = "Always"  # fmt: skip
+        created = create(real_cluster, namespace, job)
+        said = wait_for(
+            "the Running condition to name the pull error",
+            lambda: condition(mxjob(api, namespace, "pull"), "Running"),
+            lambda c: c.get("reason") in ("ErrImagePull", "ImagePullBackOff"), timeout=60,
+        )  # fmt: skip
+        seconds_to_say = time.monotonic() - created
+        assert said["status"] == "False"
+        assert "pod pull-worker-0 cannot start its container mxnet" in said["message"], said
+        assert UNPULLABLE in said["message"], said
+        events = warnings(api, namespace, "pull")
+        assert any("pull-worker-0" in e and UNPULLABLE in e for e in events), events
+        final = finished(api, namespace, "pull", timeout=120)
+        seconds_to_fail = time.monotonic() - created
+    finally:
+        creations.stop()
+    failed = condition(final, "Failed")
+    assert final["status"]["state"] == "Failed" and failed["reason"] == "PodStartTimeout", final
+    assert "the pod start timeout is 40 s" in failed["message"]
+    assert final["status"].get("restartCount", 0) == 0
+    assert 40 <= seconds_to_fail < 90, seconds_to_fail
+    assert [name for name, _ in creations.seen] == ["pull-worker-0"]
+    remove_namespace(real_cluster, namespace)
+    print(f"\nunpullable image: named in {seconds_to_say:.1f} s ({said['reason']}), job Failed "
+          f"PodStartTimeout {seconds_to_fail:.1f} s after creation (timeout 40 s), 1 pod made, "
+          f"0 restarts")  # fmt: skip
+
+
+def test_a_secret_created_late_lets_the_waiting_job_go_on_to_succeed(
+    real_cluster: InstalledCluster,
+) -> None:
+    api, namespace = real_cluster.api, namespace_for(real_cluster, "fail-secret")
+    creations = PodCreations(api, namespace)
+    try:
+        image = real_cluster.cluster.images.examples.ref
+        check = "import os, sys; sys.exit(os.environ['TOKEN'] != 'ok')"
+        job = single_worker_job("late", image, ["python", "-c", check])
+        container = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+        container["env"] = [{"name": "TOKEN", "valueFrom": {
+            "secretKeyRef": {"name": "late-token", "key": "token"}}}]  # fmt: skip
+        created = create(real_cluster, namespace, job)
+        said = wait_for(
+            "the Running condition to name the missing Secret",
+            lambda: condition(mxjob(api, namespace, "late"), "Running"),
+            lambda c: c.get("reason") == "CreateContainerConfigError", timeout=60,
+        )  # fmt: skip
+        seconds_to_say = time.monotonic() - created
+        assert 'secret "late-token" not found' in said["message"], said
+        real_cluster.plane.kubectl(
+            "create", "secret", "generic", "late-token", "-n", namespace, "--from-literal=token=ok"
+        )
+        final = finished(api, namespace, "late", timeout=120)
+        seconds_to_succeed = time.monotonic() - created
+    finally:
+        creations.stop()
+    assert final["status"]["state"] == "Succeeded", final["status"]
+    assert final["status"].get("restartCount", 0) == 0
+    assert [name for name, _ in creations.seen] == ["late-worker-0"]
+    remove_namespace(real_cluster, namespace)
+    print(f"missing Secret: named in {seconds_to_say:.1f} s (CreateContainerConfigError); "
+          f"created then, the job Succeeded {seconds_to_succeed:.1f} s after creation, 1 pod "
+          f"made, 0 restarts")  # fmt: skip
+
+
+def test_a_worker_killed_by_the_oom_killer_is_restarted_then_fails_the_job_naming_it(
+    real_cluster: InstalledCluster,
+) -> None:
+    api, namespace = real_cluster.api, namespace_for(real_cluster, "fail-oom")
+    creations = PodCreations(api, namespace)
+    try:
+        image = real_cluster.cluster.images.examples.ref
+        # 256 MiB written (not only reserved) past a 64 MiB limit: the kernel kills it.
+        job = single_worker_job("oom", image, ["python", "-c", "b = b'x' * (256 << 20)"])
+        worker = job["spec"]["mxReplicaSpecs"]["Worker"]
+        worker["restartPolicy"] = "ExitCode"
+        worker["template"]["spec"]["containers"][0]["resources"] = {
+            "requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}}  # fmt: skip
+        job["spec"]["runPolicy"] = {"backoffLimit": 1}
+        created = create(real_cluster, namespace, job)
+        final = finished(api, namespace, "oom", timeout=180)
+        seconds = time.monotonic() - created
+    finally:
+        creations.stop()
+    failed = condition(final, "Failed")
+    assert final["status"]["state"] == "Failed", final["status"]
+    assert failed["reason"] == "BackoffLimitExceeded", failed
+    assert "exited with code 137" in failed["message"] and "OOMKilled" in failed["message"]
+    assert final["status"]["restartCount"] == 1
+    events = warnings(api, namespace, "oom")
+    assert any("OOMKilled" in e and "retryable, recreating it" in e for e in events), events
+    made = sorted(name for name, _ in creations.seen)
+    assert made == ["oom-worker-0", "oom-worker-0"], made  # one pod per attempt, 2 attempts
+    assert len({uid for _, uid in creations.seen}) == 2
+    remove_namespace(real_cluster, namespace)
+    print(
+        f"OOM kill (64 MiB limit): restarted once, then Failed BackoffLimitExceeded naming "
+        f"OOMKilled {seconds:.1f} s after creation, 2 pods made (one per attempt)"
+    )
