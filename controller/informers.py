@@ -109,8 +109,9 @@ SLIM_POD_SPEC: Final = ("nodeName", "restartPolicy", "terminationGracePeriodSeco
 """What a cached pod keeps of its spec: the grace period is how long a pod of a finished job
 may take to end by itself (controller/status.py) before cleanPodPolicy deletes it."""
 SLIM_POD_STATUS: Final = ("phase", "reason", "containerStatuses", "initContainerStatuses")
-"""What a cached pod keeps of its status (controller/observed.py reads no more): not its
-conditions, IPs, QoS class or start time."""
+"""What a cached pod keeps of its status (controller/observed.py reads no more): not its IPs,
+QoS class or start time, and of its conditions only ``DisruptionTarget`` (who ended it)."""
+KEPT_POD_CONDITIONS: Final = ("DisruptionTarget",)
 SLIM_CONTAINER_STATUS: Final = ("name", "state", "lastState", "restartCount")
 """What a cached pod keeps of each container's status: which container, how it ended (exit
 code and reason, now and before its last restart) and how often the kubelet restarted it."""
@@ -129,6 +130,12 @@ def slim_pod(pod: Obj) -> Obj:
     status = pod.get("status")
     if isinstance(status, dict):
         slim_status = {k: status[k] for k in SLIM_POD_STATUS if k in status}
+        conditions = status.get("conditions")
+        if isinstance(conditions, list):
+            kept = [c for c in conditions if isinstance(c, dict)
+                    and c.get("type") in KEPT_POD_CONDITIONS]  # fmt: skip
+            if kept:
+                slim_status["conditions"] = kept
         for key in ("containerStatuses", "initContainerStatuses"):
             containers = slim_status.get(key)
             if isinstance(containers, list):

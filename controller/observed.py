@@ -92,6 +92,9 @@ class PodView:
     """A container (init containers first) waits for a reason in :data:`CANNOT_START_REASONS`."""
     created_at: str | None = None
     """``metadata.creationTimestamp``: how long a pod that cannot start has been trying."""
+    disruption: str | None = None
+    """The reason of a true ``DisruptionTarget`` condition: who ended the pod
+    (``PreemptionByScheduler``, ``EvictionByEvictionAPI``, ``DeletionByTaintManager``...)."""
 
     @property
     def succeeded(self) -> bool:
@@ -198,7 +201,17 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         deletion_timestamp=_text(meta.get("deletionTimestamp")),
         start_problem=start_problem(status),
         created_at=_text(meta.get("creationTimestamp")),
+        disruption=_disruption(status),
     )
+
+
+def _disruption(status: Mapping[str, Any]) -> str | None:
+    conditions = status.get("conditions")
+    for condition in conditions if isinstance(conditions, list) else ():
+        found = as_mapping(condition)
+        if found.get("type") == "DisruptionTarget" and found.get("status") == "True":
+            return _text(found.get("reason"))
+    return None
 
 
 def start_problem(status: Mapping[str, Any]) -> StartProblem | None:

@@ -182,10 +182,11 @@ def _describe(view: PodView) -> str:
 
 def _exit_text(view: PodView) -> str:
     if view.exit_code is None:
-        why = view.reason or "no exit code"
+        why = view.disruption or view.reason or "no exit code"
         return f"failed without an exit code ({why}, e.g. evicted or preempted)"
     # The kubelet's reason says what the code alone cannot: OOMKilled is a 137 the kernel sent.
     noted = f", {view.reason}" if view.reason and view.reason not in ("Error", "Completed") else ""
+    noted += f", {view.disruption}" if view.disruption else ""
     return f"exited with code {view.exit_code} ({describe_exit(view.exit_code)}{noted})"
 
 

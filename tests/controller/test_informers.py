@@ -221,6 +221,22 @@ def test_slim_pods_keep_only_what_status_needs() -> None:
     assert "managedFields" not in slim["metadata"]
 
 
+def test_slim_pods_keep_the_disruption_target_condition_and_init_container_states() -> None:
+    disrupted = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+    waiting = {"name": "init", "state": {"waiting": {"reason": "ErrImagePull"}}, "image": "x"}
+    pod = obj(
+        "a",
+        "1",
+        status={"phase": "Pending", "conditions": [{"type": "Ready"}, disrupted],
+                "initContainerStatuses": [waiting]},
+    )  # fmt: skip
+    slim = slim_pod(pod)
+    assert slim["status"]["conditions"] == [disrupted]
+    assert slim["status"]["initContainerStatuses"] == [
+        {"name": "init", "state": {"waiting": {"reason": "ErrImagePull"}}}
+    ]
+
+
 def _kubelet_pod(state: Obj, *, phase: str, restarts: int = 0) -> Obj:
     """A pod as a kubelet reports it: every status field the API server fills in."""
     return {

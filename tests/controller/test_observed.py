@@ -61,3 +61,13 @@ def test_a_container_the_kubelet_cannot_start_is_named_with_its_reason_and_messa
 
 def test_a_container_still_being_created_is_not_a_start_problem() -> None:
     assert observe(pod(job(), "worker-0", phase="Pending")).start_problem is None
+
+
+def test_who_ended_a_pod_is_read_from_its_disruption_target_condition() -> None:
+    built = pod(job(), "worker-0", phase="Failed", exit_code=143)
+    built["status"]["conditions"] = [
+        {"type": "Ready", "status": "False"},
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"},
+    ]
+    assert observe(built).disruption == "PreemptionByScheduler"
+    assert observe(pod(job(), "worker-0")).disruption is None
