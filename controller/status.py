@@ -67,6 +67,11 @@ FAILED_VALIDATION_REASON: Final = "MXJobFailedValidation"
 """Failed reason of a job stored without passing the validating webhook and found invalid."""
 
 EXITED_WITH_CODE: Final = "ExitedWithCode"
+RUNTIME_LOST_REASONS: Final = frozenset({"Unknown", "ContainerStatusUnknown"})
+"""A container's terminated reason when the runtime, not the program, decided its end: containerd
+reports ``Unknown`` (exit code 255) for a task whose exit it missed while it was down, and the
+kubelet ``ContainerStatusUnknown`` (137) for a container it can no longer find. Under
+``ExitCode`` such an end is retried, whatever the code."""
 POD_START_TIMEOUT: Final = "PodStartTimeout"
 """The Failed reason of a job whose pod could not start for its pod start timeout."""
 DEFAULT_POD_START_TIMEOUT: Final = 600.0
@@ -207,6 +212,8 @@ def _failure_kind(job: Mapping[str, Any], view: PodView) -> Literal["none", "per
     if policy is RestartPolicy.NEVER:
         return "permanent"
     if policy is RestartPolicy.EXIT_CODE:
+        if view.reason in RUNTIME_LOST_REASONS:
+            return "retry"  # the runtime lost the process's end: not the program's verdict
         return "retry" if classify_exit(view.exit_code) is ExitClass.RETRYABLE else "permanent"
     # OnFailure/Always: the kubelet restarts failed containers in place, so a Failed pod was
     # evicted (or hit a pod-level limit); only a new pod can run the replica again.

@@ -681,3 +681,16 @@ def test_an_oom_kill_is_retried_under_exit_code_and_named_in_the_final_backoff_f
     failed = cond(final["status"], "Failed")
     assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
     assert "exited with code 137" in failed["message"] and "OOMKilled" in failed["message"]
+
+
+def test_an_end_the_runtime_lost_is_retried_under_exit_code_whatever_the_code() -> None:
+    train = job(restart_policy="ExitCode")
+    lost = pods_all(train)
+    lost[-1] = pod(train, desired_slots(train)[-1].key, phase="Failed", exit_code=255)
+    lost[-1]["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = "Unknown"
+    stored, outcome = step(train, lost)
+    assert [v.name for v in outcome.recreate] == [lost[-1]["metadata"]["name"]]
+    assert stored["status"]["state"] == "Restarting"
+    restarting = cond(stored["status"], "Restarting")
+    assert restarting is not None and "exited with code 255" in restarting["message"]
+    assert "Unknown" in restarting["message"]
