@@ -229,15 +229,14 @@ class RealNode:
             self.net, conf_dir=self.containerd_paths.cni_conf_dir, ipam_dir=self.paths.ipam
         )
         self._spawn(state, "containerd", [str(node_bin / "containerd"), f"--config={config}"])
+        self._wait("containerd", self._containerd_answers, state)
 
-        def answers() -> bool:
-            try:
-                containerd.ctr(node_bin, self.containerd_paths.socket, "version", timeout=5)
-            except (containerd.ContainerdError, subprocess.TimeoutExpired):
-                return False
-            return True
-
-        self._wait("containerd", answers, state)
+    def _containerd_answers(self) -> bool:
+        try:
+            containerd.ctr(node_bin_dir(), self.containerd_paths.socket, "version", timeout=5)
+        except (containerd.ContainerdError, subprocess.TimeoutExpired):
+            return False
+        return True
 
     def _start_kubelet(self, state: RealNodeState, plane: ControlPlane, kube_bin: Path) -> None:
         for directory in teardown.cgroup_dirs(self.settings.cgroup_root):
@@ -316,6 +315,27 @@ class RealNode:
     def ctr(self, *args: str) -> str:
         """``ctr`` against this node's containerd (CRI namespace)."""
         return containerd.ctr(node_bin_dir(), self.containerd_paths.socket, *args)
+
+    # -- disturb (the failure tests) -----------------------------------------------------------
+    def restart(self, name: str, *, down_for: float = 0.0) -> float:
+        """``containerd`` or ``kubelet`` stopped as an upgrade stops it (SIGTERM; containers run
+        on under their shims), down ``down_for`` seconds, then started again with the same
+        command line; the seconds from the start until it answers again."""
+        state = self.state()
+        argv = list(self._running(name, state.pids.get(name, 0)).program.argv)
+        if name not in ("containerd", "kubelet") or not argv:
+            raise RealNodeError(f"{name} was not started by this process: cannot restart it")
+        self._stop(state, name)
+        time.sleep(down_for)
+        started = time.monotonic()
+        self._spawn(state, name, argv)
+        if name == "containerd":
+            self._wait("containerd", self._containerd_answers, state)
+        else:
+            config = json.loads((self.paths.root / "kubelet-config.json").read_text())
+            url = f"http://{self.net.node_ip}:{config['healthzPort']}/healthz"
+            self._wait("the kubelet's healthz", lambda: programs.answers_200(url), state)
+        return time.monotonic() - started
 
     # -- stop ----------------------------------------------------------------------------------
     def down(self) -> None:
