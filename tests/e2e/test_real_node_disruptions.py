@@ -1,0 +1,173 @@
+"""A worker disrupted by the cluster on the real node: ``kubectl drain`` and the scheduler's
+preemption.
+
+In both cases the worker's pod is deleted from outside with a grace period: its process gets
+SIGTERM (exit 143, retryable under ``restartPolicy: ExitCode``) and the pod says who ended it in
+its ``DisruptionTarget`` condition. The operator recreates the replica (a restart, counted
+against ``backoffLimit``), names the disruption in the job's ``Restarting`` condition, and the
+job Succeeds once the node takes the new pod (after ``uncordon``, or once the preemptor ended).
+:class:`~tests.helpers.pod_creations.PodCreations` counts the pods: one per attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from controller.quantity import parse
+from tests.e2e.admission_traffic import single_worker_job
+from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
+from tests.helpers.pod_creations import PodCreations
+from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.timeout(900)
+
+LOW, HIGH = "mxjob-tests-low", "mxjob-tests-high"
+
+
+def status_of(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
+    job = installed.api.request(
+        "GET", f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/{name}"
+    )
+    return dict(job.get("status", {}))
+
+
+def condition(status: dict[str, Any], ctype: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions", []) if c["type"] == ctype), {})
+
+
+def sleeping_job(installed: InstalledCluster, name: str, seconds: int) -> dict[str, Any]:
+    """A worker that works ``seconds`` and, like a training program, stops on SIGTERM (a PID 1
+    without a handler would ignore it and be killed at the end of the grace period)."""
+    image = installed.cluster.images.examples.ref
+    work = ("import signal, sys, time; "
+            "signal.signal(signal.SIGTERM, lambda *_: sys.exit(143)); "
+            f"time.sleep({seconds})")  # fmt: skip
+    job = single_worker_job(name, image, ["python", "-c", work])
+    job["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode"
+    return job
+
+
+def run_until_restarted(
+    installed: InstalledCluster, namespace: str, job: dict[str, Any], disrupt: Any
+) -> dict[str, Any]:
+    """Create ``job``, disrupt its running worker, and return the job's status once restarted."""
+    name = job["metadata"]["name"]
+    installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
+    wait_for("the worker running", lambda: status_of(installed, namespace, name).get("state"),
+             lambda state: state == "Running", timeout=120)  # fmt: skip
+    disrupt()
+    return wait_for(
+        "the job restarting", lambda: status_of(installed, namespace, name),
+        lambda status: status.get("restartCount", 0) >= 1, timeout=120,
+    )  # fmt: skip
+
+
+def finish(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
+    return wait_for(
+        f"MXJob {name} to finish", lambda: status_of(installed, namespace, name),
+        lambda status: status.get("state") in ("Succeeded", "Failed"), timeout=180,
+    )  # fmt: skip
+
+
+def test_a_drained_worker_is_recreated_and_the_job_succeeds_after_uncordon(
+    real_cluster: InstalledCluster,
+) -> None:
+    node, kubectl = real_cluster.node.settings.node_name, real_cluster.plane.kubectl
+    namespace = namespace_for(real_cluster, "disrupt-drain")
+    creations = PodCreations(real_cluster.api, namespace)
+    started = time.monotonic()
+    try:
+        restarted = run_until_restarted(
+            real_cluster, namespace, sleeping_job(real_cluster, "drained", 20),
+            lambda: kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+                            "--pod-selector=training.kubeflow.org/job-name=drained",
+                            "--timeout=90s", timeout=100),
+        )  # fmt: skip
+        pending = wait_for(
+            "the new pod unschedulable on the cordoned node",
+            lambda: real_cluster.api.request(
+                "GET", f"/api/v1/namespaces/{namespace}/pods/drained-worker-0")["status"],
+            lambda status: status.get("phase") == "Pending", timeout=60,
+        )  # fmt: skip
+        kubectl("uncordon", node)
+        final = finish(real_cluster, namespace, "drained")
+    finally:
+        kubectl("uncordon", node, check=False)
+        creations.stop()
+    message = condition(restarted, "Restarting").get("message", "")
+    assert "EvictionByEvictionAPI" in message and "exited with code 143" in message, restarted
+    assert pending.get("phase") == "Pending"
+    assert final["state"] == "Succeeded" and final["restartCount"] == 1, final
+    assert sorted(n for n, _ in creations.seen) == ["drained-worker-0"] * 2
+    remove_namespace(real_cluster, namespace)
+    print(f"\ndrain: worker evicted, recreated (restart 1 of 6: {message!r}), held Pending while "
+          f"cordoned, Succeeded after uncordon, {time.monotonic() - started:.1f} s in all, "
+          f"2 pods made")  # fmt: skip
+
+
+@pytest.fixture
+def priority_classes(real_cluster: InstalledCluster) -> Iterator[None]:
+    for name, value in ((LOW, 100), (HIGH, 1_000_000)):
+        real_cluster.plane.kubectl("apply", "-f", "-", input_text=json.dumps({
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value}))  # fmt: skip
+    yield
+    real_cluster.plane.kubectl("delete", "priorityclass", LOW, HIGH, "--ignore-not-found")
+
+
+def free_millicores(installed: InstalledCluster) -> int:
+    """The node's allocatable CPU less what its pods that have not ended request."""
+    node_name = installed.node.settings.node_name
+    node = installed.api.request("GET", f"/api/v1/nodes/{node_name}")
+    pods = installed.api.request(
+        "GET", "/api/v1/pods", query=[("fieldSelector", f"spec.nodeName={node_name}")]
+    )["items"]
+    requested = sum(
+        parse(c.get("resources", {}).get("requests", {}).get("cpu", "0")).value
+        for p in pods if p["status"].get("phase") not in ("Succeeded", "Failed")
+        for c in p["spec"]["containers"]
+    )  # fmt: skip
+    return int((parse(node["status"]["allocatable"]["cpu"]).value - requested) * 1000)
+
+
+@pytest.mark.usefixtures("priority_classes")
+def test_a_preempted_worker_is_recreated_and_the_job_succeeds_after_the_preemptor(
+    real_cluster: InstalledCluster,
+) -> None:
+    namespace = namespace_for(real_cluster, "disrupt-preempt")
+    creations = PodCreations(real_cluster.api, namespace)
+    share = f"{free_millicores(real_cluster) * 6 // 10}m"  # two such pods do not fit together
+    job = sleeping_job(real_cluster, "preempted", 20)
+    template = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]
+    template["priorityClassName"] = LOW
+    template["containers"][0]["resources"]["requests"]["cpu"] = share
+    preemptor = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "preemptor"},
+        "spec": {"priorityClassName": HIGH, "restartPolicy": "Never", "containers": [{
+            "name": "busy", "image": real_cluster.cluster.images.examples.ref,
+            "command": ["python", "-c", "import time; time.sleep(10)"],
+            "resources": {"requests": {"cpu": share, "memory": "32Mi"}}}]},
+    }  # fmt: skip
+    started = time.monotonic()
+    try:
+        restarted = run_until_restarted(
+            real_cluster, namespace, job,
+            lambda: real_cluster.plane.kubectl("create", "-n", namespace, "-f", "-",
+                                               input_text=json.dumps(preemptor)),
+        )  # fmt: skip
+        final = finish(real_cluster, namespace, "preempted")
+    finally:
+        creations.stop()
+    message = condition(restarted, "Restarting").get("message", "")
+    assert "PreemptionByScheduler" in message and "exited with code 143" in message, restarted
+    assert final["state"] == "Succeeded" and final["restartCount"] == 1, final
+    assert sorted(n for n, _ in creations.seen) == ["preempted-worker-0"] * 2 + ["preemptor"]
+    remove_namespace(real_cluster, namespace)
+    print(f"preemption: worker ({share} CPU, priority 100) preempted by a pod of priority "
+          f"1000000, recreated (restart 1: {message!r}), Succeeded after the preemptor, "
+          f"{time.monotonic() - started:.1f} s in all")  # fmt: skip
