@@ -171,3 +171,60 @@ def test_a_preempted_worker_is_recreated_and_the_job_succeeds_after_the_preempto
     print(f"preemption: worker ({share} CPU, priority 100) preempted by a pod of priority "
           f"1000000, recreated (restart 1: {message!r}), Succeeded after the preemptor, "
           f"{time.monotonic() - started:.1f} s in all")  # fmt: skip
+
+
+def pod_of(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = installed.api.request(
+        "GET", f"/api/v1/namespaces/{namespace}/pods/{name}"
+    )
+    return found
+
+
+def node_ready(installed: InstalledCluster) -> str:
+    node = installed.api.request("GET", f"/api/v1/nodes/{installed.node.settings.node_name}")
+    return str(next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"))
+
+
+def test_a_lost_node_evicts_the_worker_by_taint_and_the_job_reruns_it_once_back(
+    real_cluster: InstalledCluster,
+) -> None:
+    """The kubelet stopped past the node grace period: the node goes NotReady, taint-eviction
+    deletes the worker (it tolerates ``unreachable`` for 5 s only), which stays Terminating
+    while no kubelet confirms its end. The kubelet back, the container gets SIGTERM, its end is
+    counted, and the replica is made again."""
+    namespace = namespace_for(real_cluster, "disrupt-lost")
+    creations = PodCreations(real_cluster.api, namespace)
+    job = sleeping_job(real_cluster, "lost", 20)
+    job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["tolerations"] = [
+        {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 5} for taint in ("unreachable", "not-ready")
+    ]  # fmt: skip
+    seen: dict[str, float] = {}
+    started = time.monotonic()
+
+    def evicted_while_not_ready() -> bool:
+        if "not_ready" not in seen and node_ready(real_cluster) != "True":
+            seen["not_ready"] = time.monotonic() - started
+        deleted = bool(pod_of(real_cluster, namespace, "lost-worker-0")["metadata"].get(
+            "deletionTimestamp"))  # fmt: skip
+        if deleted and "evicted" not in seen:
+            seen["evicted"] = time.monotonic() - started
+        return deleted
+
+    try:
+        restarted = run_until_restarted(
+            real_cluster, namespace, job,
+            lambda: real_cluster.node.restart("kubelet", down_until=evicted_while_not_ready),
+        )  # fmt: skip
+        final = finish(real_cluster, namespace, "lost")
+    finally:
+        creations.stop()
+    message = condition(restarted, "Restarting").get("message", "")
+    assert "not_ready" in seen and "evicted" in seen, seen
+    assert "exited with code 143" in message, restarted
+    assert final["state"] == "Succeeded" and final["restartCount"] == 1, final
+    assert sorted(n for n, _ in creations.seen) == ["lost-worker-0"] * 2
+    remove_namespace(real_cluster, namespace)
+    print(f"node lost: NotReady {seen['not_ready']:.1f} s and the worker deleted by taint "
+          f"{seen['evicted']:.1f} s after the create; kubelet back, {message!r}; Succeeded, "
+          f"{time.monotonic() - started:.1f} s in all, 2 pods made")  # fmt: skip

@@ -168,6 +168,7 @@ def controller_manager_argv(
         "--use-service-account-credentials=false",
         "--v=1",
         *([f"--feature-gates={WORKLOAD_FEATURE_GATES}"] if settings.workload_scheduling else []),
+        *settings.extra_controller_manager_args,
     ]
 
 

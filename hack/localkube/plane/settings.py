@@ -61,6 +61,8 @@ class ControlPlaneSettings:
     """Seconds to wait for ``/readyz``: a cold start on 2 busy cores takes ~5-10 s."""
     extra_apiserver_args: tuple[str, ...] = ()
     """Flags for tests that need a different API server configuration."""
+    extra_controller_manager_args: tuple[str, ...] = ()
+    """Flags for kube-controller-manager, e.g. a shorter node grace period for a real node."""
     extra_controllers: tuple[str, ...] = ()
     """kube-controller-manager controllers beyond ``CONTROLLERS``: e.g. ``INSTALL_CONTROLLERS``
     for a plane that runs the operator from its Deployments."""

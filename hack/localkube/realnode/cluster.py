@@ -30,6 +30,8 @@ from localkube.realnode.settings import RealNodeError, RealNodeSettings, RealNod
 
 SYSTEM_NAMESPACE = "mxjob-system"
 OVERLAY_NAME = "real-node"
+NODE_GRACE_SECONDS = 20
+"""How long the real node's kubelet may be silent before its node is NotReady."""
 DEFAULT_BASE = "in-cluster"
 """The overlay of ``manifests/overlays`` a user installs with no step of their own."""
 REAL_NODE_SUBDIR = "real-node"
@@ -59,8 +61,12 @@ def plane_settings(state_dir: Path, *, network: NodeNetwork) -> ControlPlaneSett
         state_dir=state_dir,
         node_address=network.node_ip,
         scheduler=True,
-        # nodelifecycle lifts the not-ready taint a registering kubelet's node starts with.
-        extra_controllers=(*INSTALL_CONTROLLERS, "nodelifecycle"),
+        # nodelifecycle lifts the not-ready taint a registering kubelet's node starts with, and
+        # taints a node whose kubelet is gone; taint-eviction then deletes the pods that do not
+        # tolerate it. The grace period before a silent node is NotReady is 20 s (50 s by
+        # default), so the node-loss test (tests/e2e/test_real_node_disruptions.py) is quicker.
+        extra_controllers=(*INSTALL_CONTROLLERS, "nodelifecycle", "taint-eviction-controller"),
+        extra_controller_manager_args=(f"--node-monitor-grace-period={NODE_GRACE_SECONDS}s",),
     )
 
 

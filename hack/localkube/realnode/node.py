@@ -317,16 +317,22 @@ class RealNode:
         return containerd.ctr(node_bin_dir(), self.containerd_paths.socket, *args)
 
     # -- disturb (the failure tests) -----------------------------------------------------------
-    def restart(self, name: str, *, down_for: float = 0.0) -> float:
+    def restart(
+        self, name: str, *, down_for: float = 0.0, down_until: Callable[[], bool] | None = None
+    ) -> float:
         """``containerd`` or ``kubelet`` stopped as an upgrade stops it (SIGTERM; containers run
-        on under their shims), down ``down_for`` seconds, then started again with the same
-        command line; the seconds from the start until it answers again."""
+        on under their shims), down ``down_for`` seconds and then until ``down_until()`` holds
+        (at most ``ready_timeout`` more), then started again with the same command line; the
+        seconds from the start until it answers again."""
         state = self.state()
         argv = list(self._running(name, state.pids.get(name, 0)).program.argv)
         if name not in ("containerd", "kubelet") or not argv:
             raise RealNodeError(f"{name} was not started by this process: cannot restart it")
         self._stop(state, name)
         time.sleep(down_for)
+        deadline = time.monotonic() + self.settings.ready_timeout
+        while down_until is not None and not down_until() and time.monotonic() < deadline:
+            time.sleep(0.5)
         started = time.monotonic()
         self._spawn(state, name, argv)
         if name == "containerd":
