@@ -46,12 +46,13 @@ $(SDK_STAMP): $(SDK_REQUIREMENTS)
 
 sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
 
-binaries: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd and CoreDNS once per machine
+binaries: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS and helm once per machine
 	@hack/build-binaries.sh >/dev/null
 	@hack/build-training-operator.sh >/dev/null
 	@hack/build-training-operator.sh client-rate-limits.patch >/dev/null
 	@hack/build-kwok.sh >/dev/null
 	@hack/build-node-binaries.sh >/dev/null
+	@hack/build-helm.sh >/dev/null
 
 node-packages: ## the Debian packages of the real node and the image builds (runc, CNI plugins, nftables, buildah, debootstrap); root
 	@hack/install-node-packages.sh
@@ -86,8 +87,9 @@ demo-gang: venv binaries ## two GPU jobs on 6 GPUs under kube-scheduler, without
 demo-gang-50: venv binaries ## 50 GPU jobs compete for 6 GPUs under native gang scheduling (not in make test; a 9-job version is)
 	@$(PY) -m localkube.scenarios.gang_competition --jobs 50 --state-dir $(LOCAL)/gang-competition
 
-crd: venv binaries ## regenerate manifests/crd/ from the pinned kube-apiserver's OpenAPI
+crd: venv binaries ## regenerate manifests/crd/ (and the Helm chart's copy) from the pinned kube-apiserver's OpenAPI
 	$(PY) hack/gen_crd.py
+	cp manifests/crd/mxjobs.kubeflow.org.yaml charts/mxjob-operator/files/
 
 lint: venv ## ruff (lint + format check), hadolint (Dockerfiles)
 	$(VENV)/bin/ruff check .

@@ -1,0 +1,496 @@
+"""charts/mxjob-operator renders the objects the kustomize install renders, for the same choices.
+
+No cluster: the pinned ``helm`` (``localkube.thirdparty.helm``) renders the chart with ``helm
+template`` and the built ``kubectl`` renders the overlays with ``kubectl kustomize``; both
+outputs are parsed and compared object by object, keyed by (kind, namespace, name):
+
+- default values and ``manifests/overlays/in-cluster``; ``certificates.mode=cert-manager`` and
+  ``overlays/cert-manager``; ``certificates.mode=existingSecret`` with the CA of the Secret
+  ``python -m certs webhook`` made and ``overlays/self-signed`` less that Secret (in this mode the
+  user creates it: the chart never holds a private key); ``v1Only``, ``kueueWorkloads`` and
+  ``kubeflowRoles`` and ``overlays/in-cluster`` with the component of the same name.
+
+Two differences are Helm's own and left out of the comparison, exactly these:
+
+- the kustomize install's Namespace: Helm creates the release namespace itself
+  (``--create-namespace``) and a chart that rendered it would fight Helm over it;
+- the CRD's annotation ``helm.sh/resource-policy: keep``, which makes ``helm uninstall`` leave
+  the CRD (and every MXJob) as ``kubectl delete -k`` of a kustomize overlay would not. The CRD is
+  a template, not a file of ``crds/``, because it differs between the choices above (its
+  caBundle, cert-manager's annotation, v1beta1 served or not) and Helm renders ``crds/`` as is.
+
+The chart adds no label of its own (helm.sh/chart, app.kubernetes.io/instance): Helm labels what
+it installs itself (app.kubernetes.io/managed-by, meta.helm.sh annotations), outside the render.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from certs.cli import main as certs_main
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.controlplane import find_binaries
+from localkube.thirdparty import helm
+from tests.e2e.helm_fixtures import NAMESPACE, RELEASE, Docs, helm_or_require, parse, values_file
+
+MANIFESTS = PROJECT_ROOT / "manifests"
+CHART = helm.CHART
+CRD = "mxjobs.kubeflow.org"
+KEEP = "helm.sh/resource-policy"
+Key = tuple[str, str | None, str]
+Values = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def helm_binary() -> Path:
+    return helm_or_require()
+
+
+@pytest.fixture(scope="module")
+def kubectl() -> Path:
+    return find_binaries() / "kubectl"
+
+
+@pytest.fixture(scope="module")
+def manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of ``manifests/`` with the self-signed Secret made as docs/install.md says, and an
+    overlay per component: ``resources: [../in-cluster]`` with it (kustomize takes components
+    and resources by relative path only, hence the copy)."""
+    copy_dir = tmp_path_factory.mktemp("manifests") / "manifests"
+    shutil.copytree(MANIFESTS, copy_dir, ignore=shutil.ignore_patterns("webhook-tls-secret.yaml"))
+    assert certs_main(["webhook", "--out", str(copy_dir / "overlays" / "self-signed")]) == 0
+    for component in ("v1-only", "kueue-workloads", "kubeflow"):
+        overlay = copy_dir / "overlays" / f"in-cluster-{component}"
+        overlay.mkdir()
+        (overlay / "kustomization.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                    "kind": "Kustomization",
+                    "resources": ["../in-cluster"],
+                    "components": [f"../../components/{component}"],
+                }
+            )
+        )
+    return copy_dir
+
+
+def kustomize(kubectl: Path, overlay: Path) -> Docs:
+    done = subprocess.run(
+        [str(kubectl), "kustomize", str(overlay)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return parse(done.stdout)
+
+
+def template(
+    helm_binary: Path, tmp_path: Path, values: Values | None = None, *, namespace: str = NAMESPACE
+) -> Docs:
+    args = ["template", RELEASE, str(CHART), "--namespace", namespace]
+    if values is not None:
+        args += ["--values", str(values_file(tmp_path, "values", values))]
+    return parse(helm.run(helm_binary, *args).stdout)
+
+
+def keyed(docs: Docs) -> dict[Key, dict[str, Any]]:
+    found: dict[Key, dict[str, Any]] = {}
+    for doc in docs:
+        key = (doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"])
+        assert key not in found, f"{key} rendered twice"
+        found[key] = doc
+    return found
+
+
+def without_helms_own(docs: Docs) -> dict[Key, dict[str, Any]]:
+    """The chart's objects less the one thing Helm needs that kustomize has no use for: the CRD's
+    keep annotation (asserted there, then removed)."""
+    objects = keyed(copy.deepcopy(docs))
+    metadata = objects[("CustomResourceDefinition", None, CRD)]["metadata"]
+    annotations = metadata["annotations"]
+    assert annotations.pop(KEEP) == "keep"
+    if not annotations:
+        del metadata["annotations"]
+    return objects
+
+
+def without_namespace(docs: Docs) -> dict[Key, dict[str, Any]]:
+    """The kustomize install's objects less its Namespace, which Helm makes."""
+    objects = keyed(docs)
+    assert objects.pop(("Namespace", None, NAMESPACE))
+    return objects
+
+
+def assert_same_objects(chart: dict[Key, Any], kustomized: dict[Key, Any]) -> None:
+    assert sorted(chart) == sorted(kustomized)
+    different = [key for key in chart if chart[key] != kustomized[key]]
+    assert not different, "\n".join(
+        f"{key}:\n--- helm\n{yaml.safe_dump(chart[key])}--- kustomize\n"
+        f"{yaml.safe_dump(kustomized[key])}"
+        for key in different[:2]
+    )
+
+
+def secret_ca(docs: Docs) -> str:
+    (secret,) = [d for d in docs if d["kind"] == "Secret"]
+    return str(secret["data"]["ca.crt"])
+
+
+def one(docs: Docs, kind: str, name: str) -> dict[str, Any]:
+    (found,) = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    return found
+
+
+def container(docs: Docs, deployment: str) -> dict[str, Any]:
+    (found,) = one(docs, "Deployment", deployment)["spec"]["template"]["spec"]["containers"]
+    return dict(found)
+
+
+# -- lint ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("strict", [False, True], ids=["lint", "lint-strict"])
+def test_helm_lint_passes(helm_binary: Path, strict: bool) -> None:
+    done = helm.run(helm_binary, "lint", str(CHART), *(["--strict"] if strict else []))
+    assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout, done.stdout
+    assert "[ERROR]" not in done.stdout and "[WARNING]" not in done.stdout, done.stdout
+
+
+def test_the_charts_crd_is_the_generated_one() -> None:
+    """``make crd`` writes both; a CRD changed in one place only fails here."""
+    chart_copy = CHART / "files" / f"{CRD}.yaml"
+    assert chart_copy.read_bytes() == (MANIFESTS / "crd" / f"{CRD}.yaml").read_bytes()
+
+
+def test_the_chart_and_the_schema_name_the_pinned_versions() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert (chart["apiVersion"], chart["version"], chart["appVersion"]) == ("v2", "0.1.0", "0.1.0")
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    kustomization = yaml.safe_load((MANIFESTS / "base" / "kustomization.yaml").read_text())
+    tags = {entry["name"]: entry["newTag"] for entry in kustomization["images"]}
+    for name in ("webhook", "controller"):
+        image = values["images"][name]
+        assert tags[image["repository"]] == image["tag"] == chart["appVersion"]
+
+
+# -- the same objects as kustomize --------------------------------------------------------------
+def test_default_values_render_the_in_cluster_overlay(
+    helm_binary: Path, kubectl: Path, tmp_path: Path
+) -> None:
+    chart = template(helm_binary, tmp_path)
+    kustomized = kustomize(kubectl, MANIFESTS / "overlays" / "in-cluster")
+    assert_same_objects(without_helms_own(chart), without_namespace(kustomized))
+    # A comparison of something: the whole install, the namespace being the only one left out.
+    assert len(chart) == len(kustomized) - 1 >= 20
+
+
+def test_cert_manager_mode_renders_the_cert_manager_overlay(
+    helm_binary: Path, kubectl: Path, tmp_path: Path
+) -> None:
+    chart = template(helm_binary, tmp_path, {"certificates": {"mode": "cert-manager"}})
+    kustomized = kustomize(kubectl, MANIFESTS / "overlays" / "cert-manager")
+    assert_same_objects(without_helms_own(chart), without_namespace(kustomized))
+    assert {d["kind"] for d in chart} >= {"Issuer", "Certificate"}
+
+
+def test_existing_secret_mode_renders_the_self_signed_overlay_less_its_secret(
+    helm_binary: Path, kubectl: Path, manifests: Path, tmp_path: Path
+) -> None:
+    kustomized = kustomize(kubectl, manifests / "overlays" / "self-signed")
+    ca = secret_ca(kustomized)
+    values = {"certificates": {"mode": "existingSecret", "existingSecret": {"caBundle": ca}}}
+    chart = template(helm_binary, tmp_path, values)
+    expected = without_namespace(kustomized)
+    assert expected.pop(("Secret", NAMESPACE, "mxjob-webhook-tls"))
+    assert_same_objects(without_helms_own(chart), expected)
+    assert not [d for d in chart if d["kind"] == "Secret"]
+    crd = one(chart, "CustomResourceDefinition", CRD)
+    assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] == ca
+
+
+@pytest.mark.parametrize(
+    "option",
+    [("v1Only", "v1-only"), ("kueueWorkloads", "kueue-workloads"), ("kubeflowRoles", "kubeflow")],
+    ids=lambda option: str(option[0]),
+)
+def test_each_install_option_renders_the_in_cluster_overlay_with_its_component(
+    helm_binary: Path, kubectl: Path, manifests: Path, tmp_path: Path, option: tuple[str, str]
+) -> None:
+    value, component = option
+    chart = template(helm_binary, tmp_path, {value: True})
+    kustomized = kustomize(kubectl, manifests / "overlays" / f"in-cluster-{component}")
+    assert_same_objects(without_helms_own(chart), without_namespace(kustomized))
+    # ... and the option changes something: the render differs from the default one.
+    assert without_helms_own(chart) != without_helms_own(template(helm_binary, tmp_path))
+
+
+def test_the_crd_is_kept_at_uninstall_in_every_mode(helm_binary: Path, tmp_path: Path) -> None:
+    for mode in ("in-cluster", "cert-manager"):
+        crd = one(
+            template(helm_binary, tmp_path, {"certificates": {"mode": mode}}),
+            "CustomResourceDefinition",
+            CRD,
+        )
+        assert crd["metadata"]["annotations"][KEEP] == "keep"
+
+
+def test_every_object_goes_into_the_release_namespace(helm_binary: Path, tmp_path: Path) -> None:
+    """Namespaced objects, the ServiceAccount subjects, the Services the webhook configurations
+    and the CRD conversion call, the certificate's names and cert-manager's inject-ca-from: no
+    ``mxjob-system`` is left anywhere in the render."""
+    values = {"certificates": {"mode": "cert-manager"}, "metrics": {"serviceMonitor": {
+        "enabled": True}}, "kueueWorkloads": True}  # fmt: skip
+    args = ["template", RELEASE, str(CHART), "-n", "ml-ops",
+            "--values", str(values_file(tmp_path, "values", values))]  # fmt: skip
+    text = helm.run(helm_binary, *args).stdout
+    assert "mxjob-system" not in text
+    docs = parse(text)
+    assert {d["metadata"].get("namespace") for d in docs} == {None, "ml-ops"}
+    certificate = one(docs, "Certificate", "mxjob-webhook")
+    assert certificate["spec"]["dnsNames"][0] == "mxjob-webhook.ml-ops.svc"
+    webhook = one(docs, "ValidatingWebhookConfiguration", "mxjob-operator-validating")
+    assert webhook["webhooks"][0]["clientConfig"]["service"]["namespace"] == "ml-ops"
+    # Kueue's own manager keeps its namespace, as the kustomize component has it.
+    binding = one(docs, "ClusterRoleBinding", "mxjob-kueue-manager")
+    assert binding["subjects"][0]["namespace"] == "kueue-system"
+
+
+# -- values land where they say -----------------------------------------------------------------
+PLACEMENT: Values = {
+    "nodeSelector": {"node-role.example.com/infra": "true"},
+    "tolerations": [
+        {"key": "infra", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    ],
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [
+                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}
+                ]
+            }
+        }
+    },
+    "priorityClassName": "system-cluster-critical",
+}  # fmt: skip
+
+
+def test_images_replicas_resources_placement_args_and_pdbs_land_in_their_objects(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    values = {
+        "images": {
+            "webhook": {"repository": "registry.example.com/mx/webhook", "tag": "1.2.3",
+                        "pullPolicy": "IfNotPresent"},
+            "controller": {"repository": "registry.example.com/mx/controller", "tag": "1.2.4"},
+        },
+        "webhook": {
+            "replicas": 3,
+            "resources": {"requests": {"cpu": "200m"}, "limits": {"cpu": "1"}},
+            **PLACEMENT,
+            "extraArgs": ["--max-connection-age=60"],
+            "pdb": {"minAvailable": "50%"},
+        },
+        "controller": {"replicas": 1, "extraArgs": ["--gang-scheduler=volcano"],
+                       "pdb": {"enabled": False}},
+    }  # fmt: skip
+    docs = template(helm_binary, tmp_path, values)
+    webhook, controller = container(docs, "mxjob-webhook"), container(docs, "mxjob-controller")
+    assert webhook["image"] == "registry.example.com/mx/webhook:1.2.3"
+    assert webhook["imagePullPolicy"] == "IfNotPresent"
+    assert controller["image"] == "registry.example.com/mx/controller:1.2.4"
+    assert "imagePullPolicy" not in controller
+    # Resources given are merged into the defaults.
+    assert webhook["resources"] == {
+        "requests": {"cpu": "200m", "memory": "64Mi"}, "limits": {"cpu": "1", "memory": "256Mi"}
+    }  # fmt: skip
+    assert webhook["args"][-1] == "--max-connection-age=60"
+    assert webhook["args"][:-1] == ["--bind=0.0.0.0:9443", "--cert-dir=/etc/mxjob-webhook/tls",
+                                    "--graceful-timeout=20", "--log-format=json"]  # fmt: skip
+    assert controller["args"][-2:] == ["--manage-webhook-certificates", "--gang-scheduler=volcano"]
+    pod = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]["spec"]
+    assert {key: pod[key] for key in PLACEMENT} == PLACEMENT
+    assert one(docs, "Deployment", "mxjob-webhook")["spec"]["replicas"] == 3
+    assert one(docs, "Deployment", "mxjob-controller")["spec"]["replicas"] == 1
+    controller_pod = one(docs, "Deployment", "mxjob-controller")["spec"]["template"]["spec"]
+    assert not set(PLACEMENT) & set(controller_pod)
+    assert one(docs, "PodDisruptionBudget", "mxjob-webhook")["spec"]["minAvailable"] == "50%"
+    assert not [d for d in docs if d["metadata"]["name"] == "mxjob-controller"
+                and d["kind"] == "PodDisruptionBudget"]  # fmt: skip
+
+
+def test_option_flags_come_before_extra_args(helm_binary: Path, tmp_path: Path) -> None:
+    values = {"kueueWorkloads": True, "webhook": {"extraArgs": ["--threads=8"]},
+              "controller": {"extraArgs": ["--log-level=debug"]}}  # fmt: skip
+    docs = template(helm_binary, tmp_path, values)
+    assert container(docs, "mxjob-webhook")["args"][-2:] == ["--kueue-workloads", "--threads=8"]
+    assert container(docs, "mxjob-controller")["args"][-3:] == [
+        "--manage-webhook-certificates", "--kueue-workloads", "--log-level=debug"]  # fmt: skip
+
+
+# -- metrics ------------------------------------------------------------------------------------
+def services(docs: Docs) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == "Service"]
+
+
+def scraped_by(monitor: dict[str, Any], docs: Docs) -> list[str]:
+    """The Services a ServiceMonitor scrapes: selected by its labels, in its namespaces, with the
+    port its endpoint names (as the Prometheus Operator resolves them)."""
+    spec = monitor["spec"]
+    wanted = spec["selector"]["matchLabels"].items()
+    ports = {endpoint["port"] for endpoint in spec["endpoints"]}
+    return [
+        s["metadata"]["name"]
+        for s in services(docs)
+        if wanted <= s["metadata"]["labels"].items()
+        and s["metadata"]["namespace"] in spec["namespaceSelector"]["matchNames"]
+        and ports & {port["name"] for port in s["spec"]["ports"]}
+    ]
+
+
+def test_service_monitors_select_the_metrics_services_by_label(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    values = {"metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"},
+                                             "interval": "30s"}}}  # fmt: skip
+    docs = template(helm_binary, tmp_path, values)
+    monitors = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ServiceMonitor"}
+    assert sorted(monitors) == ["mxjob-controller-metrics", "mxjob-webhook-metrics"]
+    for name, monitor in monitors.items():
+        assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+        assert monitor["metadata"]["namespace"] == NAMESPACE
+        assert monitor["metadata"]["labels"]["release"] == "prom"
+        assert scraped_by(monitor, docs) == [name]
+        (endpoint,) = monitor["spec"]["endpoints"]
+        assert (endpoint["path"], endpoint["interval"]) == ("/metrics", "30s")
+    (webhook,) = monitors["mxjob-webhook-metrics"]["spec"]["endpoints"]
+    assert webhook["scheme"] == "https"
+    assert webhook["tlsConfig"] == {
+        "serverName": f"mxjob-webhook.{NAMESPACE}.svc",
+        "ca": {"secret": {"name": "mxjob-webhook-tls", "key": "ca.crt"}},
+    }
+    (controller,) = monitors["mxjob-controller-metrics"]["spec"]["endpoints"]
+    assert controller["scheme"] == "http"
+    # Off by default: the CRD may not exist in the cluster.
+    assert not [d for d in template(helm_binary, tmp_path) if d["kind"] == "ServiceMonitor"]
+
+
+def test_the_webhook_monitor_verifies_the_name_the_certificate_carries(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    values = {"certificates": {"mode": "cert-manager"},
+              "metrics": {"serviceMonitor": {"enabled": True}}}  # fmt: skip
+    docs = template(helm_binary, tmp_path, values, namespace="ml-ops")
+    (endpoint,) = one(docs, "ServiceMonitor", "mxjob-webhook-metrics")["spec"]["endpoints"]
+    certificate = one(docs, "Certificate", "mxjob-webhook")
+    assert endpoint["tlsConfig"]["serverName"] in certificate["spec"]["dnsNames"]
+    assert certificate["spec"]["secretName"] == endpoint["tlsConfig"]["ca"]["secret"]["name"]
+
+
+def test_metrics_services_can_be_turned_off_with_their_monitors(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    values = {"metrics": {"webhookService": {"enabled": False},
+                          "serviceMonitor": {"enabled": True}}}  # fmt: skip
+    docs = template(helm_binary, tmp_path, values)
+    assert [s["metadata"]["name"] for s in services(docs)] == [
+        "mxjob-controller-metrics", "mxjob-webhook"]  # fmt: skip
+    monitors = [d["metadata"]["name"] for d in docs if d["kind"] == "ServiceMonitor"]
+    assert monitors == ["mxjob-controller-metrics"]
+
+
+# -- values helm refuses ------------------------------------------------------------------------
+PASSED_THROUGH = (".resources", ".affinity")
+"""Kubernetes objects the chart passes through: their keys are Kubernetes', not defaults."""
+Refusal = tuple[Values, Callable[[str], bool]]
+REFUSED: dict[str, Refusal] = {
+    "wrong-type": (
+        {"webhook": {"replicas": "three"}},
+        lambda said: "/webhook/replicas" in said and "want integer" in said,
+    ),
+    "unknown-key": (
+        {"webhook": {"replica": 3}},
+        lambda said: "/webhook" in said and "'replica' not allowed" in said,
+    ),
+    "unknown-top-level-key": (
+        {"certificate": {"mode": "cert-manager"}},
+        lambda said: "'certificate' not allowed" in said,
+    ),
+    "unknown-mode": (
+        {"certificates": {"mode": "self-signed"}},
+        lambda said: "/certificates/mode" in said and "existingSecret" in said,
+    ),
+    "wrong-type-in-a-list": (
+        {"controller": {"extraArgs": ["--leader-elect", 3]}},
+        lambda said: "/controller/extraArgs/1" in said,
+    ),
+    "unknown-toleration-field": (
+        {"webhook": {"tolerations": [{"key": "a", "efect": "NoSchedule"}]}},
+        lambda said: "/webhook/tolerations/0" in said and "'efect' not allowed" in said,
+    ),
+    "existing-secret-without-ca": (
+        {"certificates": {"mode": "existingSecret"}},
+        lambda said: "certificates.existingSecret.caBundle is required" in said,
+    ),
+    "existing-secret-ca-not-a-certificate": (
+        {"certificates": {"mode": "existingSecret", "existingSecret": {
+            "caBundle": base64.b64encode(b"not a certificate").decode()}}},
+        lambda said: "must be the base64 of a PEM CA certificate" in said,
+    ),
+}  # fmt: skip
+
+
+CHECKED_BY_TEMPLATES = {"existing-secret-without-ca", "existing-secret-ca-not-a-certificate"}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_helm_refuses_bad_values_naming_the_key(
+    helm_binary: Path, tmp_path: Path, case: str
+) -> None:
+    values, names_it = REFUSED[case]
+    path = values_file(tmp_path, case, values)
+    # helm lint checks the schema; it leaves out a template's own `fail` and `required`.
+    commands = ("template", "lint") if case not in CHECKED_BY_TEMPLATES else ("template",)
+    for command in commands:
+        args = [command, *([RELEASE] if command == "template" else []), str(CHART),
+                "--values", str(path)]  # fmt: skip
+        done = helm.run(helm_binary, *args, check=False)
+        # helm template says why on stderr; helm lint lists it among its findings.
+        said = done.stderr if command == "template" else done.stdout
+        assert done.returncode != 0, (command, said)
+        assert names_it(said), (command, said)
+
+
+def test_the_schema_is_closed_and_values_yaml_gives_every_value_it_names() -> None:
+    """``additionalProperties: false`` on every object of the chart's own (the ones Kubernetes
+    objects pass through, like resource quantities or node selectors, are typed instead), and
+    values.yaml gives a default for every key the schema names, so docs/helm.md's table is
+    whole."""
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    open_objects: list[str] = []
+    undocumented: list[str] = []
+
+    def walk(node: dict[str, Any], value: Any, path: str) -> None:
+        if "properties" not in node:
+            return
+        if node.get("additionalProperties") is not False:
+            open_objects.append(path)
+        for key, child in node["properties"].items():
+            if isinstance(value, dict) and key in value:
+                walk(child, value[key], f"{path}.{key}")
+            elif not path.endswith(PASSED_THROUGH):
+                undocumented.append(f"{path}.{key}")
+            else:
+                walk(child, None, f"{path}.{key}")
+
+    walk(schema, defaults, "")
+    assert open_objects == []
+    assert undocumented == []

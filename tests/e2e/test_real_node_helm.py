@@ -1,0 +1,295 @@
+"""The Helm chart on the real node: install, a job, an upgrade under traffic, rollback, uninstall.
+
+The session's kustomize install is removed (``kubectl delete -k``) and the chart is installed
+with the pinned ``helm`` as docs/helm.md says (``helm install ... -n mxjob-system
+--create-namespace``), with values that only name the built images and ``pullPolicy: Never`` (no
+registry is reachable here) and the default certificate mode, ``in-cluster``: the controller
+makes the webhook's certificate and fills every caBundle. Then, in order:
+
+- admission works (a server-side dry run of a valid MXJob is admitted), timed from ``helm
+  install``; an MXJob runs to ``Succeeded`` in the examples' image;
+- ``helm upgrade --reuse-values --set webhook.replicas=3`` while ``admission_traffic`` streams
+  valid and invalid MXJobs: no wrong answer, 3 ready webhook pods after;
+- ``helm rollback <release> 1``: back to 2 webhook pods;
+- ``helm uninstall``: nothing of the release is left but the CRD (``helm.sh/resource-policy:
+  keep``), nor the Secret the controller made (owned by its Deployment).
+
+At the end the CRD is deleted as docs/helm.md says and the default kustomize install is put back
+for the session's other real-node tests, even when a step failed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localkube.base.api import Api, NotFound
+from localkube.realnode.cluster import SYSTEM_NAMESPACE, RealCluster
+from localkube.thirdparty import helm
+from tests.e2e.admission_traffic import admission_traffic, single_worker_job
+from tests.e2e.helm_fixtures import RELEASE, helm_or_require, parse, values_file
+from tests.e2e.real_node_fixtures import (
+    InstalledCluster,
+    every_pod_of,
+    namespace_for,
+    pods_of,
+    remove_namespace,
+)
+from tests.helpers.waiting import wait_for
+
+# Fixture set-up and teardown count against a test's time limit: removing and installing the
+# operator on a loaded machine can take minutes.
+pytestmark = pytest.mark.timeout(900)
+
+CRD = "mxjobs.kubeflow.org"
+CLUSTER_SCOPED = {
+    "/apis/rbac.authorization.k8s.io/v1/clusterroles": (
+        "mxjob-controller", "mxjob-controller-webhook-certificates", "mxjob-operator-edit",
+        "mxjob-operator-view",
+    ),
+    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings": (
+        "mxjob-controller", "mxjob-controller-webhook-certificates",
+    ),
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": (
+        "mxjob-operator-mutating",
+    ),
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations": (
+        "mxjob-operator-validating",
+    ),
+}  # fmt: skip
+NAMESPACED = {
+    "/api/v1/namespaces/{ns}/serviceaccounts": ("mxjob-controller", "mxjob-webhook"),
+    "/api/v1/namespaces/{ns}/services": (
+        "mxjob-webhook", "mxjob-webhook-metrics", "mxjob-controller-metrics",
+    ),
+    "/api/v1/namespaces/{ns}/secrets": ("mxjob-webhook-tls",),
+    "/apis/apps/v1/namespaces/{ns}/deployments": ("mxjob-webhook", "mxjob-controller"),
+    "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets": ("mxjob-webhook", "mxjob-controller"),
+    "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles": (
+        "mxjob-controller-leader-election", "mxjob-controller-webhook-certificates",
+    ),
+    "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings": (
+        "mxjob-controller-leader-election", "mxjob-controller-webhook-certificates",
+    ),
+}  # fmt: skip
+"""What the default install makes, by name: the Secret is the controller's, the rest the chart's."""
+
+
+@dataclass
+class HelmInstalled:
+    installed: InstalledCluster
+    helm: Path
+    values: Path
+    seconds_to_admission: float
+    """From ``helm install`` to the first MXJob admitted through the webhook Service."""
+    figures: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cluster(self) -> RealCluster:
+        return self.installed.cluster
+
+    @property
+    def api(self) -> Api:
+        return self.installed.api
+
+    def helm_run(self, *args: str, timeout: float = 300) -> str:
+        return helm.run(
+            self.helm, *args, "--namespace", SYSTEM_NAMESPACE,
+            kubeconfig=self.cluster.plane.kubeconfig, timeout=timeout,
+        ).stdout  # fmt: skip
+
+
+def image_values(cluster: RealCluster) -> dict[str, Any]:
+    """The built images, never pulled: the only values the install sets."""
+    images = {}
+    for name, image in (
+        ("webhook", cluster.images.webhook),
+        ("controller", cluster.images.controller),
+    ):
+        repository, tag = image.ref.rsplit(":", 1)
+        images[name] = {"repository": repository, "tag": tag, "pullPolicy": "Never"}
+    return {"images": images}
+
+
+@pytest.fixture(scope="module")
+def helm_installed(real_cluster: InstalledCluster) -> Iterator[HelmInstalled]:
+    binary = helm_or_require()
+    cluster = real_cluster.cluster
+    work = cluster.plane.dir / "helm"
+    work.mkdir(parents=True, exist_ok=True)
+    values = values_file(work, "images", image_values(cluster))
+    kubeconfig = cluster.plane.kubeconfig
+    cluster.uninstall_operator(cluster.plane.dir / "install")
+    try:
+        started = time.monotonic()
+        helm.run(
+            binary, "install", RELEASE, str(helm.CHART), "--namespace", SYSTEM_NAMESPACE,
+            "--create-namespace", "--values", str(values), kubeconfig=kubeconfig,
+        )  # fmt: skip
+        cluster.wait_admission(timeout=180)
+        seconds = time.monotonic() - started
+        print(f"\nhelm install to the first admitted MXJob: {seconds:.1f} s")
+        yield HelmInstalled(real_cluster, binary, values, seconds)
+    finally:
+        try:
+            helm.run(
+                binary, "uninstall", RELEASE, "--namespace", SYSTEM_NAMESPACE, "--wait",
+                "--ignore-not-found", kubeconfig=kubeconfig, check=False,
+            )  # fmt: skip
+            # The CRD Helm keeps, removed as docs/helm.md says, so the kustomize install below
+            # starts from a cluster without the operator.
+            cluster.plane.kubectl(
+                "delete", "crd", CRD, "--ignore-not-found", "--wait", "--timeout=120s",
+                timeout=130, check=False,
+            )  # fmt: skip
+        finally:
+            cluster.install_operator(cluster.plane.dir / "install")
+
+
+def ready_webhook_pods(installed: HelmInstalled) -> list[str]:
+    return [
+        p["metadata"]["name"]
+        for p in pods_of(installed.installed, "webhook")
+        if any(c["type"] == "Ready" and c["status"] == "True"
+               for c in p["status"].get("conditions", []))
+    ]  # fmt: skip
+
+
+def webhook_deployment(installed: HelmInstalled) -> dict[str, Any]:
+    path = f"/apis/apps/v1/namespaces/{SYSTEM_NAMESPACE}/deployments/mxjob-webhook"
+    deployment: dict[str, Any] = installed.api.request("GET", path)
+    return deployment
+
+
+def exists(api: Api, path: str) -> bool:
+    try:
+        api.request("GET", path)
+    except NotFound:
+        return False
+    return True
+
+
+def test_helm_install_runs_the_built_images_and_admits_through_the_webhook(
+    helm_installed: HelmInstalled,
+) -> None:
+    status = json.loads(helm_installed.helm_run("status", RELEASE, "--output", "json"))
+    assert (status["info"]["status"], status["version"]) == ("deployed", 1)
+    for component in ("webhook", "controller"):
+        pods = pods_of(helm_installed.installed, component)
+        assert len(pods) == 2, [p["metadata"]["name"] for p in pods]
+        image = getattr(helm_installed.cluster.images, component).ref
+        assert {p["spec"]["containers"][0]["image"] for p in pods} == {image}
+    # The controller made the certificate (in-cluster) and owns it by its Deployment.
+    secret = helm_installed.api.request(
+        "GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/mxjob-webhook-tls"
+    )
+    (owner,) = secret["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"]) == ("Deployment", "mxjob-controller")
+    assert helm_installed.seconds_to_admission < 180
+
+
+def test_an_mxjob_runs_to_succeeded_under_the_helm_install(helm_installed: HelmInstalled) -> None:
+    namespace = namespace_for(helm_installed.installed, "helm-job")
+    image = helm_installed.cluster.images.examples.ref
+    job = single_worker_job("helm-job", image, ["python", "-c", "print('ran under helm')"])
+    kubectl = helm_installed.cluster.plane.kubectl
+    kubectl("apply", "-n", namespace, "-f", "-", input_text=json.dumps(job))
+    path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/helm-job"
+    wait_for(
+        "the job to succeed",
+        lambda: helm_installed.api.request("GET", path).get("status", {}).get("state"),
+        lambda state: state == "Succeeded",
+        timeout=180,
+    )
+    logs = kubectl("logs", "-n", namespace, "helm-job-worker-0").stdout
+    assert logs.strip() == "ran under helm"
+    remove_namespace(helm_installed.installed, namespace)
+
+
+def test_helm_upgrade_to_three_webhook_replicas_answers_every_review_right(
+    helm_installed: HelmInstalled,
+) -> None:
+    namespace = namespace_for(helm_installed.installed, "helm-upgrade")
+    kubectl = helm_installed.cluster.plane.kubectl
+    image = helm_installed.cluster.images.examples.ref
+    with admission_traffic(kubectl, namespace=namespace, image=image, prefix="up") as traffic:
+        started = time.monotonic()
+        helm_installed.helm_run(
+            "upgrade", RELEASE, str(helm.CHART), "--reuse-values", "--set", "webhook.replicas=3"
+        )
+        wait_for(
+            "3 ready webhook pods",
+            lambda: ready_webhook_pods(helm_installed),
+            lambda ready: len(ready) == 3,
+            timeout=120,
+        )
+        upgraded = time.monotonic() - started
+        # A few more reviews with the third replica serving.
+        time.sleep(3)
+    remove_namespace(helm_installed.installed, namespace)
+    traffic.assert_no_wrong_answer()
+    assert webhook_deployment(helm_installed)["spec"]["replicas"] == 3
+    status = json.loads(helm_installed.helm_run("status", RELEASE, "--output", "json"))
+    assert (status["info"]["status"], status["version"]) == ("deployed", 2)
+    print(f"\nhelm upgrade to 3 webhook replicas ready in {upgraded:.1f} s under {traffic}")
+
+
+def test_helm_rollback_to_the_first_revision_brings_back_two_replicas(
+    helm_installed: HelmInstalled,
+) -> None:
+    helm_installed.helm_run("rollback", RELEASE, "1", "--wait", "--timeout=180s", timeout=200)
+    assert webhook_deployment(helm_installed)["spec"]["replicas"] == 2
+    wait_for(
+        "the webhook back at two pods",
+        lambda: every_pod_of(helm_installed.installed, "webhook"),
+        lambda pods: len(pods) == 2,
+        timeout=90,
+    )
+    history = json.loads(helm_installed.helm_run("history", RELEASE, "--output", "json"))
+    assert [(h["revision"], h["status"]) for h in history] == [
+        (1, "superseded"), (2, "superseded"), (3, "deployed")
+    ]  # fmt: skip
+    assert history[-1]["description"] == "Rollback to 1"
+    helm_installed.cluster.wait_admission(timeout=60)
+
+
+def test_helm_uninstall_leaves_nothing_of_the_release_but_the_crd(
+    helm_installed: HelmInstalled,
+) -> None:
+    manifest = parse(helm_installed.helm_run("get", "manifest", RELEASE))
+    released = {(d["kind"], d["metadata"]["name"]) for d in manifest}
+    helm_installed.helm_run("uninstall", RELEASE, "--wait", "--timeout=180s", timeout=200)
+    api = helm_installed.api
+    # The Secret goes with its owner, the controller's Deployment, by garbage collection.
+    paths = [f"{plural}/{name}" for plural, names in CLAIMED_BY_NAME.items() for name in names]
+    wait_for(
+        "every object of the release to be gone",
+        lambda: [path for path in paths if exists(api, path)],
+        lambda left: left == [],
+        timeout=120,
+    )
+    assert not pods_of(helm_installed.installed, "webhook")
+    assert not pods_of(helm_installed.installed, "controller")
+    crd = api.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
+    assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    # What was checked is what the release listed, less the CRD it keeps and the Secret (the
+    # controller's, not the chart's).
+    listed = sorted(name for kind, name in released if kind != "CustomResourceDefinition")
+    assert listed == sorted(path.rsplit("/", 1)[1] for path in paths if "/secrets/" not in path)
+    left = helm.run(
+        helm_installed.helm, "list", "--all", "--namespace", SYSTEM_NAMESPACE, "--short",
+        kubeconfig=helm_installed.cluster.plane.kubeconfig,
+    ).stdout  # fmt: skip
+    assert left.strip() == ""
+
+
+CLAIMED_BY_NAME = {
+    **CLUSTER_SCOPED,
+    **{path.format(ns=SYSTEM_NAMESPACE): names for path, names in NAMESPACED.items()},
+}
