@@ -205,7 +205,9 @@ def test_a_lost_node_evicts_the_worker_by_taint_and_the_job_reruns_it_once_back(
     counted, and the replica is made again."""
     namespace = namespace_for(real_cluster, "disrupt-lost")
     creations = PodCreations(real_cluster.api, namespace)
-    job = sleeping_job(real_cluster, "lost", 20)
+    # Longer than the node grace period and the toleration together, with room to spare: the
+    # worker must still be working when it is evicted.
+    job = sleeping_job(real_cluster, "lost", 45)
     job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["tolerations"] = [
         {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
          "tolerationSeconds": 5} for taint in ("unreachable", "not-ready")
