@@ -249,7 +249,13 @@ def _drop_step(
     ):
         draft.trusted = draft.trusted[:1]
         draft.reasons.append(f"stopped trusting {len(others)} replaced CA(s)")
-    draft.trusted = draft.trusted[: policy.max_trusted]
+    if len(draft.trusted) > policy.max_trusted:
+        # The newest first, but never without the CA of the certificate served now.
+        kept = draft.trusted[: policy.max_trusted]
+        serving_ca = next((ca for ca in draft.trusted if leaf and issued_by(leaf, ca)), None)
+        if serving_ca is not None and serving_ca not in kept:
+            kept = [*kept[:-1], serving_ca]
+        draft.trusted = kept
 
 
 def plan(observed: Observed, *, now: datetime.datetime, policy: RotationPolicy) -> Plan:

@@ -181,3 +181,5 @@ def test_the_bundle_never_exceeds_its_limit() -> None:
         )
     assert len(trusted(step)) == POLICY.max_trusted
     assert bundle_pem(trusted(step)) == step.bundle
+    # Never settled, the first CA still signs what is served: it is never the one dropped.
+    assert any(issued_by(leaf(step), ca) for ca in trusted(step))
