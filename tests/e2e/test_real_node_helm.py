@@ -231,7 +231,9 @@ def test_helm_upgrade_to_three_webhook_replicas_answers_every_review_right(
         )
         upgraded = time.monotonic() - started
         # A few more reviews with the third replica serving.
-        time.sleep(3)
+        sent = traffic.sent["valid"]
+        wait_for("3 more valid MXJobs sent", lambda: traffic.sent["valid"],
+                 lambda count: count >= sent + 3, timeout=60)  # fmt: skip
     remove_namespace(helm_installed.installed, namespace)
     traffic.assert_no_wrong_answer()
     assert webhook_deployment(helm_installed)["spec"]["replicas"] == 3
