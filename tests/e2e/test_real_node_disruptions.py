@@ -40,16 +40,34 @@ def condition(status: dict[str, Any], ctype: str) -> dict[str, Any]:
     return next((c for c in status.get("conditions", []) if c["type"] == ctype), {})
 
 
-def sleeping_job(installed: InstalledCluster, name: str, seconds: int) -> dict[str, Any]:
-    """A worker that works ``seconds`` and, like a training program, stops on SIGTERM (a PID 1
-    without a handler would ignore it and be killed at the end of the grace period)."""
+def worker_until_told(installed: InstalledCluster, name: str) -> dict[str, Any]:
+    """A job whose worker works until SIGTERM (and, like a training program, stops on it: a PID 1
+    without a handler would ignore it and be killed at the end of the grace period), unless it
+    starts after :func:`tell_to_finish`, when it exits 0 at once. The first attempt is thus
+    always the one disrupted, however slow the node, and the replacement always succeeds."""
     image = installed.cluster.images.examples.ref
-    work = ("import signal, sys, time; "
+    work = ("import os, signal, sys, time; "
             "signal.signal(signal.SIGTERM, lambda *_: sys.exit(143)); "
-            f"time.sleep({seconds})")  # fmt: skip
+            "sys.exit(0) if os.environ.get('FINISH') else time.sleep(3600)")  # fmt: skip
     job = single_worker_job(name, image, ["python", "-c", work])
-    job["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode"
+    worker = job["spec"]["mxReplicaSpecs"]["Worker"]
+    worker["restartPolicy"] = "ExitCode"
+    worker["template"]["spec"]["containers"][0]["env"] = [
+        {
+            "name": "FINISH",
+            "valueFrom": {
+                "configMapKeyRef": {"name": f"{name}-plan", "key": "finish", "optional": True}
+            },
+        }
+    ]
     return job
+
+
+def tell_to_finish(installed: InstalledCluster, namespace: str, name: str) -> None:
+    """Containers of job ``name`` started from now on exit 0 (the env is read at their start)."""
+    installed.api.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body={
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-plan"},
+        "data": {"finish": "yes"}})  # fmt: skip
 
 
 def run_until_restarted(
@@ -60,6 +78,7 @@ def run_until_restarted(
     installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
     wait_for("the worker running", lambda: status_of(installed, namespace, name).get("state"),
              lambda state: state == "Running", timeout=120)  # fmt: skip
+    tell_to_finish(installed, namespace, name)
     disrupt()
     return wait_for(
         "the job restarting", lambda: status_of(installed, namespace, name),
@@ -96,7 +115,7 @@ def test_a_drained_worker_is_recreated_and_the_job_succeeds_after_uncordon(
     started = time.monotonic()
     try:
         restarted = run_until_restarted(
-            real_cluster, namespace, sleeping_job(real_cluster, "drained", 20),
+            real_cluster, namespace, worker_until_told(real_cluster, "drained"),
             lambda: kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
                             "--pod-selector=training.kubeflow.org/job-name=drained",
                             "--timeout=90s", timeout=100),
@@ -153,7 +172,7 @@ def test_a_preempted_worker_is_recreated_and_the_job_succeeds_after_the_preempto
     namespace = namespace_for(real_cluster, "disrupt-preempt")
     creations = PodCreations(real_cluster.api, namespace)
     share = f"{free_millicores(real_cluster) * 6 // 10}m"  # two such pods do not fit together
-    job = sleeping_job(real_cluster, "preempted", 20)
+    job = worker_until_told(real_cluster, "preempted")
     template = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]
     template["priorityClassName"] = LOW
     template["containers"][0]["resources"]["requests"]["cpu"] = share
@@ -205,9 +224,7 @@ def test_a_lost_node_evicts_the_worker_by_taint_and_the_job_reruns_it_once_back(
     counted, and the replica is made again."""
     namespace = namespace_for(real_cluster, "disrupt-lost")
     creations = PodCreations(real_cluster.api, namespace)
-    # Longer than the node grace period and the toleration together, with room to spare: the
-    # worker must still be working when it is evicted.
-    job = sleeping_job(real_cluster, "lost", 45)
+    job = worker_until_told(real_cluster, "lost")
     job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["tolerations"] = [
         {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
          "tolerationSeconds": 5} for taint in ("unreachable", "not-ready")

@@ -253,8 +253,13 @@ def test_five_jobs_on_a_quota_for_two_run_at_most_two_at_a_time_and_all_succeed(
     assert [state(queued, n) for n in names] == ["Succeeded"] * 5
     assert not disagreements, disagreements
     assert most == 2, most
-    for name in names:
-        assert [condition(w, "Finished") for w in workloads_of(queued, name)] == [True]
+    # One Workload per job, each marked Finished by Kueue a moment after its job ends.
+    wait_for(
+        "every Workload Finished",
+        lambda: [[condition(w, "Finished") for w in workloads_of(queued, n)] for n in names],
+        lambda finished: finished == [[True]] * len(names),
+        timeout=60,
+    )
     print(f"5 jobs on a quota for 2: at most {most} at a time, all Succeeded in {seconds:.1f} s")
 
 
@@ -303,10 +308,15 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_with_its_ba
     # backoffLimit 0: had the eviction counted as a failure, the job would have Failed.
     assert job["status"]["state"] == "Succeeded", job["status"]
     assert job["spec"]["runPolicy"]["backoffLimit"] == 0
-    workload = workload_of(queued, "low")
+    # Kueue marks the Workload Finished on its own watch of the job, a moment after the job ends.
+    workload = wait_for(
+        "the low job's Workload Finished",
+        lambda: workload_of(queued, "low"),
+        lambda found: found is not None and condition(found, "Finished"),
+        timeout=60,
+    )
     assert workload is not None
     assert "Preempted" in {c["type"] for c in workload["status"]["conditions"]}
-    assert condition(workload, "Finished")
     print(f"evicted by a higher priority, re-admitted {seconds_to_readmission:.1f} s later")
 
 
