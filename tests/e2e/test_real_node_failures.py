@@ -9,7 +9,6 @@ printed for docs/reliability.md.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -17,6 +16,15 @@ import pytest
 
 from localkube.base.api import Api
 from tests.e2e.admission_traffic import single_worker_job
+from tests.e2e.failing_jobs import (
+    UNPULLABLE,
+    condition,
+    create,
+    events_of,
+    mxjob,
+    oom_job,
+    unpullable_job,
+)
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
@@ -24,35 +32,6 @@ from tests.helpers.waiting import wait_for
 pytestmark = pytest.mark.timeout(900)
 
 TIMEOUT_ANNOTATION = "mxjob-operator.kubeflow.org/pod-start-timeout-seconds"
-UNPULLABLE = "127.0.0.1:1/mxjob-tests/missing:1"
-"""An image on a registry address that refuses connections at once (loopback, nothing there)."""
-
-
-def mxjob(api: Api, namespace: str, name: str) -> dict[str, Any]:
-    found: dict[str, Any] = api.request(
-        "GET", f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/{name}"
-    )
-    return found
-
-
-def condition(job: dict[str, Any], ctype: str) -> dict[str, Any]:
-    conditions = job.get("status", {}).get("conditions", [])
-    return next((c for c in conditions if c["type"] == ctype), {})
-
-
-def warnings(api: Api, namespace: str, name: str) -> list[str]:
-    events = api.request(
-        "GET", f"/api/v1/namespaces/{namespace}/events",
-        query=[("fieldSelector", f"involvedObject.name={name}")],
-    )["items"]  # fmt: skip
-    return [f"{e['reason']}: {e['message']}" for e in events if e["type"] == "Warning"]
-
-
-def create(installed: InstalledCluster, namespace: str, job: dict[str, Any]) -> float:
-    """``job`` created; the moment before ``kubectl create`` (its pods are made after it)."""
-    before = time.monotonic()
-    installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
-    return before
 
 
 def finished(api: Api, namespace: str, name: str, *, timeout: float) -> dict[str, Any]:
@@ -70,10 +49,8 @@ def test_an_image_that_cannot_be_pulled_is_named_at_once_and_ends_the_job_at_its
     api, namespace = real_cluster.api, namespace_for(real_cluster, "fail-pull")
     creations = PodCreations(api, namespace)
     try:
-        job = single_worker_job("pull", UNPULLABLE, ["true"])
+        job = unpullable_job("pull")
         job["metadata"]["annotations"] = {TIMEOUT_ANNOTATION: "40"}
-        job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0][
-            "imagePullPolicy"] = "Always"  # fmt: skip
         created = create(real_cluster, namespace, job)
         said = wait_for(
             "the Running condition to name the pull error",
@@ -84,7 +61,7 @@ def test_an_image_that_cannot_be_pulled_is_named_at_once_and_ends_the_job_at_its
         assert said["status"] == "False"
         assert "pod pull-worker-0 cannot start its container mxnet" in said["message"], said
         assert UNPULLABLE in said["message"], said
-        events = warnings(api, namespace, "pull")
+        events = events_of(api, namespace, "pull")
         assert any("pull-worker-0" in e and UNPULLABLE in e for e in events), events
         final = finished(api, namespace, "pull", timeout=120)
         seconds_to_fail = time.monotonic() - created
@@ -147,13 +124,7 @@ def test_a_worker_killed_by_the_oom_killer_is_restarted_then_fails_the_job_namin
     creations = PodCreations(api, namespace)
     try:
         image = real_cluster.cluster.images.examples.ref
-        # 256 MiB written (not only reserved) past a 64 MiB limit: the kernel kills it.
-        job = single_worker_job("oom", image, ["python", "-c", "b = b'x' * (256 << 20)"])
-        worker = job["spec"]["mxReplicaSpecs"]["Worker"]
-        worker["restartPolicy"] = "ExitCode"
-        worker["template"]["spec"]["containers"][0]["resources"] = {
-            "requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}}  # fmt: skip
-        job["spec"]["runPolicy"] = {"backoffLimit": 1}
+        job = oom_job("oom", image, backoff_limit=1)
         created = create(real_cluster, namespace, job)
         final = finished(api, namespace, "oom", timeout=180)
         seconds = time.monotonic() - created
@@ -164,7 +135,7 @@ def test_a_worker_killed_by_the_oom_killer_is_restarted_then_fails_the_job_namin
     assert failed["reason"] == "BackoffLimitExceeded", failed
     assert "exited with code 137" in failed["message"] and "OOMKilled" in failed["message"]
     assert final["status"]["restartCount"] == 1
-    events = warnings(api, namespace, "oom")
+    events = events_of(api, namespace, "oom")
     assert any("OOMKilled" in e and "retryable, recreating it" in e for e in events), events
     made = sorted(name for name, _ in creations.seen)
     assert made == ["oom-worker-0", "oom-worker-0"], made  # one pod per attempt, 2 attempts
