@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controller import events as ev
+from controller.budget import wants_budget
+from controller.budget_client import ensure_budget
 from controller.desired import (
     Slot,
     build_pod,
@@ -403,6 +405,7 @@ class Reconciler:
             self._remember_removed(key, uid, plan, outcome, deleted_pods)
         deleted_services = self._delete(key, "services", plan.delete_services, errors)
         self._patch_services(plan.patch_services, errors)
+        self._ensure_budget(job, plan, errors)
         creatable = plan.create_pods if self._gang_ready(job, plan, errors) else []
         created_pods = self._create_pods(key, job, creatable, errors)
         created_services = self._create_services(key, job, plan.create_services, errors)
@@ -416,6 +419,18 @@ class Reconciler:
                 self.recorder.record(job, "Normal", reason, ev.summarize(verb, kind, names))
         if errors:
             raise errors[0]
+
+    def _ensure_budget(self, job: Obj, plan: Plan, errors: list[Exception]) -> None:
+        """Before pods are created, the gang's PodDisruptionBudget exists
+        (:mod:`controller.budget`); one that cannot be written does not hold the pods back."""
+        if not plan.create_pods or not wants_budget(job, self.gang):
+            return
+        try:
+            for write in ensure_budget(self.client, job, labels=job_labels(job)):
+                resource, _, verb = write.partition(":")
+                self.metrics.api_writes.labels(verb=verb or "create", resource=resource).inc()
+        except Exception as error:
+            errors.append(error)
 
     def _gang_ready(self, job: Obj, plan: Plan, errors: list[Exception]) -> bool:
         """Before pods are created, the gang they join exists (:mod:`controller.gang_client`)."""

@@ -110,6 +110,15 @@ def test_first_reconcile_writes_status_once_and_creates_pods_and_services() -> N
     assert stored["status"]["lastReconcileTime"] == "2030-01-02T03:04:05Z"
 
 
+def test_a_job_asking_for_a_gang_gets_its_disruption_budget_before_its_pods() -> None:
+    world = World(job(run_policy={"schedulingPolicy": {"minAvailable": 4}}))
+    world.reconciler.reconcile(KEY)
+    writes = [(r.method, r.path) for r in world.api.writes()]
+    budgets = "/apis/policy/v1/namespaces/ns/poddisruptionbudgets"
+    assert writes.index(("POST", budgets)) < writes.index(("POST", pods_path("ns")))
+    assert world.api.objects[f"{budgets}/mnist"]["spec"]["minAvailable"] == 4
+
+
 def test_a_second_reconcile_with_nothing_new_sends_nothing() -> None:
     world = World(job())
     world.reconciler.reconcile(KEY)

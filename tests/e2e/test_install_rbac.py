@@ -222,6 +222,7 @@ def test_requests_outside_the_controllers_rules_are_forbidden(
         ("update", "podgroups", "scheduling.volcano.sh"),
         ("delete", "podgroups", "scheduling.x-k8s.io"),
         ("get", "priorityclasses", "scheduling.k8s.io"),
+        ("update", "poddisruptionbudgets", "policy"),
     ]
     forbidden = [
         ("list", "secrets", ""),
@@ -240,6 +241,7 @@ def test_requests_outside_the_controllers_rules_are_forbidden(
         ("update", "podgroups", "scheduling.k8s.io"),
         ("list", "podgroups", "scheduling.volcano.sh"),
         ("create", "priorityclasses", "scheduling.k8s.io"),
+        ("list", "poddisruptionbudgets", "policy"),
     ]
     for verb, resource, group in allowed:
         assert _allowed(controller, verb=verb, resource=resource, group=group, namespace=namespace)
