@@ -140,6 +140,60 @@ def test_a_drained_worker_is_recreated_and_the_job_succeeds_after_uncordon(
           f"2 pods made")  # fmt: skip
 
 
+def budget_of(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = installed.api.request(
+        "GET", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{name}"
+    )
+    return found
+
+
+def test_a_drain_waits_for_a_gang_behind_its_budget_and_goes_through_once_the_job_ended(
+    real_cluster: InstalledCluster,
+) -> None:
+    """A job that sets ``minAvailable`` gets a PodDisruptionBudget of that size: ``kubectl drain``
+    is refused the eviction of its pods (the job runs on, untouched, no restart) until the job
+    has ended, and then drains the node."""
+    node, kubectl = real_cluster.node.settings.node_name, real_cluster.plane.kubectl
+    namespace = namespace_for(real_cluster, "disrupt-budget")
+    creations = PodCreations(real_cluster.api, namespace)
+    image = real_cluster.cluster.images.examples.ref
+    # Long enough to outlast the refused drain below (10 s) with room to spare.
+    job = single_worker_job("gang", image, ["python", "-c", "import time; time.sleep(45)"])
+    replicas = job["spec"]["mxReplicaSpecs"]
+    replicas["Scheduler"] = json.loads(json.dumps(replicas["Worker"]))
+    job["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": 2}}
+    drain = ("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+             "--pod-selector=training.kubeflow.org/job-name=gang")  # fmt: skip
+    started = time.monotonic()
+    try:
+        kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
+        budget = wait_for(
+            "the budget to count both pods healthy",
+            lambda: budget_of(real_cluster, namespace, "gang"),
+            lambda pdb: pdb.get("status", {}).get("currentHealthy") == 2, timeout=120,
+        )  # fmt: skip
+        refused = kubectl(*drain, "--timeout=10s", check=False, timeout=30)
+        during = status_of(real_cluster, namespace, "gang")
+        pods = [pod_of(real_cluster, namespace, f"gang-{r}-0") for r in ("scheduler", "worker")]
+        final = finish(real_cluster, namespace, "gang")
+        drained = kubectl(*drain, "--timeout=60s", check=False, timeout=70)
+    finally:
+        kubectl("uncordon", node, check=False)
+        creations.stop()
+    assert budget["spec"]["minAvailable"] == 2 and budget["status"]["disruptionsAllowed"] == 0
+    assert refused.returncode != 0, refused.stdout
+    assert "disruption budget" in refused.stderr + refused.stdout, refused.stderr
+    assert during.get("state") == "Running" and during.get("restartCount", 0) == 0, during
+    assert not any(p["metadata"].get("deletionTimestamp") for p in pods), pods
+    assert final["state"] == "Succeeded" and final.get("restartCount", 0) == 0, final
+    assert drained.returncode == 0, drained.stderr
+    assert sorted(n for n, _ in creations.seen) == ["gang-scheduler-0", "gang-worker-0"]
+    remove_namespace(real_cluster, namespace)
+    print(f"drain behind a gang's budget (minAvailable 2): eviction refused for 10 s, job ran on "
+          f"untouched, Succeeded, then the drain went through; {time.monotonic() - started:.1f} s "
+          f"in all, 2 pods made, 0 restarts")  # fmt: skip
+
+
 @pytest.fixture
 def priority_classes(real_cluster: InstalledCluster) -> Iterator[None]:
     for name, value in ((LOW, 100), (HIGH, 1_000_000)):
