@@ -17,7 +17,7 @@ def test_a_job_without_min_available_gets_none_unless_jobs_run_as_gangs() -> Non
     plain = job()
     assert not wants_budget(plain, "none")
     for gang in ("native", "volcano", "scheduler-plugins"):
-        assert wants_budget(plain, gang)  # type: ignore[arg-type]
+        assert wants_budget(plain, gang)
 
 
 def test_a_zero_min_available_is_no_ask() -> None:
