@@ -95,6 +95,10 @@ class PodView:
     disruption: str | None = None
     """The reason of a true ``DisruptionTarget`` condition: who ended the pod
     (``PreemptionByScheduler``, ``EvictionByEvictionAPI``, ``DeletionByTaintManager``...)."""
+    lingering: bool = False
+    """The ``mxnet`` container has ended for good (``phase`` says how) while the kubelet still
+    reports the pod running: another container of it (a metrics collector, a service-mesh
+    proxy) runs on. The replica has ended; the pod is cleaned up like a running one."""
 
     @property
     def succeeded(self) -> bool:
@@ -177,9 +181,11 @@ def observe(pod: Mapping[str, Any]) -> PodView:
     status = as_mapping(pod.get("status"))
     index_label = labels.get(LABEL_REPLICA_INDEX)
     index = int(index_label) if isinstance(index_label, str) and index_label.isdigit() else None
-    phase = status.get("phase")
     main = main_container_status(pod)
     exit_code, container_reason = _exit_code(main.get("state"))
+    kubelet_phase = status.get("phase")
+    kubelet_phase = kubelet_phase if isinstance(kubelet_phase, str) and kubelet_phase else PENDING
+    phase = _replica_phase(kubelet_phase, exit_code, as_mapping(pod.get("spec")))
     last_exit_code, _ = _exit_code(main.get("lastState"))
     pod_reason = status.get("reason")
     return PodView(
@@ -187,7 +193,7 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         uid=str(meta.get("uid", "")),
         replica_type=canonical_replica_type(labels.get(LABEL_REPLICA_TYPE)),
         index=index,
-        phase=phase if isinstance(phase, str) and phase else PENDING,
+        phase=phase,
         exit_code=exit_code,
         reason=pod_reason if isinstance(pod_reason, str) and pod_reason else container_reason,
         terminating=bool(meta.get("deletionTimestamp")),
@@ -202,7 +208,26 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         start_problem=start_problem(status),
         created_at=_text(meta.get("creationTimestamp")),
         disruption=_disruption(status),
+        lingering=phase != kubelet_phase,
     )
+
+
+def _replica_phase(kubelet_phase: str, exit_code: int | None, spec: Mapping[str, Any]) -> str:
+    """The pod's phase as its replica lived it: the ``mxnet`` container's end decides.
+
+    The kubelet calls a pod Running while any of its containers runs, so a pod with a sidecar
+    that outlives the training process (Katib's metrics collector finishing its report, a
+    service-mesh proxy that never ends) would keep its replica running. Once ``mxnet`` has
+    terminated and the pod's ``restartPolicy`` will not start it again, the replica has ended
+    with ``mxnet``'s exit code. (A native sidecar, an init container with ``restartPolicy:
+    Always``, needs none of this: the kubelet stops it and ends the pod itself.)
+    """
+    if kubelet_phase not in (PENDING, RUNNING) or exit_code is None:
+        return kubelet_phase
+    policy = spec.get("restartPolicy") or "Always"
+    if policy == "Never" or (policy == "OnFailure" and exit_code == 0):
+        return SUCCEEDED if exit_code == 0 else FAILED
+    return kubelet_phase
 
 
 def _disruption(status: Mapping[str, Any]) -> str | None:

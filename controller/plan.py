@@ -88,15 +88,18 @@ def _plan_finished(
     """Active pods go only when overdue (their grace period after finishing is over, or the
     deadline passed); under All, finished pods go at once and Services once settled."""
     policy = clean_pod_policy(job)
-    delete_pods = [
-        p
-        for p in live_pods
-        if (
-            object_name(p) in outcome.overdue if observe(p).active else policy is CleanPodPolicy.ALL
-        )
-    ]
+    delete_pods = [p for p in live_pods if _cleaned_now(p, outcome, policy)]
     settled = policy is CleanPodPolicy.ALL and outcome.settled
     return Plan(delete_pods=delete_pods, delete_services=live_services if settled else [])
+
+
+def _cleaned_now(pod: Obj, outcome: Outcome, policy: CleanPodPolicy) -> bool:
+    """Whether a live pod of a finished job is deleted now: one still running (or lingering on
+    its sidecars) once overdue, one that has ended only under All."""
+    view = observe(pod)
+    if view.active or view.lingering:
+        return object_name(pod) in outcome.overdue
+    return policy is CleanPodPolicy.ALL
 
 
 def _plan_running(

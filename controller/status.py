@@ -295,22 +295,23 @@ def _aftermath(
         bucket = counts.get(view.replica_type) if view.replica_type else None
         if bucket is None or view.gone:
             continue  # gone: deleted by the controller (or not ended yet), not a replica's end
-        if view.succeeded:
-            bucket["succeeded"] += 1
-        elif view.failed:
-            bucket["failed"] += 1
+        if view.ended:
+            bucket["succeeded" if view.succeeded else "failed"] += 1
+            if not (view.lingering and deletes_active):
+                continue  # a lingering pod's sidecars get the same grace as an active pod
         elif not view.active:
             continue  # a phase no kubelet writes
         elif not deletes_active:
             bucket["active"] += 1
+            continue
+        grace_end = completion + datetime.timedelta(seconds=view.grace_seconds)
+        remaining = 0.0 if stop_active else (grace_end - now).total_seconds()
+        if remaining <= 0:
+            overdue.add(view.name)
         else:
-            grace_end = completion + datetime.timedelta(seconds=view.grace_seconds)
-            remaining = 0.0 if stop_active else (grace_end - now).total_seconds()
-            if remaining <= 0:
-                overdue.add(view.name)
-            else:
+            if not view.lingering:
                 bucket["active"] += 1
-                waits.append(remaining)
+            waits.append(remaining)
     for rtype, bucket in counts.items():
         for key in ("succeeded", "failed"):
             bucket[key] = max(bucket[key], _recorded(as_mapping(previous), rtype, key))

@@ -115,6 +115,17 @@ def pod(
     return built
 
 
+def with_running_sidecar(pod_obj: Obj, *, restart_policy: str) -> Obj:
+    """``pod_obj`` as the kubelet shows it while a second container (a proxy) runs on."""
+    pod_obj["spec"]["restartPolicy"] = restart_policy
+    pod_obj["spec"]["containers"].append({"name": "proxy", "image": "proxy:1"})
+    pod_obj["status"]["phase"] = "Running"
+    pod_obj["status"]["containerStatuses"].append(
+        {"name": "proxy", "restartCount": 0, "state": {"running": {"startedAt": "now"}}}
+    )
+    return pod_obj
+
+
 def pods_all(job_obj: Obj, **overrides: Any) -> list[Obj]:
     """A pod per slot, every one Running (``overrides`` apply to all)."""
     return [pod(job_obj, s.key, **overrides) for s in desired_slots(job_obj)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controller.observed import controller_uid, observe
-from tests.controller.samples import job, pod
+from tests.controller.samples import job, pod, with_running_sidecar
 
 
 def test_a_terminated_container_gives_the_exit_code_and_slot() -> None:
@@ -71,3 +71,35 @@ def test_who_ended_a_pod_is_read_from_its_disruption_target_condition() -> None:
     ]
     assert observe(built).disruption == "PreemptionByScheduler"
     assert observe(pod(job(), "worker-0")).disruption is None
+
+
+def test_a_replica_ends_with_mxnet_while_a_sidecar_keeps_the_pod_running() -> None:
+    done = observe(
+        with_running_sidecar(pod(job(), "worker-0", exit_code=0), restart_policy="Never")
+    )
+    assert (done.succeeded, done.lingering, done.active, done.exit_code) == (True, True, False, 0)
+    bug = observe(with_running_sidecar(pod(job(), "worker-0", exit_code=3), restart_policy="Never"))
+    assert (bug.failed, bug.lingering, bug.exit_code, bug.reason) == (True, True, 3, "Error")
+
+
+def test_under_on_failure_only_a_success_ends_the_replica_before_the_pod() -> None:
+    retried = observe(
+        with_running_sidecar(pod(job(), "worker-0", exit_code=1), restart_policy="OnFailure")
+    )
+    assert retried.running and not retried.lingering  # the kubelet starts mxnet again
+    done = observe(
+        with_running_sidecar(pod(job(), "worker-0", exit_code=0), restart_policy="OnFailure")
+    )
+    assert done.succeeded and done.lingering
+
+
+def test_under_always_the_kubelet_restarts_mxnet_so_the_pod_runs_on() -> None:
+    view = observe(
+        with_running_sidecar(pod(job(), "worker-0", exit_code=0), restart_policy="Always")
+    )
+    assert view.running and not view.lingering
+
+
+def test_a_pod_the_kubelet_ended_is_not_lingering() -> None:
+    view = observe(pod(job(), "worker-0", phase="Succeeded", exit_code=0))
+    assert view.succeeded and not view.lingering

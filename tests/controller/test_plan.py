@@ -8,7 +8,7 @@ import pytest
 
 from controller.plan import plan_actions
 from controller.status import compute_status
-from tests.controller.samples import NOW, job, later, pod, pods_all
+from tests.controller.samples import NOW, job, later, pod, pods_all, with_running_sidecar
 
 Obj = dict[str, Any]
 
@@ -79,6 +79,24 @@ def test_plan_applies_the_clean_pod_policy_to_running_pods_once_their_grace_peri
     plan = plan_actions(j, outcome, existing, existing)
     assert names(plan.delete_pods) == deleted
     assert len(plan.delete_services) == services_deleted
+
+
+@pytest.mark.parametrize(
+    ("policy", "seconds", "deleted"),
+    [("All", 0, []), ("All", 30, ["mnist-worker-0"]), ("Running", 29, []),
+     ("Running", 30, ["mnist-worker-0"]), ("None", 600, [])],
+)  # fmt: skip
+def test_a_pod_whose_sidecar_outlives_mxnet_is_cleaned_like_a_running_one_after_its_grace(
+    policy: str, seconds: int, deleted: list[str]
+) -> None:
+    j = job(replicas={"Worker": 1}, run_policy={"cleanPodPolicy": policy})
+    lingering = with_running_sidecar(pod(j, "worker-0", exit_code=0), restart_policy="Never")
+    finished = compute_status(j, [lingering], now=NOW)
+    assert finished.finished and finished.status["state"] == "Succeeded"
+    outcome = compute_status({**j, "status": finished.status}, [lingering], now=later(seconds))
+    counts = outcome.status["replicaStatuses"]["Worker"]
+    assert (counts["active"], counts["succeeded"]) == (0, 1)
+    assert names(plan_actions(j, outcome, [lingering], []).delete_pods) == deleted
 
 
 def test_plan_stops_active_pods_after_the_deadline_even_with_clean_policy_none() -> None:
