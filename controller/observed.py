@@ -185,9 +185,9 @@ def observe(pod: Mapping[str, Any]) -> PodView:
     exit_code, container_reason = _exit_code(main.get("state"))
     kubelet_phase = status.get("phase")
     kubelet_phase = kubelet_phase if isinstance(kubelet_phase, str) and kubelet_phase else PENDING
-    phase = _replica_phase(kubelet_phase, exit_code, as_mapping(pod.get("spec")))
-    last_exit_code, _ = _exit_code(main.get("lastState"))
     pod_reason = status.get("reason")
+    phase = _replica_phase(kubelet_phase, exit_code, as_mapping(pod.get("spec")), pod_reason)
+    last_exit_code, _ = _exit_code(main.get("lastState"))
     return PodView(
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
@@ -208,22 +208,34 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         start_problem=start_problem(status),
         created_at=_text(meta.get("creationTimestamp")),
         disruption=_disruption(status),
-        lingering=phase != kubelet_phase,
+        lingering=kubelet_phase in (PENDING, RUNNING) and phase in (SUCCEEDED, FAILED),
     )
 
 
-def _replica_phase(kubelet_phase: str, exit_code: int | None, spec: Mapping[str, Any]) -> str:
+def _replica_phase(
+    kubelet_phase: str, exit_code: int | None, spec: Mapping[str, Any], pod_reason: object
+) -> str:
     """The pod's phase as its replica lived it: the ``mxnet`` container's end decides.
 
     The kubelet calls a pod Running while any of its containers runs, so a pod with a sidecar
     that outlives the training process (Katib's metrics collector finishing its report, a
     service-mesh proxy that never ends) would keep its replica running. Once ``mxnet`` has
     terminated and the pod's ``restartPolicy`` will not start it again, the replica has ended
-    with ``mxnet``'s exit code. (A native sidecar, an init container with ``restartPolicy:
-    Always``, needs none of this: the kubelet stops it and ends the pod itself.)
+    with ``mxnet``'s exit code. Likewise a pod the kubelet calls Failed only because a sidecar
+    failed (no pod-level reason such as ``Evicted``) ran a replica that succeeded. (A native
+    sidecar, an init container with ``restartPolicy: Always``, needs none of this: the kubelet
+    stops it once ``mxnet`` ended and judges the pod by ``mxnet`` alone.)
     """
-    if kubelet_phase not in (PENDING, RUNNING) or exit_code is None:
+    if exit_code is None:
         return kubelet_phase
+    if kubelet_phase == FAILED and exit_code == 0 and not pod_reason:
+        return SUCCEEDED
+    if kubelet_phase not in (PENDING, RUNNING):
+        return kubelet_phase
+    policy = spec.get("restartPolicy") or "Always"
+    if policy == "Never" or (policy == "OnFailure" and exit_code == 0):
+        return SUCCEEDED if exit_code == 0 else FAILED
+    return kubelet_phase
     policy = spec.get("restartPolicy") or "Always"
     if policy == "Never" or (policy == "OnFailure" and exit_code == 0):
         return SUCCEEDED if exit_code == 0 else FAILED

@@ -103,3 +103,17 @@ def test_under_always_the_kubelet_restarts_mxnet_so_the_pod_runs_on() -> None:
 def test_a_pod_the_kubelet_ended_is_not_lingering() -> None:
     view = observe(pod(job(), "worker-0", phase="Succeeded", exit_code=0))
     assert view.succeeded and not view.lingering
+
+
+def test_a_pod_failed_only_by_its_sidecar_ran_a_replica_that_succeeded() -> None:
+    failed_by_sidecar = pod(job(), "worker-0", phase="Failed", exit_code=0)
+    failed_by_sidecar["status"]["containerStatuses"].append(
+        {"name": "collector", "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}
+    )
+    view = observe(failed_by_sidecar)
+    assert (view.succeeded, view.lingering, view.exit_code) == (True, False, 0)
+
+
+def test_an_evicted_pod_stays_failed_whatever_its_container_said() -> None:
+    evicted = observe(pod(job(), "worker-0", phase="Failed", exit_code=0, reason="Evicted"))
+    assert evicted.failed and evicted.reason == "Evicted"
