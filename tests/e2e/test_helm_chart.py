@@ -69,7 +69,7 @@ def manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
     copy_dir = tmp_path_factory.mktemp("manifests") / "manifests"
     shutil.copytree(MANIFESTS, copy_dir, ignore=shutil.ignore_patterns("webhook-tls-secret.yaml"))
     assert certs_main(["webhook", "--out", str(copy_dir / "overlays" / "self-signed")]) == 0
-    for component in ("v1-only", "kueue-workloads", "kubeflow"):
+    for component in ("v1-only", "kueue-workloads", "kubeflow", "katib"):
         overlay = copy_dir / "overlays" / f"in-cluster-{component}"
         overlay.mkdir()
         (overlay / "kustomization.yaml").write_text(
@@ -217,7 +217,12 @@ def test_existing_secret_mode_renders_the_self_signed_overlay_less_its_secret(
 
 @pytest.mark.parametrize(
     "option",
-    [("v1Only", "v1-only"), ("kueueWorkloads", "kueue-workloads"), ("kubeflowRoles", "kubeflow")],
+    [
+        ("v1Only", "v1-only"),
+        ("kueueWorkloads", "kueue-workloads"),
+        ("kubeflowRoles", "kubeflow"),
+        ("katibTrials", "katib"),
+    ],
     ids=lambda option: str(option[0]),
 )
 def test_each_install_option_renders_the_in_cluster_overlay_with_its_component(

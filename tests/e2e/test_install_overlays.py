@@ -169,7 +169,7 @@ def with_component(overlay_dirs: dict[str, Path], component: str) -> Path:
     return mine
 
 
-COMPONENTS = ("v1-only", "kueue-workloads", "kubeflow")
+COMPONENTS = ("v1-only", "kueue-workloads", "kubeflow", "katib")
 
 
 def test_every_component_directory_is_one_these_tests_apply() -> None:
@@ -239,6 +239,25 @@ def test_kubeflow_component_adds_roles_for_kubeflows_aggregated_roles_and_nothin
         assert all(
             k.startswith("rbac.authorization.kubeflow.org/") for k in role["metadata"]["labels"]
         )
+    result = fresh_plane.kubectl(
+        "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
+    )
+    assert result.stderr == ""
+
+
+def test_katib_component_adds_only_mxjob_access_for_katibs_controller(
+    fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
+) -> None:
+    docs = render(fresh_plane, with_component(overlay_dirs, "katib"))
+    plain = {(d["kind"], d["metadata"]["name"]) for d in rendered["self-signed"]}
+    added = {d["kind"]: d for d in docs if (d["kind"], d["metadata"]["name"]) not in plain}
+    assert sorted(added) == ["ClusterRole", "ClusterRoleBinding"]
+    assert added["ClusterRole"]["rules"] == [{
+        "apiGroups": ["kubeflow.org"], "resources": ["mxjobs"],
+        "verbs": ["get", "list", "watch", "create", "delete"]}]  # fmt: skip
+    assert added["ClusterRoleBinding"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "katib-controller", "namespace": "kubeflow"}
+    ]
     result = fresh_plane.kubectl(
         "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
     )
