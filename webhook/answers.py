@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from webhook import admission, conversion_review
+from webhook import admission, conversion_review, experiments
 from webhook.metrics import Endpoint, Result
 from webhook.reviews import (
     AdmissionRequest,
@@ -164,7 +164,7 @@ def answer_conversion(body: bytes) -> Answer:
 
 
 class Decision(Protocol):
-    """``admission.mutate`` or ``admission.validate``."""
+    """``admission.mutate``, ``admission.validate`` or ``experiments.validate_experiment``."""
 
     def __call__(
         self, request: AdmissionRequest, *, kueue_workloads: bool = False
@@ -174,4 +174,5 @@ class Decision(Protocol):
 ENDPOINT_DECISIONS: dict[Endpoint, Decision] = {
     "mutate": admission.mutate,
     "validate": admission.validate,
+    "validate-experiment": experiments.validate_experiment,
 }

@@ -50,10 +50,13 @@ log = logging.getLogger("webhook.review")
 MUTATE_PATH: Final = "/mutate-kubeflow-org-v1-mxjob"
 VALIDATE_PATH: Final = "/validate-kubeflow-org-v1-mxjob"
 CONVERT_PATH: Final = "/convert"
+EXPERIMENT_PATH: Final = "/validate-kubeflow-org-v1beta1-experiment"
+"""Katib Experiments with MXJob trials (webhook/experiments.py; manifests/components/katib)."""
 REVIEW_PATHS: Final[dict[str, Endpoint]] = {
     MUTATE_PATH: "mutate",
     VALIDATE_PATH: "validate",
     CONVERT_PATH: "convert",
+    EXPERIMENT_PATH: "validate-experiment",
 }
 JSON: Final = "application/json"
 EXTENSION_KEY: Final = "mxjob_webhook"
@@ -155,6 +158,10 @@ def _add_review_routes(app: Flask, state: WebhookState) -> None:
     @app.post(CONVERT_PATH)
     def convert() -> Response:
         return review("convert")
+
+    @app.post(EXPERIMENT_PATH)
+    def validate_experiment() -> Response:
+        return review("validate-experiment")
 
 
 def _add_probe_routes(app: Flask, state: WebhookState) -> None:

@@ -11,7 +11,7 @@ from typing import Final, Literal
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-Endpoint = Literal["mutate", "validate", "convert"]
+Endpoint = Literal["mutate", "validate", "convert", "validate-experiment"]
 Result = Literal["allowed", "denied", "error", "malformed"]
 """``allowed``: admitted, or converted; ``denied``: refused with reasons (a conversion that
 failed); ``error``: the webhook failed and answered with a refusal; ``malformed``: HTTP 400 or
