@@ -65,7 +65,14 @@ def plane_settings(state_dir: Path, *, network: NodeNetwork) -> ControlPlaneSett
         # taints a node whose kubelet is gone; taint-eviction then deletes the pods that do not
         # tolerate it. The grace period before a silent node is NotReady is 20 s (50 s by
         # default), so the node-loss test (tests/e2e/test_real_node_disruptions.py) is quicker.
-        extra_controllers=(*INSTALL_CONTROLLERS, "nodelifecycle", "taint-eviction-controller"),
+        # The persistent-volume controllers bind a claim to a volume an admin made (and let both
+        # be deleted once unused): Katib's PostgreSQL keeps its data on one
+        # (localkube.thirdparty.katib_install).
+        extra_controllers=(
+            *INSTALL_CONTROLLERS, "nodelifecycle", "taint-eviction-controller",
+            "persistentvolume-binder-controller", "persistentvolumeclaim-protection-controller",
+            "persistentvolume-protection-controller",
+        ),  # fmt: skip
         extra_controller_manager_args=(f"--node-monitor-grace-period={NODE_GRACE_SECONDS}s",),
     )
 
