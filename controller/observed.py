@@ -236,10 +236,6 @@ def _replica_phase(
     if policy == "Never" or (policy == "OnFailure" and exit_code == 0):
         return SUCCEEDED if exit_code == 0 else FAILED
     return kubelet_phase
-    policy = spec.get("restartPolicy") or "Always"
-    if policy == "Never" or (policy == "OnFailure" and exit_code == 0):
-        return SUCCEEDED if exit_code == 0 else FAILED
-    return kubelet_phase
 
 
 def _disruption(status: Mapping[str, Any]) -> str | None:

@@ -53,7 +53,7 @@ def experiment(**template: Any) -> Obj:
     }  # fmt: skip
 
 
-def decision(obj: Obj, **kwargs: Any) -> Any:
+def decision(obj: Obj | None, **kwargs: Any) -> Any:
     return validate_experiment(admission_review(obj, **kwargs)["request"])
 
 

@@ -69,10 +69,13 @@ def plane_settings(state_dir: Path, *, network: NodeNetwork) -> ControlPlaneSett
         # be deleted once unused): Katib's PostgreSQL keeps its data on one
         # (localkube.thirdparty.katib_install).
         extra_controllers=(
-            *INSTALL_CONTROLLERS, "nodelifecycle", "taint-eviction-controller",
-            "persistentvolume-binder-controller", "persistentvolumeclaim-protection-controller",
+            *INSTALL_CONTROLLERS,
+            "nodelifecycle",
+            "taint-eviction-controller",
+            "persistentvolume-binder-controller",
+            "persistentvolumeclaim-protection-controller",
             "persistentvolume-protection-controller",
-        ),  # fmt: skip
+        ),
         extra_controller_manager_args=(f"--node-monitor-grace-period={NODE_GRACE_SECONDS}s",),
     )
 
