@@ -4,9 +4,11 @@ One script serves the Scheduler, the Servers and the Workers: MXNet reads the ``
 operator injects (role, scheduler address and port, how many servers and workers) when it is
 imported, and a scheduler or server process runs ps-lite's loop inside ``import mxnet`` and exits
 0 when every worker has finished. Workers train a small MLP on synthetic data (no downloads),
-each on its own shard, synchronously through the parameter server, print the loss of each epoch
-and finally a SHA-256 of their parameters: with ``dist_sync`` every worker pulls the same weights
-after every step, so the digests of all workers must be equal.
+each on its own shard, synchronously through the parameter server, print the loss and accuracy
+of each epoch (twice: ``epoch 3/5 loss ... accuracy ...`` to read, ``epoch=3 accuracy=...
+loss=...`` for Katib's metrics collector) and finally a SHA-256 of their parameters: with
+``dist_sync`` every worker pulls the same weights after every step, so the digests of all
+workers must be equal.
 
 Run it with ``python -m train_dist`` (the example image puts ``examples/scripts`` on PYTHONPATH).
 """
@@ -71,6 +73,18 @@ def parameter_digest(params: Any) -> str:
     return digest.hexdigest()
 
 
+def katib_metrics(epoch: int, *, loss: float, accuracy: float) -> str:
+    r"""The epoch's metrics as ``name=value`` pairs, for Katib's StdOut metrics collector.
+
+    Katib's default filter, ``([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)``, takes every
+    pair of a line that names one of an Experiment's metrics, so an Experiment can tune on
+    ``loss`` (minimize) or ``accuracy`` (maximize) without a ``metricsFormat`` of its own
+    (examples/katib/mxjob-cpu-train.yaml). The line starts with no RFC 3339 time, so Katib
+    records its values with the zero time.
+    """
+    return f"epoch={epoch} accuracy={accuracy:.6f} loss={loss:.6f}"
+
+
 def import_mxnet() -> Any:
     """Import MXNet only once the role is known and the scheduler's name resolves.
 
@@ -116,6 +130,7 @@ def train(args: argparse.Namespace) -> None:
             f"epoch {epoch}/{args.epochs} loss {total / count:.4f} accuracy {correct / count:.3f}",
             flush=True,
         )
+        print(katib_metrics(epoch, loss=total / count, accuracy=correct / count), flush=True)
     mx.nd.waitall()
     print(f"final parameters sha256 {parameter_digest(net.collect_params())}", flush=True)
 
