@@ -10,8 +10,9 @@ The user's changes (docs/katib.md says why each):
 What this machine needs besides, as any cluster without a registry or storage would:
 
 - the images built here (:mod:`localkube.thirdparty.katib`) named in place of Katib's, through
-  kustomize ``images:`` and katib-config (the goptuna suggestion serves ``random``, ``tpe`` and
-  ``cmaes``; Katib maps the first two to its Python hyperopt image, which is not built here);
+  kustomize ``images:`` and katib-config (the goptuna suggestion serves ``random``, ``tpe``,
+  ``cmaes`` and ``sobol``; Katib maps the first two to its Python hyperopt image, which is not
+  built here);
 - the UI's Deployment left out (its image is not built here, and nothing reads it);
 - a PersistentVolume for PostgreSQL's claim, on the node's disk, as an admin would make one where
   no StorageClass provisions volumes.
@@ -37,7 +38,7 @@ NAMESPACE: Final = "kubeflow"
 OVERLAY: Final = "mxjob-operator"
 """The overlay's folder, beside Katib's ``installs/katib-standalone-postgres``."""
 MXJOB_RESOURCE: Final = "MXJob.v1.kubeflow.org"
-GOPTUNA_ALGORITHMS: Final = ("random", "tpe", "cmaes")
+GOPTUNA_ALGORITHMS: Final = ("random", "tpe", "cmaes", "sobol")
 DEPLOYMENTS: Final = ("katib-postgres", "katib-db-manager", "katib-controller")
 RELEASED_IMAGES: Final = {
     "controller": "ghcr.io/kubeflow/katib/katib-controller",

@@ -38,11 +38,10 @@ def test_mxjob_becomes_a_trial_resource_once_and_the_released_ones_stay() -> Non
     assert again["init"]["controller"]["trialResources"].count(MXJOB_RESOURCE) == 1
 
 
-def test_the_goptuna_build_serves_random_tpe_and_cmaes_and_other_algorithms_keep_theirs() -> None:
+def test_the_goptuna_build_serves_what_goptuna_implements_and_others_keep_theirs() -> None:
     suggestions = {s["algorithmName"]: s["image"] for s in configured()["runtime"]["suggestions"]}
-    assert suggestions == {
-        "random": "goptuna:dev", "tpe": "goptuna:dev", "cmaes": "goptuna:dev",
-        "grid": "optuna:v0.19.0"}  # fmt: skip
+    goptuna = {name: "goptuna:dev" for name in ("random", "tpe", "cmaes", "sobol")}
+    assert suggestions == {**goptuna, "grid": "optuna:v0.19.0"}
 
 
 def test_the_file_collector_is_the_built_one_and_the_released_config_is_not_changed() -> None:
