@@ -11,7 +11,9 @@ job Succeeds once the node takes the new pod (after ``uncordon``, or once the pr
 
 from __future__ import annotations
 
+import datetime
 import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -269,6 +271,79 @@ def node_ready(installed: InstalledCluster) -> str:
     return str(next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"))
 
 
+SIMULATED_NODE = "mxjob-tests-simulated"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@pytest.fixture
+def another_ready_node(real_cluster: InstalledCluster) -> Iterator[str]:
+    """A second node that stays Ready while the test runs: a Node object whose Lease a thread
+    renews every 2 s, as a kubelet (or kwok) does, tainted so that nothing is scheduled on it.
+
+    Why: when every node of a cluster is NotReady, the node lifecycle controller assumes an
+    outage of its own rather than of the nodes ("master disruption mode") and removes the
+    NoExecute taints it added, so nothing is evicted. A one-node cluster is always in that case
+    once its node is lost; a real cluster has other nodes, and so has this one with this node.
+    """
+    api, now = real_cluster.api, _now()
+    api.request(
+        "POST",
+        "/api/v1/nodes",
+        body={
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": SIMULATED_NODE},
+            "spec": {"taints": [{"key": "mxjob-tests/simulated", "effect": "NoSchedule"}]},
+        },
+    )
+    api.request(
+        "PATCH",
+        f"/api/v1/nodes/{SIMULATED_NODE}/status",
+        content_type=("application/merge-patch+json"),
+        body={
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "lastHeartbeatTime": now[:19] + "Z",
+                        "lastTransitionTime": now[:19] + "Z",
+                    }
+                ]
+            }
+        },
+    )
+    lease_path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{SIMULATED_NODE}"
+    api.request("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", body={
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": SIMULATED_NODE},
+        "spec": {"holderIdentity": SIMULATED_NODE, "leaseDurationSeconds": 40,
+                 "renewTime": now}})  # fmt: skip
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(2):
+            api.request("PATCH", lease_path, content_type="application/merge-patch+json",
+                        body={"spec": {"renewTime": _now()}})  # fmt: skip
+
+    renewer = threading.Thread(target=renew, daemon=True)
+    renewer.start()
+    try:
+        yield SIMULATED_NODE
+    finally:
+        stop.set()
+        renewer.join(timeout=10)
+        real_cluster.plane.kubectl("delete", "node", SIMULATED_NODE, "--ignore-not-found")
+        real_cluster.plane.kubectl(
+            "delete", "lease", "-n", "kube-node-lease", SIMULATED_NODE, "--ignore-not-found"
+        )
+
+
+@pytest.mark.usefixtures("another_ready_node")
 def test_a_lost_node_evicts_the_worker_by_taint_and_the_job_reruns_it_once_back(
     real_cluster: InstalledCluster,
 ) -> None:
