@@ -111,11 +111,12 @@ e2e: venv sdk-venv binaries images third-party ## the tests against the local co
 test: venv sdk-venv binaries images third-party lint typecheck ## lint, typecheck, then every test (unit and e2e)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-third-party: ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue) and Volcano (vc-scheduler, vc-controller-manager), each with its CRDs, from its release source in ../shared/third_party (cached)
+third-party: ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue), Volcano (vc-scheduler, vc-controller-manager) and Katib (controller, db-manager, goptuna, file metrics collector), each with its CRDs or manifests, from its release source in ../shared/third_party (cached)
 	hack/build-third-party.sh cert-manager >/dev/null
 	hack/build-third-party.sh kueue >/dev/null
 	hack/build-third-party.sh kueue-current >/dev/null
 	hack/build-third-party.sh volcano >/dev/null
+	hack/build-third-party.sh katib >/dev/null
 
 bench: venv binaries ## measure webhook, admission and controller at full size; writes docs/benchmarks.md
 	$(PY) -m bench

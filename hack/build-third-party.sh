@@ -4,9 +4,9 @@
 # per-machine cache outside the work tree, once per archive. The module proxy does not serve these
 # programs (their commands are modules of their own, or their release is an image), which is why
 # the archives exist. Prints the cache directory on stdout: bin/<program>... and the component's
-# manifests (cert-manager: crds/; kueue: config/). Progress goes to stderr.
+# manifests (cert-manager: crds/; kueue: config/; katib: manifests/). Progress goes to stderr.
 #
-# Usage: hack/build-third-party.sh cert-manager|kueue|kueue-current|volcano
+# Usage: hack/build-third-party.sh cert-manager|kueue|kueue-current|volcano|katib
 #
 # cert-manager: cmd/controller and cmd/cainjector. One dependency is refused by the module proxy
 # (github.com/Venafi/vcert/v5: 403); the Venafi issuer is its only user, so the build leaves that
@@ -19,6 +19,12 @@
 # volcano: cmd/scheduler (vc-scheduler) and cmd/controller-manager (its queue and PodGroup
 # controllers), as released, in one go build so they share the compiled packages; its CRDs from
 # config/crd/volcano/bases and installer/ (the released scheduler configuration and RBAC).
+# katib: its four Go programs, as released (static, CGO off, as Katib's Dockerfiles build them):
+# cmd/katib-controller/v1beta1 (katib-controller), cmd/db-manager/v1beta1 (katib-db-manager),
+# cmd/suggestion/goptuna/v1beta1 (goptuna-suggestion) and
+# cmd/metricscollector/v1beta1/file-metricscollector; one go build each (three of the packages
+# are named v1beta1, so one -o folder cannot hold them), sharing Go's build cache. Its
+# manifests/v1beta1 (components and installs) as manifests/.
 set -euo pipefail
 # shellcheck source=lib/build.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
@@ -30,7 +36,8 @@ case "${name}" in
   kueue) version="${KUEUE_VERSION}" ;;
   kueue-current) version="${KUEUE_CURRENT_VERSION}"; project=kueue ;;
   volcano) version="${VOLCANO_RELEASE_VERSION}" ;;
-  *) log "usage: $0 cert-manager|kueue|kueue-current|volcano"; exit 2 ;;
+  katib) version="${KATIB_VERSION}" ;;
+  *) log "usage: $0 cert-manager|kueue|kueue-current|volcano|katib"; exit 2 ;;
 esac
 # The project whose archive this is: the name itself, except for a second release line of one.
 project="${project:-${name}}"
@@ -74,11 +81,19 @@ case "${name}" in
     mkdir -p "${STAGING}/config"
     cp "${src}/installer/volcano-development.yaml" "${STAGING}/config/"
     ;;
+  katib)
+    for program in katib-controller:katib-controller/v1beta1 katib-db-manager:db-manager/v1beta1 \
+      goptuna-suggestion:suggestion/goptuna/v1beta1 \
+      file-metricscollector:metricscollector/v1beta1/file-metricscollector; do
+      go_build "${src}" "${bin}/${program%%:*}" "./cmd/${program#*:}"
+    done
+    cp -r "${src}/manifests/v1beta1" "${STAGING}/manifests"
+    ;;
 esac
 
 # The staging directory also holds the extracted source: only what was made moves in.
-rm -rf "${OUT:?}/bin" "${OUT:?}/crds" "${OUT:?}/config"
-for made in bin crds config; do
+rm -rf "${OUT:?}/bin" "${OUT:?}/crds" "${OUT:?}/config" "${OUT:?}/manifests"
+for made in bin crds config manifests; do
   [[ -e "${STAGING}/${made}" ]] && mv "${STAGING}/${made}" "${OUT}/"
 done
 build_end "${OUT}" "${OUT}"

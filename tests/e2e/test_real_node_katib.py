@@ -1,0 +1,262 @@
+"""Katib v0.19 runs MXJob trials on the real node, installed from its own manifests.
+
+The module fixture builds Katib from its release source (``localkube.thirdparty.katib``), adds
+the project's ``katib`` component to the operator's install, installs Katib with the changes a
+user makes (``localkube.thirdparty.katib_install``), and runs two Experiments at once in a
+namespace where Katib injects its metrics collector: ``examples/katib/mxjob-cpu-train.yaml`` as
+shipped (but for ``retain: true``, so its trials' MXJobs and pods stay to be looked at), and one
+whose single trial's worker exits 1. The tests read what came of them; the last one deletes both.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from localkube.base.api import ensure_namespace
+from localkube.base.paths import PROJECT_ROOT
+from localkube.realnode import containerd
+from localkube.realnode.node import node_bin_dir
+from localkube.thirdparty import katib, katib_install
+from tests.e2e.real_node_fixtures import InstalledCluster, require
+from tests.helpers.pod_creations import PodCreations
+from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.timeout(1200)
+
+NAMESPACE = "katib-trials"
+EXAMPLE = PROJECT_ROOT / "examples" / "katib" / "mxjob-cpu-train.yaml"
+COLLECTOR = "metrics-logger-and-collector"
+EXPERIMENTS = "/apis/kubeflow.org/v1beta1/namespaces/katib-trials/experiments"
+
+
+@dataclass
+class Tuned:
+    installed: InstalledCluster
+    seconds_to_install: float
+    seconds_to_end: dict[str, float]
+    experiments: dict[str, dict[str, Any]]
+    creations: PodCreations
+
+
+def experiment(name: str) -> dict[str, Any]:
+    """The shipped example, its trials' MXJobs kept (``retain``) for the tests to read."""
+    example: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
+    example["metadata"] = {"name": name, "namespace": NAMESPACE}
+    example["spec"]["trialTemplate"]["retain"] = True
+    return example
+
+
+def failing_experiment(name: str) -> dict[str, Any]:
+    """One trial, whose worker exits 1 (``false``, as Katib's ``sh -c`` runs it)."""
+    failing = experiment(name)
+    failing["spec"].update(maxTrialCount=1, parallelTrialCount=1, maxFailedTrialCount=0)
+    worker = failing["spec"]["trialTemplate"]["trialSpec"]["spec"]["mxReplicaSpecs"]["Worker"]
+    container = worker["template"]["spec"]["containers"][0]
+    container["command"] = ["false", "${trialParameters.learningRate}"]
+    container["args"] = ["${trialParameters.batchSize}"]
+    return failing
+
+
+def install_katib(installed: InstalledCluster, work: Path) -> float:
+    """Build (cached), import the images, add the component, install; seconds from the apply
+    to Katib admitting Experiments."""
+    require(katib.missing())
+    home = katib.build()
+    images = katib.images(home)
+    for image in images.all():
+        containerd.import_image(
+            node_bin_dir(), installed.node.containerd_paths.socket, image.archive
+        )
+    installed.cluster.install_operator(work / "operator", components=("katib",))
+    overlay = katib_install.write_overlay(
+        home / "manifests", work, suggestion_image=images.suggestion.ref,
+        collector_image=images.collector.ref,
+        images={"controller": images.controller.ref, "db_manager": images.db_manager.ref,
+                "postgres": images.postgres.ref},
+    )  # fmt: skip
+    started = time.monotonic()
+    katib_install.apply(installed.plane, overlay, volume_dir=installed.node.dir / "katib-postgres")
+    katib_install.wait_ready(installed.plane, timeout=300)
+    return time.monotonic() - started
+
+
+def ended(found: dict[str, Any]) -> bool:
+    conditions = found.get("status", {}).get("conditions", [])
+    return any(c["type"] in ("Succeeded", "Failed") and c["status"] == "True" for c in conditions)
+
+
+@pytest.fixture(scope="module")
+def tuned(
+    real_cluster: InstalledCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Tuned]:
+    work = tmp_path_factory.mktemp("katib")
+    seconds_to_install = install_katib(real_cluster, work)
+    api = real_cluster.api
+    ensure_namespace(api, NAMESPACE)
+    real_cluster.plane.kubectl(
+        "label", "namespace", NAMESPACE, "katib.kubeflow.org/metrics-collector-injection=enabled",
+        "--overwrite",
+    )  # fmt: skip
+    creations = PodCreations(api, NAMESPACE)
+    started = time.monotonic()
+    seconds_to_end: dict[str, float] = {}
+    for body in (experiment("tune"), failing_experiment("fails")):
+        api.request("POST", EXPERIMENTS, body=body)
+
+    def both_ended() -> dict[str, dict[str, Any]]:
+        found = {name: api.request("GET", f"{EXPERIMENTS}/{name}") for name in ("tune", "fails")}
+        for name, obj in found.items():
+            if ended(obj) and name not in seconds_to_end:
+                seconds_to_end[name] = time.monotonic() - started
+        return found
+
+    try:
+        experiments = wait_for(
+            "both Experiments to end", both_ended,
+            lambda found: all(ended(e) for e in found.values()), timeout=900,
+        )  # fmt: skip
+        yield Tuned(real_cluster, seconds_to_install, seconds_to_end, experiments, creations)
+    finally:
+        creations.stop()
+        overlay = work / "katib-manifests" / "installs" / katib_install.OVERLAY
+        katib_install.uninstall(real_cluster.plane, overlay)
+        real_cluster.plane.kubectl(
+            "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait", "--timeout=120s",
+            timeout=130, check=False,
+        )  # fmt: skip
+
+
+def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any]:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == ctype), {})
+
+
+def trials_of(tuned: Tuned, experiment_name: str) -> list[dict[str, Any]]:
+    listed = tuned.installed.api.request(
+        "GET", f"/apis/kubeflow.org/v1beta1/namespaces/{NAMESPACE}/trials",
+        query=[("labelSelector", f"katib.kubeflow.org/experiment={experiment_name}")],
+    )["items"]  # fmt: skip
+    return list(listed)
+
+
+def pod(tuned: Tuned, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = tuned.installed.api.request(
+        "GET", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}"
+    )
+    return found
+
+
+def printed(tuned: Tuned, pod_name: str, metric: str) -> list[float]:
+    """Every value of ``metric`` the collector sidecar relayed from the worker's output."""
+    log = tuned.installed.plane.kubectl(
+        "logs", "-n", NAMESPACE, pod_name, "-c", COLLECTOR, timeout=30
+    ).stdout
+    return [float(v) for v in re.findall(rf"\b{metric}=([-+.\deE]+)", log)]
+
+
+def test_the_experiment_succeeds_and_its_optimum_is_a_value_a_worker_printed(
+    tuned: Tuned,
+) -> None:
+    tune = tuned.experiments["tune"]
+    assert condition(tune, "Succeeded").get("status") == "True", tune["status"]
+    assert tune["status"]["trialsSucceeded"] == 3, tune["status"]
+    optimal = tune["status"]["currentOptimalTrial"]
+    metric = next(m for m in optimal["observation"]["metrics"] if m["name"] == "loss")
+    best = optimal["bestTrialName"]
+    values = printed(tuned, f"{best}-worker-0", "loss")
+    assert values and float(metric["min"]) == pytest.approx(min(values), abs=1e-6), (metric, values)
+    print(f"\nKatib: installed in {tuned.seconds_to_install:.1f} s; 3 MXJob trials (2 at a time) "
+          f"Succeeded {tuned.seconds_to_end['tune']:.1f} s after the Experiment's creation; "
+          f"best trial {best}, loss {metric['min']} as its worker printed it")  # fmt: skip
+
+
+def test_every_trial_ran_as_the_operator_runs_it_with_the_collector_and_ended_with_mxnet(
+    tuned: Tuned,
+) -> None:
+    lags = []
+    for trial in trials_of(tuned, "tune"):
+        name = trial["metadata"]["name"]
+        job = tuned.installed.api.request(
+            "GET", f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/mxjobs/{name}"
+        )
+        assert job["status"]["state"] == "Succeeded", job["status"]
+        worker = pod(tuned, f"{name}-worker-0")
+        containers = {c["name"]: c for c in worker["spec"]["containers"]}
+        assert set(containers) == {"mxnet", COLLECTOR}
+        assert containers["mxnet"]["command"] == ["sh", "-c"]
+        assert "1>/var/log/katib/metrics.log" in containers["mxnet"]["args"][0]
+        mxnet = next(s for s in worker["status"]["containerStatuses"] if s["name"] == "mxnet")
+        finished = _time(mxnet["state"]["terminated"]["finishedAt"])
+        lags.append((_time(job["status"]["completionTime"]) - finished).total_seconds())
+        # Only worker 0 is the primary pod: the others run without the sidecar.
+        server = pod(tuned, f"{name}-server-0")
+        assert [c["name"] for c in server["spec"]["containers"]] == ["mxnet"]
+    assert len(lags) == 3 and all(-1 <= lag <= 3 for lag in lags), lags
+    made = sorted(n for n, _ in tuned.creations.seen)
+    assert len(made) == len(set(made)), made  # no pod made twice
+    print(
+        f"every trial's job ended with its mxnet container: completion minus mxnet's end "
+        f"{', '.join(f'{lag:.0f} s' for lag in lags)} (whole seconds)"
+    )
+
+
+def _time(text: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_a_trial_whose_worker_exits_1_is_failed_in_katib_with_the_operators_reason(
+    tuned: Tuned,
+) -> None:
+    fails = tuned.experiments["fails"]
+    assert condition(fails, "Failed").get("status") == "True", fails["status"]
+    (trial,) = trials_of(tuned, "fails")
+    failed = condition(trial, "Failed")
+    assert failed.get("status") == "True", trial["status"]
+    assert "exited with code 1" in failed["message"], failed
+    print(f"failing trial: Failed in Katib {tuned.seconds_to_end['fails']:.1f} s after creation: "
+          f"{failed['reason']}: {failed['message']}")  # fmt: skip
+
+
+def test_an_experiment_whose_trials_the_operator_would_refuse_is_refused_at_once(
+    tuned: Tuned,
+) -> None:
+    bad = experiment("bad")
+    bad["spec"]["trialTemplate"]["primaryContainerName"] = "training"
+    refused = tuned.installed.plane.kubectl(
+        "create", "-f", "-", input_text=yaml.safe_dump(bad), check=False
+    )
+    assert refused.returncode != 0
+    assert "spec.trialTemplate.primaryContainerName" in refused.stderr, refused.stderr
+    assert "use 'mxnet'" in refused.stderr
+
+
+def test_deleting_the_experiments_leaves_no_mxjob_pod_or_service(tuned: Tuned) -> None:
+    api = tuned.installed.api
+    started = time.monotonic()
+    for name in ("tune", "fails"):
+        api.request("DELETE", f"{EXPERIMENTS}/{name}")
+
+    def left() -> dict[str, int]:
+        return {
+            kind: len(api.request("GET", path)["items"])
+            for kind, path in (
+                ("mxjobs", f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/mxjobs"),
+                ("pods", f"/api/v1/namespaces/{NAMESPACE}/pods"),
+                ("services", f"/api/v1/namespaces/{NAMESPACE}/services"),
+            )
+        }
+
+    wait_for("every MXJob, pod and Service to go", left,
+             lambda counts: not any(counts.values()), timeout=180)  # fmt: skip
+    print(
+        f"Experiments deleted: no MXJob, pod or Service left after "
+        f"{time.monotonic() - started:.1f} s"
+    )
