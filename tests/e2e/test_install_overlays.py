@@ -402,7 +402,7 @@ def _ca_bundles(docs: Docs) -> list[str]:
 def test_every_webhook_call_goes_to_the_webhook_service_on_443(rendered: dict[str, Docs]) -> None:
     for docs in rendered.values():
         refs = _webhook_services(docs)
-        assert len(refs) == 3
+        assert len(refs) == 4  # mutate, validate, Katib Experiments, conversion
         for ref in refs:
             assert (ref["namespace"], ref["name"], ref["port"]) == (NAMESPACE, "mxjob-webhook", 443)
         one(docs, "Service", "mxjob-webhook")
@@ -414,7 +414,7 @@ def test_self_signed_overlay_trusts_exactly_the_ca_of_its_generated_secret(
     docs = rendered["self-signed"]
     secret = one(docs, "Secret", "mxjob-webhook-tls")
     assert secret["type"] == "kubernetes.io/tls"
-    assert _ca_bundles(docs) == [secret["data"]["ca.crt"]] * 3
+    assert _ca_bundles(docs) == [secret["data"]["ca.crt"]] * 4
     ca = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["ca.crt"]))
     cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
     cert.verify_directly_issued_by(ca)

@@ -160,7 +160,7 @@ def test_a_drain_waits_for_a_gang_behind_its_budget_and_goes_through_once_the_jo
     creations = PodCreations(real_cluster.api, namespace)
     image = real_cluster.cluster.images.examples.ref
     # Long enough to outlast the refused drain below (10 s) with room to spare.
-    job = single_worker_job("gang", image, ["python", "-c", "import time; time.sleep(45)"])
+    job = single_worker_job("gang", image, ["python", "-c", "import time; time.sleep(30)"])
     replicas = job["spec"]["mxReplicaSpecs"]
     replicas["Scheduler"] = json.loads(json.dumps(replicas["Worker"]))
     job["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": 2}}

@@ -25,7 +25,7 @@ from tests.helpers.waiting import wait_for
 pytestmark = pytest.mark.timeout(900)
 
 JOB = "dist-train-cpu"
-EPOCHS = 300
+EPOCHS = 150
 
 
 def state_of(installed: InstalledCluster, namespace: str) -> dict[str, Any]:
