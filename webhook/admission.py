@@ -70,7 +70,7 @@ def internal_error(uid: str) -> AdmissionResponse:
     )
 
 
-def _judged_operation(request: AdmissionRequest) -> bool:
+def judged_operation(request: AdmissionRequest) -> bool:
     return request["operation"] in ("CREATE", "UPDATE") and not request.get("subResource")
 
 
@@ -116,7 +116,7 @@ def _judge(
     (object as sent, its v1 form, the version it was sent in). With ``kueue_workloads``
     (Kueue's Workload route, shared/queueing.py) its rules for queued jobs apply too."""
     uid = request["uid"]
-    if not _judged_operation(request):
+    if not judged_operation(request):
         return allowed(uid)
     try:
         sent, job, version, old = _objects(request)

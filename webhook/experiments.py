@@ -27,7 +27,15 @@ from typing import Any, Final
 
 from shared import constants, defaults, validation
 from shared.spec import as_mapping, replica_specs
-from webhook.admission import BAD_REQUEST, INVALID, NotAnMXJobError, allowed, as_v1, denied
+from webhook.admission import (
+    BAD_REQUEST,
+    INVALID,
+    NotAnMXJobError,
+    allowed,
+    as_v1,
+    denied,
+    judged_operation,
+)
 from webhook.reviews import AdmissionRequest, AdmissionResponse, JSONObject
 
 TRIAL_SPEC_PATH: Final = "spec.trialTemplate.trialSpec"
@@ -133,7 +141,7 @@ def validate_experiment(
     like the MXJob decisions' and changes nothing: a trial's queueing is judged on its MXJob."""
     uid = request["uid"]
     experiment = request.get("object")
-    if request["operation"] not in ("CREATE", "UPDATE") or request.get("subResource"):
+    if not judged_operation(request):
         return allowed(uid)
     if not isinstance(experiment, dict) or not is_mxjob_trial(experiment):
         return allowed(uid)
