@@ -108,8 +108,8 @@ unit: venv ## the tests that need no control plane
 e2e: venv sdk-venv binaries images third-party ## the tests against the local control plane
 	$(VENV)/bin/pytest -m e2e $(PYTEST_ARGS)
 
-test: venv sdk-venv binaries images third-party lint typecheck ## lint, typecheck, then every test (unit and e2e)
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+test: venv sdk-venv binaries images third-party lint typecheck ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it
+	hack/run-tests.sh $(PYTEST_ARGS)
 
 third-party: ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue), Volcano (vc-scheduler, vc-controller-manager) and Katib (controller, db-manager, goptuna, file metrics collector), each with its CRDs or manifests, from its release source in ../shared/third_party (cached)
 	hack/build-third-party.sh cert-manager >/dev/null

@@ -1,8 +1,9 @@
 """``mxjob-controller``: the console script (flags in :mod:`controller.settings`).
 
 SIGTERM and SIGINT stop gracefully: in-flight reconciles finish and the Lease is released, so a
-rolling update hands over at once. The exit code is 0 after a requested stop and 1 when the
-Lease was lost (the process must not go on acting while another leader may); 2 when
+rolling update hands over at once. A controller started while the API server is away
+waits for it (controller/startup.py) instead of exiting. The exit code is 0 after a requested stop
+and 1 when the Lease was lost (the process must not go on acting while another leader may); 2 when
 ``--kueue-workloads`` is asked of a cluster whose Kueue cannot take it (controller/workloads.py).
 """
 
@@ -17,6 +18,7 @@ from types import FrameType
 from controller.logconfig import configure
 from controller.manager import Controller
 from controller.settings import from_args
+from controller.startup import wait_for_api_server
 from controller.workloads import KueueRouteError, check_route
 
 log = logging.getLogger("controller")
@@ -26,12 +28,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = from_args(argv)
     configure(log_format=settings.log_format, level=settings.log_level)
     controller = Controller(settings)
-    if settings.kueue_workloads:
-        try:
-            check_route(controller.client)
-        except KueueRouteError as error:
-            log.error("%s", error)
-            return 2
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)
@@ -39,6 +35,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if not wait_for_api_server(controller.client, stop=controller.stop_event):
+        return 0
+    if settings.kueue_workloads:
+        try:
+            check_route(controller.client)
+        except KueueRouteError as error:
+            log.error("%s", error)
+            return 2
     log.info(
         "starting mxjob-controller as %s (namespaces: %s, workers: %d, leader election: %s)",
         settings.identity,

@@ -2,7 +2,9 @@
 
 The local control plane is started once per test session (in ``.local/test-cluster``, beside a
 developer's own ``make cluster-up`` one) and always torn down, after a failure or Ctrl-C too.
-Tests under ``tests/e2e/`` are marked ``e2e`` automatically.
+Tests under ``tests/e2e/`` are marked ``e2e`` automatically, and those on the real node (every
+test that uses ``real_cluster``) ``real_node`` too: ``hack/run-tests.sh`` runs them in a pytest
+process of their own beside the others.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if E2E_DIR in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.e2e)
+        if "real_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real_node)
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# make test's runner: the whole suite as two pytest processes side by side.
+#
+# The real-node tests (marked real_node by tests/conftest.py) share one real node, so they run one
+# after another in one process, and most of their time is spent waiting on containers. Every
+# other test (unit, test kubelets, the benchmarks' smoke runs) needs no real node and runs in a
+# second process beside them, so the suite takes about as long as its longer half. The two never
+# share state: each process has its own control plane, temp root and state directories
+# (tests/conftest.py, tests/e2e/real_node_fixtures.py).
+#
+# The real-node process writes to the terminal as it goes; the other's output is kept in
+# .local/test-logs/beside-real-node.log and printed after both ended. Arguments go to both.
+# A process whose selection is empty (pytest's exit 5) counts as passed unless both are empty.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit
+
+pytest=.venv/bin/pytest
+log_dir=.local/test-logs
+beside_log=$log_dir/beside-real-node.log
+mkdir -p "$log_dir"
+
+"$pytest" -m "not real_node" "$@" >"$beside_log" 2>&1 &
+beside=$!
+"$pytest" -m real_node "$@" &
+real_node=$!
+# A stop (Ctrl-C, a CI timeout) reaches both: their conftest tears every plane and node down.
+trap 'kill -TERM "$beside" "$real_node" 2>/dev/null' INT TERM
+
+# Sets status to the exit status of process $1. wait returns above 128 when a trapped signal
+# interrupts it with the child still running: then it is waited for again.
+wait_for_status() {
+  while true; do
+    wait "$1"
+    status=$?
+    if ((status <= 128)) || ! kill -0 "$1" 2>/dev/null; then return; fi
+  done
+}
+
+wait_for_status "$real_node"
+real_node_status=$status
+wait_for_status "$beside"
+beside_status=$status
+echo "================ the tests beside the real node ($beside_log) ================"
+cat "$beside_log"
+echo "run-tests: real-node tests exited $real_node_status, the tests beside them $beside_status"
+
+if [[ $real_node_status == 5 && $beside_status == 5 ]]; then exit 5; fi
+for status in "$real_node_status" "$beside_status"; do
+  if [[ $status != 0 && $status != 5 ]]; then exit "$status"; fi
+done
+exit 0
