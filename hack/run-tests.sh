@@ -19,6 +19,11 @@ log_dir=.local/test-logs
 beside_log=$log_dir/beside-real-node.log
 mkdir -p "$log_dir"
 
+# A selection of the caller's own (-m) decides alone: one process, as pytest would run it.
+for arg in "$@"; do
+  if [[ $arg == -m* ]]; then exec "$pytest" "$@"; fi
+done
+
 "$pytest" -m "not real_node" "$@" >"$beside_log" 2>&1 &
 beside=$!
 "$pytest" -m real_node "$@" &
