@@ -18,7 +18,7 @@ from types import FrameType
 from controller.logconfig import configure
 from controller.manager import Controller
 from controller.settings import from_args
-from controller.startup import wait_for_api_server
+from controller.startup import await_api_server
 from controller.workloads import KueueRouteError, check_route
 
 log = logging.getLogger("controller")
@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if not wait_for_api_server(controller.client, stop=controller.stop_event):
+    if not await_api_server(controller.client, stop=controller.stop_event):
         return 0
     if settings.kueue_workloads:
         try:

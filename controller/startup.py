@@ -28,7 +28,7 @@ class Requester(Protocol):
     def request(self, method: str, path: str, *, timeout: float = 30) -> object: ...
 
 
-def wait_for_api_server(
+def await_api_server(
     client: Requester,
     *,
     stop: threading.Event,

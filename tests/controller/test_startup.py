@@ -8,7 +8,7 @@ import pytest
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
 from controller.kube import ApiError
-from controller.startup import wait_for_api_server
+from controller.startup import await_api_server
 
 
 class ApiServerComingBack:
@@ -32,7 +32,7 @@ def refused() -> MaxRetryError:
 
 def test_an_api_server_that_is_ready_is_asked_once() -> None:
     server = ApiServerComingBack()
-    assert wait_for_api_server(server, stop=threading.Event())
+    assert await_api_server(server, stop=threading.Event())
     assert server.paths == ["GET /readyz"]
 
 
@@ -41,9 +41,7 @@ def test_refused_connections_and_a_starting_api_server_are_waited_out(
 ) -> None:
     starting = ApiError(500, "Internal Server Error", "[-]poststarthook/rbac failed")
     server = ApiServerComingBack(refused(), ConnectionResetError(104, "reset"), starting)
-    ready = wait_for_api_server(
-        server, stop=threading.Event(), first_delay=0.001, longest_delay=0.002
-    )
+    ready = await_api_server(server, stop=threading.Event(), first_delay=0.001, longest_delay=0.002)
     assert ready
     assert len(server.paths) == 4
     assert "500 Internal Server Error" in caplog.text
@@ -59,7 +57,7 @@ def test_a_stop_while_waiting_returns_false_without_asking_again() -> None:
             return super().request(method, path, timeout=timeout)
 
     server = StopsOnFirstCall(refused(), refused())
-    assert not wait_for_api_server(server, stop=stop, first_delay=10.0)
+    assert not await_api_server(server, stop=stop, first_delay=10.0)
     assert len(server.paths) == 1
 
 
@@ -69,4 +67,4 @@ def test_an_error_that_is_no_connection_problem_is_not_swallowed() -> None:
             raise KeyError("a bug")
 
     with pytest.raises(KeyError):
-        wait_for_api_server(Broken(), stop=threading.Event())
+        await_api_server(Broken(), stop=threading.Event())
