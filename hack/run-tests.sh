@@ -50,7 +50,7 @@ cat "$beside_log"
 echo "run-tests: real-node tests exited $real_node_status, the tests beside them $beside_status"
 
 if [[ $real_node_status == 5 && $beside_status == 5 ]]; then exit 5; fi
-for status in "$real_node_status" "$beside_status"; do
-  if [[ $status != 0 && $status != 5 ]]; then exit "$status"; fi
+for code in "$real_node_status" "$beside_status"; do
+  if [[ $code != 0 && $code != 5 ]]; then exit "$code"; fi
 done
 exit 0
