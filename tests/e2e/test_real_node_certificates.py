@@ -178,11 +178,18 @@ def test_a_cabundle_reset_by_kubectl_replace_is_repaired(real_cluster: Installed
     assert any(pem == b"" for pem in ca_bundles(real_cluster.api).values())
     seconds = wait_in_sync(real_cluster, "the caBundle put back", timeout=60)
     real_cluster.cluster.wait_admission(timeout=30)
-    events = real_cluster.api.request(
-        "GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/events",
-        query=[("fieldSelector", f"involvedObject.name={SECRET}")],
-    )["items"]  # fmt: skip
-    assert any(e["reason"] == "CABundleRepaired" and e["type"] == "Warning" for e in events)
+    # The controller writes Events from a queue of their own, a moment after the repair.
+    wait_for(
+        "a Warning Event CABundleRepaired",
+        lambda: real_cluster.api.request(
+            "GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/events",
+            query=[("fieldSelector", f"involvedObject.name={SECRET}")],
+        )["items"],
+        lambda events: any(
+            e["reason"] == "CABundleRepaired" and e["type"] == "Warning" for e in events
+        ),
+        timeout=30,
+    )  # fmt: skip
     print(f"caBundle reset by kubectl replace, repaired in {time.monotonic() - started:.1f} s "
           f"(in sync {seconds:.1f} s after the reset was seen)")  # fmt: skip
 

@@ -61,8 +61,13 @@ def test_an_image_that_cannot_be_pulled_is_named_at_once_and_ends_the_job_at_its
         assert said["status"] == "False"
         assert "pod pull-worker-0 cannot start its container mxnet" in said["message"], said
         assert UNPULLABLE in said["message"], said
-        events = events_of(api, namespace, "pull")
-        assert any("pull-worker-0" in e and UNPULLABLE in e for e in events), events
+        # The controller writes Events from a queue of their own, a moment after the status.
+        wait_for(
+            "a Warning Event naming the pod and the image",
+            lambda: events_of(api, namespace, "pull"),
+            lambda events: any("pull-worker-0" in e and UNPULLABLE in e for e in events),
+            timeout=30,
+        )
         final = finished(api, namespace, "pull", timeout=120)
         seconds_to_fail = time.monotonic() - created
     finally:
@@ -135,8 +140,12 @@ def test_a_worker_killed_by_the_oom_killer_is_restarted_then_fails_the_job_namin
     assert failed["reason"] == "BackoffLimitExceeded", failed
     assert "exited with code 137" in failed["message"] and "OOMKilled" in failed["message"]
     assert final["status"]["restartCount"] == 1
-    events = events_of(api, namespace, "oom")
-    assert any("OOMKilled" in e and "retryable, recreating it" in e for e in events), events
+    wait_for(
+        "a Warning Event naming the OOM kill and the recreation",
+        lambda: events_of(api, namespace, "oom"),
+        lambda events: any("OOMKilled" in e and "retryable, recreating it" in e for e in events),
+        timeout=30,
+    )
     made = sorted(name for name, _ in creations.seen)
     assert made == ["oom-worker-0", "oom-worker-0"], made  # one pod per attempt, 2 attempts
     assert len({uid for _, uid in creations.seen}) == 2
