@@ -23,7 +23,7 @@ DEV_ARGS ?=
 # its Debian packages and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages images)
 
-.PHONY: help venv sdk-venv binaries node-packages images third-party cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm node-packages images third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -46,18 +46,31 @@ $(SDK_STAMP): $(SDK_REQUIREMENTS)
 
 sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
 
-binaries: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS and helm once per machine
+binaries: build-kubernetes build-training-operator build-kwok build-node-binaries build-helm ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS and helm once per machine
+
+# One target per build script, so that `make -j` (make builds) runs them side by side: each
+# writes its own cache directory (hack/lib/build.sh), and Go's module and build caches take
+# concurrent builds.
+build-kubernetes:
 	@hack/build-binaries.sh >/dev/null
+
+build-training-operator:
 	@hack/build-training-operator.sh >/dev/null
 	@hack/build-training-operator.sh client-rate-limits.patch >/dev/null
+
+build-kwok:
 	@hack/build-kwok.sh >/dev/null
+
+build-node-binaries:
 	@hack/build-node-binaries.sh >/dev/null
+
+build-helm:
 	@hack/build-helm.sh >/dev/null
 
 node-packages: ## the Debian packages of the real node and the image builds (runc, CNI plugins, nftables, buildah, debootstrap); root
 	@hack/install-node-packages.sh
 
-images: venv node-packages binaries ## the webhook, controller, training-example and pause images (buildah, cached per machine); root
+images: venv node-packages ## the webhook, controller, training-example and pause images (buildah, cached per machine); root
 	@$(PY) -m localkube.images
 
 cluster-up: venv binaries ## start etcd, kube-apiserver, kube-controller-manager on loopback
@@ -108,15 +121,20 @@ unit: venv ## the tests that need no control plane
 e2e: venv sdk-venv binaries images third-party ## the tests against the local control plane
 	$(VENV)/bin/pytest -m e2e $(PYTEST_ARGS)
 
-test: venv sdk-venv binaries images third-party lint typecheck ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it
+# The builds take most of a fresh `make test`. Side by side, one build's module downloads and
+# single-threaded links fill the cores another's compiles leave: BUILD_JOBS of them at once.
+BUILD_JOBS ?= 3
+
+builds: ## every build and check make test needs, BUILD_JOBS side by side: the virtualenvs, binaries, images, third-party components, lint and typecheck
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv binaries images third-party lint typecheck
+
+test: builds ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it
 	hack/run-tests.sh $(PYTEST_ARGS)
 
-third-party: ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue), Volcano (vc-scheduler, vc-controller-manager) and Katib (controller, db-manager, goptuna, file metrics collector), each with its CRDs or manifests, from its release source in ../shared/third_party (cached)
-	hack/build-third-party.sh cert-manager >/dev/null
-	hack/build-third-party.sh kueue >/dev/null
-	hack/build-third-party.sh kueue-current >/dev/null
-	hack/build-third-party.sh volcano >/dev/null
-	hack/build-third-party.sh katib >/dev/null
+third-party: third-party-cert-manager third-party-kueue third-party-kueue-current third-party-volcano third-party-katib ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue), Volcano (vc-scheduler, vc-controller-manager) and Katib (controller, db-manager, goptuna, file metrics collector), each with its CRDs or manifests, from its release source in ../shared/third_party (cached)
+
+third-party-%:
+	@hack/build-third-party.sh $* >/dev/null
 
 bench: venv binaries ## measure webhook, admission and controller at full size; writes docs/benchmarks.md
 	$(PY) -m bench
