@@ -121,11 +121,12 @@ unit: venv ## the tests that need no control plane
 e2e: venv sdk-venv binaries images third-party ## the tests against the local control plane
 	$(VENV)/bin/pytest -m e2e $(PYTEST_ARGS)
 
-# The builds take most of a fresh `make test`. Side by side, one build's module downloads and
-# single-threaded links fill the cores another's compiles leave: BUILD_JOBS of them at once.
-BUILD_JOBS ?= 3
+# The builds take half of a fresh `make test`, and they are compiles: on a 2-core machine three
+# side by side (BUILD_JOBS=3) gained nothing measurable over one after another (measured cold:
+# 34 min with one build more, against 30). One at a time by default; raise it with more cores.
+BUILD_JOBS ?= 1
 
-builds: ## every build and check make test needs, BUILD_JOBS side by side: the virtualenvs, binaries, images, third-party components, lint and typecheck
+builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the virtualenvs, binaries, images, third-party components, lint and typecheck
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv binaries images third-party lint typecheck
 
 test: builds ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it
