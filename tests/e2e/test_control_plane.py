@@ -16,6 +16,7 @@ import yaml
 from certs import CertificateAuthority
 from localkube.base.api import Api, ApiError
 from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import wait_established
 from tests.helpers.waiting import wait_for
 
 WIDGET_CRD = {
@@ -54,9 +55,8 @@ def test_applied_crd_becomes_established_and_enforces_its_schema(
 ) -> None:
     control_plane.kubectl("apply", "-f", "-", input_text=json.dumps(WIDGET_CRD))
     try:
-        control_plane.kubectl(
-            "wait", "--for=condition=Established", "--timeout=30s", "crd/widgets.localkube.test"
-        )
+        # Polled: kubectl wait fails outright on a CRD that has no conditions yet.
+        wait_established(control_plane, "widgets.localkube.test", timeout=30)
         good = {
             "apiVersion": "localkube.test/v1",
             "kind": "Widget",

@@ -27,6 +27,7 @@ from cryptography import x509
 from certs.cli import main as certs_main
 from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.controlplane import ControlPlane
+from localkube.plane.operator import wait_established
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.thirdparty import cert_manager
 
@@ -68,10 +69,9 @@ def fresh_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPla
     try:
         plane.up()
         plane.kubectl("apply", "--server-side", "-f", str(cert_manager.build() / "crds"))
-        plane.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s",
-            "crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io",
-        )  # fmt: skip
+        # Polled: kubectl wait fails outright on a CRD that has no conditions yet.
+        for crd in ("certificates.cert-manager.io", "issuers.cert-manager.io"):
+            wait_established(plane, crd)
         namespace = one(render(plane, MANIFESTS / "base"), "Namespace", NAMESPACE)
         plane.kubectl("apply", "--server-side", "-f", "-", input_text=json.dumps(namespace))
         yield plane
