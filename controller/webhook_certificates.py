@@ -61,7 +61,7 @@ class CertificateTargets:
     namespace: str
     secret: str = "mxjob-webhook-tls"
     service: str = "mxjob-webhook"
-    mutating: str = "mxjob-operator-mutating"
+    mutating: str = "zz-mxjob-operator-mutating"
     validating: str = "mxjob-operator-validating"
     crd: str = "mxjobs.kubeflow.org"
     owner: str = "mxjob-controller"

@@ -293,12 +293,15 @@ def build_crd(core_openapi: dict[str, Any]) -> dict[str, Any]:
         "description": "Not settable in a pod template.",
         "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
     }
+    # v1 alone is served, as training-operator served it: a second served version costs a
+    # conversion review per MXJob write (its own watch cache). manifests/components/v1beta1
+    # serves v1beta1 too; it stays in the CRD, converted, for objects an older install stored.
     versions = []
     for version in (V1, V1BETA1):
         versions.append(
             {
                 "name": version,
-                "served": True,
+                "served": version == V1,
                 "storage": version == V1,
                 "schema": _version_schema(version, template),
                 "subresources": {"status": {}},

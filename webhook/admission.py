@@ -7,7 +7,10 @@ only decides which of them to run for a request and shapes the answer:
   and would hide a user's value otherwise), then defaults and answers with a base64 JSON Patch
   from the object as sent to the defaulted one (no patch when nothing changes, which makes a
   second pass a no-op).
-- ``validate`` re-checks the final object, after every mutating webhook ran.
+- ``validate`` re-checks the final object, after every mutating webhook ran. The install sends
+  it UPDATEs only (manifests/webhook/webhook-configurations.yaml): on CREATE ``mutate``'s
+  refusal is the one call, and ``manifests/components/validate-on-create`` adds CREATE where
+  other mutating webhooks change jobs after ours.
 
 On UPDATE both get the old object, so rules that depend on it (``jobMode`` is immutable, the
 owned env may keep the values computed for it) see it. DELETE and CONNECT, and requests on a
@@ -151,9 +154,10 @@ def mutate(request: AdmissionRequest, *, kueue_workloads: bool = False) -> Admis
     ):
         defaulted["spec"]["runPolicy"]["suspend"] = True
     # The defaulted object is not validated again here: defaulting a valid job yields a valid
-    # one (tests/fuzz checks that property), and the validating webhook judges the final object
-    # after every mutating webhook anyway. Re-validating cost 40 % of a mutate review
-    # (bench/findings.md).
+    # one (tests/fuzz checks that property). Re-validating cost 40 % of a mutate review
+    # (bench/findings.md). What another mutating webhook makes of the job afterwards is judged
+    # when this one is reinvoked (reinvocationPolicy IfNeeded), and by the controller before it
+    # runs anything (controller/status.py, MXJobFailedValidation).
     target = defaulted if version == constants.V1 else conversion.convert(defaulted, version)
     return allowed(request["uid"], patch=make_patch(sent, target))
 

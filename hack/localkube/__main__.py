@@ -16,18 +16,20 @@ from pathlib import Path
 from localkube.base.paths import PROJECT_ROOT
 from localkube.images.build import ImageBuildError
 from localkube.plane.controlplane import ControlPlane, ControlPlaneError, find_binaries
+from localkube.plane.install_choices import InstallChoices
 from localkube.plane.operator import LocalOperator, OperatorError
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.realnode.cluster import REAL_NODE_SUBDIR, RealCluster
 from localkube.realnode.settings import RealNodeError
 
 
-def real_node_up(state_dir: Path) -> int:
-    """The control plane and the real node in ``state_dir``, the operator installed on it."""
+def real_node_up(state_dir: Path, choices: InstallChoices) -> int:
+    """The control plane and the real node in ``state_dir``, the operator installed on it with
+    the components ``choices`` name."""
     started = time.monotonic()
     try:
         cluster = RealCluster.start(state_dir, log=lambda line: print(line, flush=True))
-        rollout = cluster.install_operator(state_dir / "install")
+        rollout = cluster.install_operator(state_dir / "install", components=choices.components)
     except (ImageBuildError, RealNodeError, ControlPlaneError) as error:
         print(f"dev-up --real-node failed: {error}", file=sys.stderr)
         return 1
@@ -58,9 +60,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="dev-up: the operator's images in containers on the real node (needs root)",
     )
+    parser.add_argument(
+        "--v1beta1",
+        action="store_true",
+        help="dev-up: serve MXJob v1beta1 too (manifests/components/v1beta1)",
+    )
+    parser.add_argument(
+        "--validate-on-create",
+        action="store_true",
+        help="dev-up: the validating webhook judges CREATE too (components/validate-on-create)",
+    )
     args = parser.parse_args(argv)
+    choices = InstallChoices(v1beta1=args.v1beta1, validate_on_create=args.validate_on_create)
     if args.command == "dev-up" and args.real_node:
-        return real_node_up(args.state_dir / REAL_NODE_SUBDIR)
+        return real_node_up(args.state_dir / REAL_NODE_SUBDIR, choices)
     if args.command == "build":
         print(find_binaries())
         return 0
@@ -68,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "dev-up":
         started = time.monotonic()
         try:
-            operator_state = LocalOperator(plane).up()
+            operator_state = LocalOperator(plane, choices=choices).up()
         except (ControlPlaneError, OperatorError) as error:
             print(f"dev-up failed: {error}", file=sys.stderr)
             return 1

@@ -2,8 +2,10 @@
 
 ``local_operator`` installs the CRD (conversion through the webhook), starts ``mxjob-webhook``
 under gunicorn over TLS and registers the admission webhooks, once per session, exactly as
-``make dev-up`` does. Controller processes are started per test (``LocalOperator.start_controller``)
-because several tests kill, restart or duplicate them.
+``make dev-up DEV_ARGS=--v1beta1`` does: with the install option that serves v1beta1, which the
+conversion tests read and write through (tests/e2e/test_served_versions.py checks the default,
+v1 alone, on a plane of its own). Controller processes are started per test
+(``LocalOperator.start_controller``) because several tests kill, restart or duplicate them.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from localkube.base.api import Api
 from localkube.base.processes import stop_process
 from localkube.kubelet.core import ExecSettings, TestKubelet
 from localkube.plane.controlplane import ControlPlane
+from localkube.plane.install_choices import InstallChoices
 from localkube.plane.operator import LocalOperator, RunningOperator
 
 
 @pytest.fixture(scope="session")
 def local_operator(control_plane: ControlPlane) -> Iterator[RunningOperator]:
-    local = LocalOperator(control_plane)
+    local = LocalOperator(control_plane, choices=InstallChoices(v1beta1=True))
     pid, port = local.start_webhook()
     try:
         local.install_crd(webhook_port=port)

@@ -7,8 +7,9 @@ outputs are parsed and compared object by object, keyed by (kind, namespace, nam
 - default values and ``manifests/overlays/in-cluster``; ``certificates.mode=cert-manager`` and
   ``overlays/cert-manager``; ``certificates.mode=existingSecret`` with the CA of the Secret
   ``python -m certs webhook`` made and ``overlays/self-signed`` less that Secret (in this mode the
-  user creates it: the chart never holds a private key); ``v1Only``, ``kueueWorkloads`` and
-  ``kubeflowRoles`` and ``overlays/in-cluster`` with the component of the same name.
+  user creates it: the chart never holds a private key); ``v1beta1``, ``validateOnCreate``,
+  ``kueueWorkloads`` and ``kubeflowRoles`` and ``overlays/in-cluster`` with the component of the
+  same name.
 
 Two differences are Helm's own and left out of the comparison, exactly these:
 
@@ -69,7 +70,7 @@ def manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
     copy_dir = tmp_path_factory.mktemp("manifests") / "manifests"
     shutil.copytree(MANIFESTS, copy_dir, ignore=shutil.ignore_patterns("webhook-tls-secret.yaml"))
     assert certs_main(["webhook", "--out", str(copy_dir / "overlays" / "self-signed")]) == 0
-    for component in ("v1-only", "kueue-workloads", "kubeflow", "katib"):
+    for component in ("v1beta1", "validate-on-create", "kueue-workloads", "kubeflow", "katib"):
         overlay = copy_dir / "overlays" / f"in-cluster-{component}"
         overlay.mkdir()
         (overlay / "kustomization.yaml").write_text(
@@ -218,7 +219,8 @@ def test_existing_secret_mode_renders_the_self_signed_overlay_less_its_secret(
 @pytest.mark.parametrize(
     "option",
     [
-        ("v1Only", "v1-only"),
+        ("v1beta1", "v1beta1"),
+        ("validateOnCreate", "validate-on-create"),
         ("kueueWorkloads", "kueue-workloads"),
         ("kubeflowRoles", "kubeflow"),
         ("katibTrials", "katib"),

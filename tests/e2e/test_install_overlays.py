@@ -169,7 +169,7 @@ def with_component(overlay_dirs: dict[str, Path], component: str) -> Path:
     return mine
 
 
-COMPONENTS = ("v1-only", "kueue-workloads", "kubeflow", "katib")
+COMPONENTS = ("v1beta1", "validate-on-create", "kueue-workloads", "kubeflow", "katib")
 
 
 def test_every_component_directory_is_one_these_tests_apply() -> None:
@@ -177,25 +177,64 @@ def test_every_component_directory_is_one_these_tests_apply() -> None:
     assert found == set(COMPONENTS)
 
 
-def test_v1_only_component_stops_serving_v1beta1_and_keeps_the_conversion_webhook(
-    fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
+def test_the_default_install_serves_v1_alone_and_keeps_the_conversion_webhook(
+    rendered: dict[str, Docs],
 ) -> None:
-    """An overlay of a user's own, as docs/install.md shows it: an overlay plus the component."""
-    docs = render(fresh_plane, with_component(overlay_dirs, "v1-only"))
-    crd = one(docs, "CustomResourceDefinition", "mxjobs.kubeflow.org")
-    served = {v["name"]: (v["served"], v["storage"]) for v in crd["spec"]["versions"]}
-    assert served == {"v1": (True, True), "v1beta1": (False, False)}
-    # Objects stored as v1beta1 by an older operator still read back: conversion stays.
-    assert crd["spec"]["conversion"]["strategy"] == "Webhook"
-    # Nothing else changes.
-    plain = one(rendered["self-signed"], "CustomResourceDefinition", "mxjobs.kubeflow.org")
-    plain["spec"]["versions"][1]["served"] = False
-    assert crd == plain
-    assert len(docs) == len(rendered["self-signed"])
-    result = fresh_plane.kubectl(
+    """As training-operator did: v1beta1 stays in the CRD (objects an older install stored as
+    v1beta1 still read back as v1, through the conversion webhook) but is not served."""
+    for overlay, docs in rendered.items():
+        crd = one(docs, "CustomResourceDefinition", "mxjobs.kubeflow.org")
+        served = {v["name"]: (v["served"], v["storage"]) for v in crd["spec"]["versions"]}
+        assert served == {"v1": (True, True), "v1beta1": (False, False)}, overlay
+        assert crd["spec"]["conversion"]["strategy"] == "Webhook", overlay
+
+
+def _applies_and_changes_only(
+    plane: ControlPlane, docs: Docs, plain: Docs, *, kind: str, name: str, change: Any
+) -> None:
+    """``docs`` are ``plain`` with ``change`` made to one object, and the API server takes them."""
+    changed = one(plain, kind, name)
+    change(changed)
+    assert one(docs, kind, name) == changed
+    assert len(docs) == len(plain)
+    result = plane.kubectl(
         "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
     )
     assert result.stderr == ""
+
+
+def test_v1beta1_component_serves_v1beta1_and_changes_nothing_else(
+    fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
+) -> None:
+    """An overlay of a user's own, as docs/install.md shows it: an overlay plus the component."""
+    docs = render(fresh_plane, with_component(overlay_dirs, "v1beta1"))
+
+    def serve_v1beta1(crd: dict[str, Any]) -> None:
+        crd["spec"]["versions"][1]["served"] = True
+
+    _applies_and_changes_only(
+        fresh_plane, docs, rendered["self-signed"],
+        kind="CustomResourceDefinition", name="mxjobs.kubeflow.org", change=serve_v1beta1,
+    )  # fmt: skip
+
+
+def test_validate_on_create_component_adds_create_to_the_validating_webhook_only(
+    fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
+) -> None:
+    docs = render(fresh_plane, with_component(overlay_dirs, "validate-on-create"))
+    plain = one(
+        rendered["self-signed"], "ValidatingWebhookConfiguration", "mxjob-operator-validating"
+    )
+    assert plain["webhooks"][0]["rules"][0]["operations"] == ["UPDATE"]
+
+    def validate_creations(configuration: dict[str, Any]) -> None:
+        configuration["webhooks"][0]["rules"][0]["operations"] = ["CREATE", "UPDATE"]
+
+    _applies_and_changes_only(
+        fresh_plane, docs, rendered["self-signed"],
+        kind="ValidatingWebhookConfiguration", name="mxjob-operator-validating",
+        change=validate_creations,
+    )  # fmt: skip
 
 
 def test_kueue_workloads_component_turns_the_route_on_in_both_processes_and_grants_its_rbac(
@@ -447,7 +486,7 @@ def test_cert_manager_overlay_injects_its_ca_into_webhooks_and_conversion(
     assert root["spec"] == {"selfSigned": {}}
     source = f"{ca['metadata']['namespace']}/{ca['metadata']['name']}"
     for kind, name in (
-        ("MutatingWebhookConfiguration", "mxjob-operator-mutating"),
+        ("MutatingWebhookConfiguration", "zz-mxjob-operator-mutating"),
         ("ValidatingWebhookConfiguration", "mxjob-operator-validating"),
         ("CustomResourceDefinition", "mxjobs.kubeflow.org"),
     ):

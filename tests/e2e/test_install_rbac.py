@@ -437,7 +437,7 @@ def test_in_cluster_certificates_add_only_their_secret_and_three_objects_by_name
         assert allowed("get", "deployments", group="apps", namespace=SYSTEM,
                        name="mxjob-controller")  # fmt: skip
         for plural, name in (
-            ("mutatingwebhookconfigurations", "mxjob-operator-mutating"),
+            ("mutatingwebhookconfigurations", "zz-mxjob-operator-mutating"),
             ("validatingwebhookconfigurations", "mxjob-operator-validating"),
         ):
             assert allowed("patch", plural, name=name, **admission)

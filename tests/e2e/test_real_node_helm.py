@@ -57,7 +57,7 @@ CLUSTER_SCOPED = {
         "mxjob-controller", "mxjob-controller-webhook-certificates",
     ),
     "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": (
-        "mxjob-operator-mutating",
+        "zz-mxjob-operator-mutating",
     ),
     "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations": (
         "mxjob-operator-validating",

@@ -4,17 +4,17 @@ cert-manager v1.21.1's controller and CA injector, built from its release source
 (``localkube.thirdparty.cert_manager``), run beside the session's control plane. The session's
 in-cluster install is removed (``kubectl delete -k``) and ``manifests/overlays/cert-manager`` is
 applied as docs/install.md says, with plain ``kubectl apply -k`` of an overlay that only names the
-built images. Nothing of the project writes a certificate or a caBundle on this path: cert-manager
-issues the CA and the serving certificate, its injector fills every caBundle, and the webhook
-pods (real containers) read the Secret as the kubelet mounts and refreshes it.
+built images and adds ``manifests/components/v1beta1`` (so conversion reviews are served too).
+Nothing of the project writes a certificate or a caBundle on this path: cert-manager issues the CA
+and the serving certificate, its injector fills every caBundle, and the webhook pods (real
+containers) read the Secret as the kubelet mounts and refreshes it.
 
-Renewals and the CA's renewal happen while ``admission_traffic`` streams valid and invalid
-MXJobs: a caBundle that did not verify what a webhook pod serves would refuse the valid ones.
-At the end the default install (``in-cluster``) is put back for the session's other real-node
-tests.
+Renewals and the CA's renewal happen while ``admission_traffic`` streams valid and invalid MXJobs: a
+caBundle that did not verify what a webhook pod serves would refuse the valid ones. At the end the
+default install (``in-cluster``) is put back for the session's other real-node tests.
 
-The module replaces the install the other real-node modules test, so it puts the default
-one back even when removing its own fails: they pass whichever order the modules run in.
+The module replaces the install the other real-node modules test, so it puts the default one back
+even when removing its own fails: they pass whichever order the modules run in.
 """
 
 from __future__ import annotations
@@ -82,7 +82,11 @@ def managed(real_cluster: InstalledCluster) -> Iterator[CertManaged]:
     manager = cert_manager.CertManager(cluster.plane, work)
     try:
         manager.start()
-        overlay = image_overlay(work / "install", images=cluster.images, base=BASE)
+        # With the v1beta1 component: the conversion webhook is then called on every read and
+        # write, so cert-manager's CA injection into the CRD is exercised too.
+        overlay = image_overlay(
+            work / "install", images=cluster.images, base=BASE, components=("v1beta1",)
+        )
         started = time.monotonic()
         cluster.plane.kubectl("apply", "-k", str(overlay), timeout=90)
         cluster.plane.kubectl(
@@ -195,7 +199,7 @@ def test_the_ca_injector_fills_every_ca_bundle_with_the_ca(managed: CertManaged)
     assert {where: pem == ca_pem for where, pem in bundles.items()} == dict.fromkeys(bundles, True)
     # Only the injector wrote them: the fields' manager in each object.
     for path in (
-        f"{ADMISSION}/mutatingwebhookconfigurations/mxjob-operator-mutating",
+        f"{ADMISSION}/mutatingwebhookconfigurations/zz-mxjob-operator-mutating",
         f"{ADMISSION}/validatingwebhookconfigurations/mxjob-operator-validating",
         f"{CRDS}/mxjobs.kubeflow.org",
     ):

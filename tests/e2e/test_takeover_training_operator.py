@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
-from localkube.base.api import Api, ensure_namespace
+from localkube.base.api import Api, ApiError, ensure_namespace
 from localkube.base.processes import stop_process
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
+from localkube.plane.install_choices import InstallChoices
 from localkube.plane.operator import LocalOperator, wait_established
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.thirdparty.training_operator import LocalTrainingOperator
@@ -114,6 +115,7 @@ class Takeover:
     pods_before: dict[str, dict[str, str]]
     services_before: dict[str, dict[str, str]]
     seconds: dict[str, float]
+    webhook_port: int
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +202,9 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
             timeout=30,
         )
         seconds["this operator up and reconciled"] = time.monotonic() - mark
-        yield Takeover(plane, api, kubelet, before, pods_before, services_before, seconds)
+        yield Takeover(
+            plane, api, kubelet, before, pods_before, services_before, seconds, webhook_port
+        )
         kubelet.stop()
     finally:
         for pid in pids:
@@ -210,14 +214,42 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
         print(f"takeover phases (s): { {k: round(v, 1) for k, v in seconds.items()} }")
 
 
-def test_every_stored_job_reads_back_valid_through_v1_and_v1beta1(takeover: Takeover) -> None:
+def _serve_v1beta1(takeover: Takeover, *, served: bool) -> None:
+    """This operator's CRD with or without ``components/v1beta1``, applied as an overlay would."""
+    local = LocalOperator(takeover.plane, choices=InstallChoices(v1beta1=served))
+    crd = json.dumps(local.crd_manifest(webhook_port=takeover.webhook_port))
+    takeover.plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input_text=crd)
+    wait_established(takeover.plane)
+
+    def answered() -> int:
+        try:
+            takeover.api.request("GET", _job_path(JOBS[0], "v1beta1"))
+        except ApiError as error:
+            return error.status
+        return 200
+
+    wait_for(f"v1beta1 served: {served}", answered,
+             lambda status: status == (200 if served else 404), timeout=30)  # fmt: skip
+
+
+def test_every_stored_job_reads_back_valid_through_v1_and_v1beta1_where_served(
+    takeover: Takeover,
+) -> None:
+    """v1 alone is served after the switch, as under training-operator; with the v1beta1
+    install option the same stored jobs read back through the conversion webhook too."""
     for name in JOBS:
         v1 = _get(takeover.api, _job_path(name))
-        v1beta1 = _get(takeover.api, _job_path(name, "v1beta1"))  # through the conversion webhook
-        assert v1beta1["apiVersion"] == "kubeflow.org/v1beta1"
         assert v1["spec"] == takeover.before[name]["spec"], f"{name}: spec changed on the way"
-        assert convert(v1beta1, "kubeflow.org/v1")["spec"] == v1["spec"]
         assert validate(apply_defaults(v1)) == [], name
+    _serve_v1beta1(takeover, served=True)
+    try:
+        for name in JOBS:
+            v1beta1 = _get(takeover.api, _job_path(name, "v1beta1"))  # the conversion webhook
+            assert v1beta1["apiVersion"] == "kubeflow.org/v1beta1"
+            v1 = _get(takeover.api, _job_path(name))
+            assert convert(v1beta1, "kubeflow.org/v1")["spec"] == v1["spec"]
+    finally:
+        _serve_v1beta1(takeover, served=False)
 
 
 def test_the_running_job_keeps_its_pods_and_services_adopted(takeover: Takeover) -> None:

@@ -337,7 +337,19 @@ def test_each_app_counts_on_its_own_registry(seed_job: dict[str, Any]) -> None:
     assert _count(second, endpoint="validate", operation="CREATE", result="allowed") == 0
 
 
-def test_info_logs_name_the_review_but_never_its_contents(
+def test_at_info_an_answered_review_logs_nothing(
+    client: FlaskClient, seed_job: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The metrics count every answer; a line per review is DEBUG (webhook/app.py)."""
+    invalid = copy.deepcopy(seed_job)
+    invalid["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = -1
+    with caplog.at_level(logging.INFO, logger="webhook"):
+        _post(client, MUTATE_PATH, admission_review(seed_job, uid="quiet-1"))
+        _post(client, MUTATE_PATH, admission_review(invalid, uid="quiet-2"))
+    assert [r for r in caplog.records if r.name.startswith("webhook")] == []
+
+
+def test_debug_logs_name_the_review_and_only_the_reason_line_quotes_it(
     client: FlaskClient, seed_job: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     marker = "do-not-log-this-value"
@@ -345,15 +357,18 @@ def test_info_logs_name_the_review_but_never_its_contents(
     container["args"].append(marker)
     invalid = copy.deepcopy(seed_job)
     invalid["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = marker  # quoted in the denial
-    with caplog.at_level(logging.INFO, logger="webhook"):
+    with caplog.at_level(logging.DEBUG, logger="webhook"):
         _post(client, MUTATE_PATH, admission_review(seed_job, uid="log-1"))
         _post(client, VALIDATE_PATH, admission_review(invalid, uid="log-2"))
     records = [r for r in caplog.records if r.name.startswith("webhook")]
-    assert len(records) == 2
-    for record in records:
+    answers = [r for r in records if r.getMessage() == "review answered"]
+    reasons = [r for r in records if r.getMessage().startswith("review reason: ")]
+    assert len(answers) == 2 and len(reasons) == 1 and len(records) == 3
+    for record in answers:
         assert marker not in record.getMessage()
         assert marker not in json.dumps(fields_of(record), default=str)
-    answered = {fields_of(r)["uid"]: fields_of(r) for r in records}
+    assert marker in reasons[0].getMessage() and fields_of(reasons[0]) == {"uid": "log-2"}
+    answered = {fields_of(r)["uid"]: fields_of(r) for r in answers}
     assert answered["log-1"]["result"] == "allowed"
     assert answered["log-1"]["name"] == "mxnet-job"
     assert answered["log-1"]["namespace"] == "default"

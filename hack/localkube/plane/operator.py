@@ -3,7 +3,8 @@
 ``make dev-up`` and the end-to-end tests both use this, so what the tests exercise is what a
 developer runs: the CRD from ``manifests/crd/`` (its conversion webhook pointed at the local
 webhook), the webhook configurations from ``manifests/webhook/`` (``clientConfig.service``
-replaced by a loopback ``url``, ``caBundle`` from a CA made by ``certs``), ``mxjob-webhook``
+replaced by a loopback ``url``, ``caBundle`` from a CA made by ``certs``), each with the install
+options chosen (``localkube.plane.install_choices``), ``mxjob-webhook``
 served by gunicorn over TLS, and ``mxjob-controller`` as its own process.
 """
 
@@ -28,6 +29,7 @@ from localkube.base.paths import PROJECT_ROOT
 from localkube.base.ports import free_port
 from localkube.base.programs import Program, Running
 from localkube.plane.controlplane import ControlPlane
+from localkube.plane.install_choices import InstallChoices, apply_choices
 
 CRD_FILE = PROJECT_ROOT / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
 WEBHOOK_CONFIGURATIONS = PROJECT_ROOT / "manifests" / "webhook" / "webhook-configurations.yaml"
@@ -88,8 +90,10 @@ class RunningOperator:
 class LocalOperator:
     """Installs and runs the operator against one local control plane."""
 
-    def __init__(self, plane: ControlPlane) -> None:
+    def __init__(self, plane: ControlPlane, *, choices: InstallChoices | None = None) -> None:
         self.plane = plane
+        self.choices = choices or InstallChoices()
+        """The install options (``manifests/components/``) the CRD and configurations take."""
         self.dir = plane.dir / "operator"
         self.cert_dir = self.dir / "webhook-certs"
         self.logs = plane.logs
@@ -135,7 +139,7 @@ class LocalOperator:
 
     # -- CRD -----------------------------------------------------------------------------------
     def crd_manifest(self, *, webhook_port: int) -> dict[str, Any]:
-        crd: dict[str, Any] = yaml.safe_load(CRD_FILE.read_text())
+        crd = apply_choices(yaml.safe_load(CRD_FILE.read_text()), self.choices)
         crd["spec"]["conversion"]["webhook"]["clientConfig"] = {
             "url": f"https://127.0.0.1:{webhook_port}/convert",
             "caBundle": self.ca_bundle,
@@ -158,7 +162,11 @@ class LocalOperator:
 
     # -- webhook -------------------------------------------------------------------------------
     def webhook_configurations(self, *, webhook_port: int) -> list[dict[str, Any]]:
-        documents = [d for d in yaml.safe_load_all(WEBHOOK_CONFIGURATIONS.read_text()) if d]
+        documents = [
+            apply_choices(d, self.choices)
+            for d in yaml.safe_load_all(WEBHOOK_CONFIGURATIONS.read_text())
+            if d
+        ]
         for document in documents:
             for webhook in document["webhooks"]:
                 path = webhook["clientConfig"]["service"]["path"]
