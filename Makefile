@@ -23,7 +23,7 @@ DEV_ARGS ?=
 # its Debian packages and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages images)
 
-.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm node-packages images third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm node-packages images third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench bench-compare fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -137,8 +137,12 @@ third-party: third-party-cert-manager third-party-kueue third-party-kueue-curren
 third-party-%:
 	@hack/build-third-party.sh $* >/dev/null
 
-bench: venv binaries ## measure webhook, admission and controller at full size; writes docs/benchmarks.md
+bench: venv binaries ## measure webhook, admission and controller at full size, and the before/after/peer comparison; writes docs/benchmarks.md (no root)
 	$(PY) -m bench
+
+COMPARE_JOBS ?= 100 500
+bench-compare: venv binaries ## this operator before/after against training-operator at its best, A B C B A per size (COMPARE_JOBS="100 500 2000"; no root); JSON in .local/bench/compare.json
+	$(PY) -m bench.creation_compare --jobs $(COMPARE_JOBS) --output $(LOCAL)/bench/compare.json
 
 # The address-space cap turns an input that makes the webhook allocate without bound into a
 # MemoryError the property reports, instead of the kernel's OOM killer on a shared machine.

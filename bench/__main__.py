@@ -19,6 +19,7 @@ from bench import (
     admission_cost,
     admission_overhead,
     controller_scale,
+    creation_compare,
     scheduler_scale,
     webhook_load,
 )
@@ -45,6 +46,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         nargs="*",
         default=list(scheduler_scale.SIZES),
         help="sizes on kube-scheduler and kwok nodes (none: skip)",
+    )
+    parser.add_argument(
+        "--compare-jobs",
+        type=int,
+        nargs="*",
+        default=list(creation_compare.SIZES),
+        help="sizes of the before/after/peer comparison (none: skip)",
     )
     parser.add_argument("--admission-jobs", type=int, default=500)
     parser.add_argument("--webhook-duration", type=float, default=5.0)
@@ -76,6 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             ["--jobs", *map(str, args.scale_jobs), "--output", "/dev/null"]
         )
         save()
+        if args.compare_jobs:
+            results["creation_compare"] = creation_compare.main(
+                ["--jobs", *map(str, args.compare_jobs), "--output", "/dev/null"]
+            )
+            save()
         if args.scheduler_jobs:
             results["scheduler_scale"] = scheduler_scale.main(
                 ["--jobs", *map(str, args.scheduler_jobs), "--output", "/dev/null"]

@@ -51,6 +51,7 @@ from controller.kube import ApiError, KubeClient, mxjobs_path
 from localkube.base.api import ensure_namespace
 from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane
+from localkube.plane.install_choices import InstallChoices
 from localkube.plane.operator import LocalOperator
 
 THREADS: Final = 8
@@ -74,7 +75,8 @@ class Candidate:
     """Whether the webhooks keep the ``matchConditions`` of manifests/webhook (UPDATEs that
     leave ``spec`` unchanged are not sent to them)."""
     validating: bool = True
-    """Whether the validating webhook is registered beside the mutating one."""
+    """Whether the validating webhook judges CREATE too (``components/validate-on-create``);
+    it judges UPDATEs either way."""
     workers: int = 1
     """gunicorn worker processes of the webhook serving this candidate."""
 
@@ -88,10 +90,13 @@ CANDIDATES: Final = (
     Candidate("no-webhooks-defaulted", webhooks=False, sent_defaulted=True),
     Candidate("no-v1beta1", v1beta1_served=False, match_conditions=False),
     Candidate("lean", v1beta1_served=False, match_conditions=True),
+    Candidate("default", v1beta1_served=False, match_conditions=True, validating=False),
 )
-"""``today`` is the install as it was before ``matchConditions``; ``match-conditions`` is the
-install's default now, and ``lean`` the same with the install option that stops serving
-``v1beta1`` (manifests/components/v1-only). The two that stop serving ``v1beta1`` come last
+"""``today`` is the install as it was before ``matchConditions``; ``match-conditions`` the
+install after them, while ``v1beta1`` was served and CREATE went to both webhooks; ``lean`` the
+same without ``v1beta1``, and ``default`` the install now: ``v1beta1`` not served and one call
+per CREATE. ``mutate-only`` sends CREATE to the mutating webhook alone, with ``v1beta1``
+served. The three that stop serving ``v1beta1`` come last
 so that the order A B … B A changes the CRD's served versions twice only: after such a change
 the API server keeps the previous storage, with its ``v1beta1`` watch cache converting every
 write, until its in-flight requests end (up to a minute), and a segment waits for that."""
@@ -170,10 +175,12 @@ def webhook_documents(
     operator: LocalOperator, candidate: Candidate, *, port: int
 ) -> list[dict[str, Any]]:
     """The webhook configurations of ``candidate``: manifests/webhook as ``dev-up`` registers
-    them, less their ``matchConditions`` or the validating webhook where it says so."""
-    documents = operator.webhook_configurations(webhook_port=port)
-    if not candidate.validating:
-        documents = [d for d in documents if d["kind"] != "ValidatingWebhookConfiguration"]
+    them (with ``components/validate-on-create`` where it says so), less their
+    ``matchConditions`` where it says so."""
+    choices = InstallChoices(validate_on_create=candidate.validating)
+    documents = LocalOperator(operator.plane, choices=choices).webhook_configurations(
+        webhook_port=port
+    )
     for document in documents:
         for webhook in document["webhooks"]:
             if not webhook.get("matchConditions"):
@@ -221,11 +228,11 @@ def expected_calls(candidate: Candidate, jobs: int) -> dict[str, collections.Cou
     kinds = ("mutate", "validate") if candidate.validating else ("mutate",)
     create = collections.Counter({f"{kind} CREATE": jobs for kind in kinds})
     # Each metadata-only UPDATE (the label PATCH; the finalizer removal of a foreground
-    # deletion) is a call per webhook, unless matchConditions skip it.
+    # deletion) is a call per webhook (both judge UPDATEs), unless matchConditions skip it.
     updates = (
         collections.Counter()
         if candidate.match_conditions
-        else collections.Counter({f"{kind} UPDATE": jobs for kind in kinds})
+        else collections.Counter({f"{kind} UPDATE": jobs for kind in ("mutate", "validate")})
     )
     return {"create": create, "label": updates, "delete": updates}
 
@@ -427,7 +434,9 @@ def run(
 ) -> dict[str, Any]:
     """Every candidate on ``plane`` (no webhook of ours registered yet), ``jobs`` jobs each."""
     client = KubeClient.from_kubeconfig(plane.kubeconfig, pool_size=threads + 2)
-    operator = LocalOperator(plane)
+    # The first candidates serve v1beta1: installed so, the CRD changes served versions only
+    # where the candidates do (``CANDIDATES``).
+    operator = LocalOperator(plane, choices=InstallChoices(v1beta1=True))
     servers: dict[int, tuple[int, int]] = {}
     segments: list[dict[str, Any]] = []
     half = max(1, jobs // 2)

@@ -93,7 +93,7 @@ def _dropped_in_log(log: Path) -> Callable[[], int]:
     return count
 
 
-def _dropped_in_metrics(ports: Mapping[str, int]) -> Callable[[], int]:
+def dropped_in_metrics(ports: Mapping[str, int]) -> Callable[[], int]:
     """``mxjob_controller_events_dropped_total`` (every reason) of the controller on ``ports``."""
 
     def count() -> int:
@@ -192,19 +192,20 @@ def _ours(size: SizeRun, operator: LocalOperator, *, baseline_s: float) -> dict[
         )
         return process.pid
 
-    ours = size.measure(
-        Side("mxjob-operator", start_ours, stop_process, _dropped_in_metrics(ports))
-    )
+    ours = size.measure(Side("mxjob-operator", start_ours, stop_process, dropped_in_metrics(ports)))
     phase_a = ours["phase_a"]
     phase_a["ratio_to_baseline"] = round(ratio(phase_a["seconds"], baseline_s), 3)
     phase_a["meets_target"] = ratio(phase_a["seconds"], baseline_s) <= TARGET_RATIO
     return ours
 
 
-def _peer(size: SizeRun, peer: LocalTrainingOperator, name: str) -> dict[str, Any]:
-    """training-operator as ``name`` says: as released, or at its best (``...-best``)."""
+def measure_peer(
+    size: SizeRun, peer: LocalTrainingOperator, name: str, *, threads: int = PEER_BEST_THREADS
+) -> dict[str, Any]:
+    """training-operator as ``name`` says: as released, or at its best (``...-best``, with
+    ``threads`` reconcile threads)."""
     best = name.endswith("-best")
-    extra = (f"--controller-threads={PEER_BEST_THREADS}",) if best else ()
+    extra = (f"--controller-threads={threads}",) if best else ()
     patches = (PEER_PATCH,) if best else ()
     log_name = f"{name}-{size.jobs}-{uuid.uuid4().hex[:6]}.log"
     start_peer = _peer_starter(peer, extra, patches=patches, log_name=log_name)
@@ -264,7 +265,7 @@ def run(
         # -- training-operator v1.8.1 on its own CRD and webhook (ours unregistered above) ----
         if peers:
             peer.replace_crd()
-        report["peers"] = {name: _peer(size, peer, name) for name in peers}
+        report["peers"] = {name: measure_peer(size, peer, name) for name in peers}
     finally:
         if peers:
             peer.uninstall_webhook()

@@ -3,7 +3,8 @@
 Rendering is separate from measuring so the smoke test can check the page is built from any
 report (tiny or full) and so a full run's JSON (``.local/bench/results.json``) can be re-rendered
 without measuring again. Each section is a module of its own (``bench.report_admission``,
-``report_peer``, ``report_scale``, ``report_scheduler``); this one puts them in the page's order.
+``report_peer``, ``report_creation``, ``report_scale``, ``report_scheduler``); this one puts
+them in the page's order.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bench.report_admission import admission_cost_section, admission_section, webhook_section
+from bench.report_creation import creation_section
 from bench.report_peer import peer_section, raw_limit_section
 from bench.report_scale import scale_section
 from bench.report_scheduler import scheduler_section
@@ -74,6 +76,8 @@ def render(results: Mapping[str, Any], *, notes: str = "") -> str:
     if "controller_scale" in results:
         lines += peer_section(results["controller_scale"])
         lines += raw_limit_section(results["controller_scale"])
+    if "creation_compare" in results:
+        lines += creation_section(results["creation_compare"])
     if "scheduler_scale" in results:
         lines += scheduler_section(results["scheduler_scale"])
     if "webhook_load" in results:

@@ -139,14 +139,15 @@ def admission_section(report: Mapping[str, Any]) -> list[str]:
 
 
 CANDIDATE_LABELS = {
-    "today": "both webhooks, v1beta1 served, no matchConditions (before)",
-    "match-conditions": "+ matchConditions (**the install now**)",
-    "mutate-only": "validating webhook removed (one call)",
+    "today": "both webhooks on CREATE, v1beta1 served, no matchConditions (before)",
+    "match-conditions": "+ matchConditions (the install before one call per CREATE)",
+    "mutate-only": "one call per CREATE, v1beta1 served, no matchConditions",
     "two-workers": "webhook with 2 gunicorn workers",
     "no-webhooks": "no webhooks (floor; job stored as written)",
     "no-webhooks-defaulted": "no webhooks, job sent defaulted (stored as with them)",
     "no-v1beta1": "v1beta1 not served",
-    "lean": "matchConditions + v1beta1 not served (install option)",
+    "lean": "matchConditions + v1beta1 not served, both webhooks on CREATE",
+    "default": "matchConditions + v1beta1 not served + one call per CREATE (**the install now**)",
 }
 
 

@@ -19,7 +19,13 @@ from typing import Any
 
 import pytest
 
-from bench import admission_cost, admission_overhead, controller_scale, webhook_load
+from bench import (
+    admission_cost,
+    admission_overhead,
+    controller_scale,
+    creation_compare,
+    webhook_load,
+)
 from bench.__main__ import main as bench_main
 from bench.common import BENCH_DIR
 from bench.report import render
@@ -241,6 +247,54 @@ def test_controller_scale_runs_training_operator_on_the_same_jobs_at_defaults_an
         assert peer["phase_b"]["succeeded_and_cleaned_s"] > 0, name
         # Counted in its log (client-go's recorder names each Event it drops); none at 3 jobs.
         assert peer["whole_run"]["events_dropped"] == 0, name
+
+
+@pytest.fixture(scope="module")
+def compare_report(bench_plane: ControlPlane) -> dict[str, Any]:
+    run = creation_compare.run(plane=bench_plane, jobs=SMOKE_JOBS, submit_threads=2)
+    return {"benchmark": "creation_compare", "runs": [run], "machine": {}, "command": "compare"}
+
+
+def test_creation_compare_runs_before_after_and_the_peer_in_a_b_c_b_a_order(
+    compare_report: dict[str, Any],
+) -> None:
+    (run,) = compare_report["runs"]
+    segments = run["segments"]
+    assert [s["candidate"] for s in segments] == list(creation_compare.ORDER)
+    assert [s["controller"] for s in segments] == [
+        "mxjob-operator", "mxjob-operator", creation_compare.PEER,
+        "mxjob-operator", "mxjob-operator",
+    ]  # fmt: skip
+    for segment in segments:
+        requests = segment["phase_a"]["controller_requests"]
+        assert requests["POST pods"] == SMOKE_JOBS * 4, segment["candidate"]
+        assert requests["POST services"] == SMOKE_JOBS * 4, segment["candidate"]
+        assert segment["phase_b"]["succeeded_and_cleaned_s"] > 0, segment["candidate"]
+        assert len(segment["load_average"]["start"]) == 3
+        if segment["candidate"] != creation_compare.PEER:
+            # The probe saw exactly the candidate's calls from its own webhook process.
+            assert segment["probes_to_configure"] >= 1
+            assert segment["webhook_cpu_s"] > 0, segment["candidate"]
+    candidates = run["candidates"]
+    assert {name: c["segments"] for name, c in candidates.items()} == {
+        "before": 2, "after": 2, creation_compare.PEER: 1,
+    }  # fmt: skip
+    before = candidates["before"]["mean"]["pods_and_services_s"]
+    low, high = candidates["before"]["range"]["pods_and_services_s"]
+    assert low <= before <= high
+    ratio = creation_compare.ratios(candidates, "after", "before")["pods_and_services_s"]
+    assert ratio == pytest.approx(
+        candidates["after"]["mean"]["pods_and_services_s"] / before, rel=0.01
+    )
+
+
+def test_page_renders_the_creation_comparison_with_its_ratios_and_load(
+    compare_report: dict[str, Any],
+) -> None:
+    page = render({"creation_compare": compare_report})
+    assert "## Creation side by side: before, after, and training-operator at its best" in page
+    assert "| after / training-operator-best |" in page and "Reproduce: `compare`" in page
+    assert "Load average (1 min) at each segment's start" in page
 
 
 def test_page_renders_every_item_with_its_baseline_and_command(

@@ -198,7 +198,14 @@ class LocalOperator:
             return False
         return programs.answers_200(f"https://127.0.0.1:{port}/readyz", context=context)
 
-    def start_webhook(self, *, port: int | None = None, workers: int = 1) -> tuple[int, int]:
+    def start_webhook(
+        self,
+        *,
+        port: int | None = None,
+        workers: int = 1,
+        log_level: str = "info",
+        log_name: str = "webhook.log",
+    ) -> tuple[int, int]:
         """Start ``mxjob-webhook`` on loopback; return (pid, port) once ``/readyz`` is ok."""
         self._ensure_certs()
         port = port or free_port()
@@ -208,8 +215,9 @@ class LocalOperator:
             f"--cert-dir={self.cert_dir}",
             f"--workers={workers}",
             "--log-format=text",
+            f"--log-level={log_level}",
         ]
-        webhook = programs.start(Program("mxjob-webhook", argv, log=self.logs / "webhook.log"))
+        webhook = programs.start(Program("mxjob-webhook", argv, log=self.logs / log_name))
         _await(webhook, lambda: self._webhook_ready(port), what="mxjob-webhook's /readyz")
         return webhook.pid, port
 
