@@ -287,19 +287,32 @@ def test_health_readiness_and_metrics_over_tls(webhook: Webhook) -> None:
     connection.close()
 
 
-def test_logs_are_json_lines_without_object_contents(webhook: Webhook) -> None:
+def test_debug_logs_are_json_lines_without_object_contents(
+    start_webhook: Callable[..., Webhook],
+) -> None:
+    webhook = start_webhook("--log-level", "debug")
     connection = webhook.connection()
     _review(connection, path=VALIDATE_PATH, uid="logged-review")
     connection.close()
     line = webhook.wait_for_log(lambda line: line.get("uid") == "logged-review")
-    assert line["level"] == "info"
+    assert line["level"] == "debug"
     assert (line["operation"], line["result"], line["name"]) == ("CREATE", "allowed", "mxnet-job")
     assert isinstance(line["duration_ms"], float)
-    text = webhook.log_path.read_text()
-    assert MARKER not in text
-    # One line per review from the app; gunicorn's access lines and control socket are off.
+    assert MARKER not in webhook.log_path.read_text()
+    # One line per review from the app; gunicorn's access lines are off.
     assert not any(line["logger"] == "gunicorn.access" for line in webhook.logs())
-    assert "Control socket" not in text
+
+
+def test_at_the_default_level_a_review_writes_no_log_line(webhook: Webhook) -> None:
+    connection = webhook.connection()
+    status, _, _ = _review(connection, path=VALIDATE_PATH, uid="quiet-review")
+    connection.close()
+    assert status == 200
+    # Its answer is counted instead (``mxjob_webhook_reviews_total``); the log stays as it was:
+    # no line of the app's, no access line of gunicorn's, no word of its control socket.
+    assert not [line for line in webhook.logs() if line.get("uid") == "quiet-review"]
+    assert not any(line["logger"] == "gunicorn.access" for line in webhook.logs())
+    assert "Control socket" not in webhook.log_path.read_text()
 
 
 @dataclass
