@@ -274,7 +274,6 @@ def test_creation_compare_runs_before_after_and_the_peer_in_a_b_c_b_a_order(
         if segment["candidate"] != creation_compare.PEER:
             # The probe saw exactly the candidate's calls from its own webhook process.
             assert segment["probes_to_configure"] >= 1
-            assert segment["webhook_cpu_s"] > 0, segment["candidate"]
     candidates = run["candidates"]
     assert {name: c["segments"] for name, c in candidates.items()} == {
         "before": 2, "after": 2, creation_compare.PEER: 1,
