@@ -23,7 +23,7 @@ DEV_ARGS ?=
 # its Debian packages and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages images)
 
-.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm node-packages images third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
+.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus node-packages images third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -46,7 +46,7 @@ $(SDK_STAMP): $(SDK_REQUIREMENTS)
 
 sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
 
-binaries: build-kubernetes build-training-operator build-kwok build-node-binaries build-helm ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS and helm once per machine
+binaries: build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS, helm, prometheus and promtool once per machine
 
 # One target per build script, so that `make -j` (make builds) runs them side by side: each
 # writes its own cache directory (hack/lib/build.sh), and Go's module and build caches take
@@ -66,6 +66,9 @@ build-node-binaries:
 
 build-helm:
 	@hack/build-helm.sh >/dev/null
+
+build-prometheus:
+	@hack/build-prometheus.sh >/dev/null
 
 node-packages: ## the Debian packages of the real node and the image builds (runc, CNI plugins, nftables, buildah, debootstrap); root
 	@hack/install-node-packages.sh
