@@ -28,6 +28,22 @@ PIN: Final = GoModulePin(
 dependencies)."""
 version = PIN.version
 PROGRAMS: Final = ("prometheus", "promtool")
+OPERATOR: Final = GoModulePin(
+    module="github.com/prometheus-operator/prometheus-operator",
+    version_variable="PROMETHEUS_OPERATOR_VERSION",
+    module_dir=PROJECT_ROOT / "hack" / "prometheus",
+    build_script=PROJECT_ROOT / "hack" / "build-prometheus.sh",
+)
+"""prometheus-operator: only its CRDs are read (:func:`operator_crds`), nothing is built."""
+MONITORING_KINDS: Final = ("servicemonitors", "prometheusrules")
+"""The kinds manifests/components/monitoring makes, by their CRD's plural."""
+
+
+def operator_crds() -> list[Path]:
+    """The pinned prometheus-operator's CRDs of :data:`MONITORING_KINDS`, from the module's
+    source in Go's module cache (downloaded the first time through the module proxy)."""
+    directory = OPERATOR.module_source() / "example" / "prometheus-operator-crd"
+    return [directory / f"monitoring.coreos.com_{plural}.yaml" for plural in MONITORING_KINDS]
 
 
 def binaries() -> Path:

@@ -9,6 +9,7 @@ import pytest
 from localkube.base.builds import pinned_version
 from localkube.base.paths import PROJECT_ROOT
 from localkube.thirdparty import prometheus
+from localkube.thirdparty.base import GoModulePin
 
 
 def test_the_pin_is_the_one_go_mod_requires() -> None:
@@ -41,3 +42,15 @@ def test_a_binary_counts_as_built_only_once_the_build_is_stamped(
     assert prometheus.built("prometheus") is None
     done = prometheus.promtool(tool, "check", "rules", "x.yaml", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (0, "promtool check rules x.yaml\n")
+
+
+def test_the_operators_crds_are_read_from_its_pinned_module(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert prometheus.OPERATOR.version() == pinned_version("PROMETHEUS_OPERATOR_VERSION")
+    monkeypatch.setattr(GoModulePin, "module_source", lambda self: tmp_path)
+    crds = prometheus.operator_crds()
+    assert [path.relative_to(tmp_path).as_posix() for path in crds] == [
+        "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml",
+        "example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml",
+    ]
