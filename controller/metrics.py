@@ -26,7 +26,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from controller.events import QUEUE_FULL, WRITE_FAILED
-from controller.job_metrics import JobTally, jobs_by_state
+from controller.job_metrics import EXIT_CLASSES, JobTally, jobs_by_state
 
 FRAMEWORK: Final = "mxnet"
 LABELS: Final = ("job_namespace", "framework")
@@ -236,6 +236,7 @@ class Metrics:
     def count_job(self, tally: JobTally) -> None:
         """Add what one reconcile's status write decided (``controller.job_metrics.tally``)."""
         namespace = tally.namespace
+        self._touch(namespace)
         if tally.created:
             self.job_counter_inc(self.jobs_created, namespace)
         if tally.ended == "Succeeded":
@@ -252,6 +253,15 @@ class Metrics:
             self.job_end_time.labels(job_namespace=namespace, state=tally.ended).observe(
                 tally.ended_after
             )
+
+    def _touch(self, namespace: str) -> None:
+        """The namespace's outcome counters exist, at 0, before their first increment: Prometheus'
+        ``increase()`` cannot see the step of a series whose first sample is already 1, so the
+        first failure of a namespace would be missed (alerts on failing jobs read these)."""
+        for counter in (self.jobs_successful, self.jobs_failed, self.jobs_restarted):
+            counter.labels(job_namespace=namespace, framework=FRAMEWORK)
+        for exit_class in EXIT_CLASSES:
+            self.job_restarts.labels(job_namespace=namespace, exit_class=exit_class)
 
     def job_admitted(self, namespace: str, waited: float | None) -> None:
         """Kueue admitted a queued job after ``waited`` seconds, and the job was started."""

@@ -77,3 +77,16 @@ def test_no_job_metric_is_labelled_by_a_jobs_name() -> None:
     labels = {label for (_, pairs) in _samples(metrics) for label, _ in pairs}
     assert labels <= {"job_namespace", "framework", "state", "exit_class", "le", "name",
                       "controller", "result", "reason", "verb", "resource"}  # fmt: skip
+
+
+def test_a_namespaces_outcome_counters_start_at_zero_with_its_first_counted_job() -> None:
+    """``increase()`` misses the first step of a series that appears at 1."""
+    metrics = Metrics()
+    assert _value(metrics, "training_operator_jobs_failed_total", job_namespace="ns",
+                  framework="mxnet") is None  # fmt: skip
+    metrics.count_job(JobTally(namespace="ns", created=True))
+    ns = {"job_namespace": "ns", "framework": "mxnet"}
+    assert _value(metrics, "training_operator_jobs_failed_total", **ns) == 0
+    assert _value(metrics, "training_operator_jobs_successful_total", **ns) == 0
+    restarts = "mxjob_controller_job_restarts_total"
+    assert _value(metrics, restarts, job_namespace="ns", exit_class="Permanent") == 0
