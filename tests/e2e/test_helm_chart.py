@@ -7,8 +7,10 @@ outputs are parsed and compared object by object, keyed by (kind, namespace, nam
 - default values and ``manifests/overlays/in-cluster``; ``certificates.mode=cert-manager`` and
   ``overlays/cert-manager``; ``certificates.mode=existingSecret`` with the CA of the Secret
   ``python -m certs webhook`` made and ``overlays/self-signed`` less that Secret (in this mode the
-  user creates it: the chart never holds a private key); ``v1Only``, ``kueueWorkloads`` and
-  ``kubeflowRoles`` and ``overlays/in-cluster`` with the component of the same name.
+  user creates it: the chart never holds a private key); ``v1Only``, ``kueueWorkloads``,
+  ``kubeflowRoles`` and ``katibTrials`` and ``overlays/in-cluster`` with the component of the
+  same name; ``metrics.serviceMonitor``, ``metrics.prometheusRule`` and ``metrics.dashboard``
+  and ``overlays/in-cluster`` with ``components/monitoring``.
 
 Two differences are Helm's own and left out of the comparison, exactly these:
 
@@ -49,6 +51,10 @@ CRD = "mxjobs.kubeflow.org"
 KEEP = "helm.sh/resource-policy"
 Key = tuple[str, str | None, str]
 Values = dict[str, Any]
+MONITORING: Values = {"metrics": {"serviceMonitor": {"enabled": True},
+                                  "prometheusRule": {"enabled": True},
+                                  "dashboard": {"enabled": True}}}  # fmt: skip
+"""What renders manifests/components/monitoring."""
 
 
 @pytest.fixture(scope="module")
@@ -215,12 +221,6 @@ def test_existing_secret_mode_renders_the_self_signed_overlay_less_its_secret(
     assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] == ca
 
 
-MONITORING: Values = {"metrics": {"serviceMonitor": {"enabled": True},
-                                  "prometheusRule": {"enabled": True},
-                                  "dashboard": {"enabled": True}}}  # fmt: skip
-"""What renders manifests/components/monitoring."""
-
-
 @pytest.mark.parametrize(
     "option",
     [
@@ -257,8 +257,7 @@ def test_every_object_goes_into_the_release_namespace(helm_binary: Path, tmp_pat
     """Namespaced objects, the ServiceAccount subjects, the Services the webhook configurations
     and the CRD conversion call, the certificate's names and cert-manager's inject-ca-from: no
     ``mxjob-system`` is left anywhere in the render."""
-    values = {"certificates": {"mode": "cert-manager"}, "metrics": {"serviceMonitor": {
-        "enabled": True}}, "kueueWorkloads": True}  # fmt: skip
+    values = {"certificates": {"mode": "cert-manager"}, **MONITORING, "kueueWorkloads": True}
     args = ["template", RELEASE, str(CHART), "-n", "ml-ops",
             "--values", str(values_file(tmp_path, "values", values))]  # fmt: skip
     text = helm.run(helm_binary, *args).stdout
