@@ -10,12 +10,20 @@ real scrape of the operator.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+import yaml
+
+from localkube.base import programs
 from localkube.base.paths import PROJECT_ROOT
+from localkube.base.ports import free_port
 from localkube.thirdparty.base import GoModulePin
 
 PIN: Final = GoModulePin(
@@ -77,3 +85,71 @@ def promtool(
     return subprocess.run(
         [str(tool), *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=timeout
     )
+
+
+@dataclass
+class PrometheusServer:
+    """A ``prometheus`` of this machine, on loopback, and its HTTP API."""
+
+    running: programs.Running
+    url: str
+
+    def api(self, path: str, **query: str) -> Any:
+        """``GET /api/v1/<path>``'s ``data``; raises when Prometheus answers an error."""
+        address = f"{self.url}/api/v1/{path}?{urllib.parse.urlencode(query)}"
+        with urllib.request.urlopen(address, timeout=10) as response:
+            answer = json.load(response)
+        if answer.get("status") != "success":
+            raise RuntimeError(f"prometheus: {path} {query}: {answer}")
+        return answer["data"]
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """The instant vector ``expr`` evaluates to now (empty: no data)."""
+        data = self.api("query", query=expr)
+        result: list[dict[str, Any]] = data["result"]
+        return result
+
+    def alerts(self) -> dict[str, str]:
+        """Each active alert's name and its state (``pending`` or ``firing``)."""
+        return {a["labels"]["alertname"]: a["state"] for a in self.api("alerts")["alerts"]}
+
+    def targets(self) -> list[dict[str, Any]]:
+        """The active scrape targets, with their labels, health and last error."""
+        active: list[dict[str, Any]] = self.api("targets", state="active")["activeTargets"]
+        return active
+
+    def stop(self) -> None:
+        self.running.stop()
+
+
+def serve(
+    binary: Path, directory: Path, configuration: dict[str, Any], *, timeout: float = 60
+) -> PrometheusServer:
+    """Start ``binary`` (the pinned ``prometheus``) with ``configuration`` written to
+    ``directory``/prometheus.yml, its data and log in ``directory``, on a free loopback port;
+    returns once it answers ``/-/ready``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    config = directory / "prometheus.yml"
+    config.write_text(yaml.safe_dump(configuration, sort_keys=False))
+    port = free_port()
+    program = programs.Program(
+        name="prometheus",
+        argv=[
+            str(binary),
+            f"--config.file={config}",
+            f"--storage.tsdb.path={directory / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        log=directory / "prometheus.log",
+    )
+    running = programs.start(program)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        programs.wait_ready(
+            running, lambda: programs.answers_200(f"{url}/-/ready"), what="prometheus",
+            timeout=timeout,
+        )  # fmt: skip
+    except programs.ProgramError:
+        running.stop()
+        raise
+    return PrometheusServer(running, url)

@@ -1,0 +1,359 @@
+"""A real Prometheus watches the operator on the real node, as manifests/components/monitoring
+tells prometheus-operator to.
+
+The module fixture installs prometheus-operator's own CRDs (ServiceMonitor, PrometheusRule),
+Kueue v0.19.2 (so the Kueue panel has a queued job to show), and the operator with the
+``monitoring`` and ``kueue-workloads`` components. It reads the ServiceMonitors and the
+PrometheusRule back from the API server (accepted by the real CRDs) and turns them into a plain
+Prometheus's configuration as prometheus-operator would (``localkube.thirdparty.
+prometheus_config``): Kubernetes service discovery of the Services the ServiceMonitors select,
+the webhook scraped over TLS with the CA of the Secret they name. prometheus-operator itself is
+not run (it would run Prometheus as a StatefulSet from images this machine cannot pull).
+
+Prometheus scrapes and evaluates every second, and each alert's ``for`` is shortened to
+:data:`PENDING_FOR` so that an alert fires in seconds; the expressions are the shipped ones
+(tests/monitoring/ checks them with their real ``for`` in promtool). The tests stop the
+controller and the webhook, so they restore both before they end.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localkube.base.paths import PROJECT_ROOT
+from localkube.realnode.cluster import SYSTEM_NAMESPACE
+from localkube.thirdparty import kueue, prometheus, prometheus_config
+from tests.e2e.kueue_queues import (
+    Queued,
+    queue_active,
+    queue_objects,
+    queued_job,
+    state,
+)
+from tests.e2e.real_node_fixtures import (
+    InstalledCluster,
+    namespace_for,
+    pods_of,
+    remove_namespace,
+    require,
+)
+from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.timeout(900)
+
+NAMESPACE = "monitored-jobs"
+KUEUE_VERSION = "v1beta2"
+COMPONENTS = ("monitoring", "kueue-workloads")
+PENDING_FOR = "5s"
+DASHBOARD = PROJECT_ROOT / "manifests" / "components" / "monitoring" / "dashboard.json"
+MONITORING_API = "/apis/monitoring.coreos.com/v1/namespaces/mxjob-system"
+CONTROLLER_JOB = "mxjob-controller-metrics"
+WEBHOOK_JOB = "mxjob-webhook-metrics"
+
+
+@dataclass
+class Watched:
+    installed: InstalledCluster
+    server: prometheus.PrometheusServer
+    queued: Queued
+
+    def kubectl(self, *args: str, **kwargs: Any) -> Any:
+        return self.installed.plane.kubectl(*args, **kwargs)
+
+
+def install_crds(installed: InstalledCluster) -> None:
+    for path in prometheus.operator_crds():
+        installed.plane.kubectl("apply", "--server-side", "-f", str(path), timeout=60)
+    for plural in prometheus.MONITORING_KINDS:
+        installed.plane.kubectl(
+            "wait", "--for=condition=Established", f"crd/{plural}.monitoring.coreos.com",
+            "--timeout=60s", timeout=70,
+        )  # fmt: skip
+
+
+def prometheus_configuration(installed: InstalledCluster, work: Path) -> dict[str, Any]:
+    """The component's objects as the API server stored them, as Prometheus's configuration."""
+    api = installed.api
+    secret = api.request("GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/mxjob-webhook-tls")
+    ca_file = work / "webhook-ca.crt"
+    ca_file.write_bytes(base64.b64decode(secret["data"]["ca.crt"]))
+    monitors = api.request("GET", f"{MONITORING_API}/servicemonitors")["items"]
+    assert {m["metadata"]["name"] for m in monitors} == {CONTROLLER_JOB, WEBHOOK_JOB}
+    jobs = [
+        job
+        for monitor in monitors
+        for job in prometheus_config.scrape_jobs(
+            monitor, kubeconfig=installed.plane.kubeconfig, ca_file=ca_file
+        )
+    ]
+    rule = api.request("GET", f"{MONITORING_API}/prometheusrules/mxjob-operator")
+    rules = work / "mxjob-operator.rules.yaml"
+    rules.write_text(json.dumps(prometheus_config.rule_file(rule, pending_for=PENDING_FOR)))
+    return prometheus_config.configuration(jobs, rule_files=[rules], interval="1s")
+
+
+def scale(watched: Watched, component: str, replicas: int) -> None:
+    """Deployment ``mxjob-<component>`` at ``replicas``, waiting until it has that many pods."""
+    watched.kubectl(
+        "-n", SYSTEM_NAMESPACE, "scale", f"deployment/mxjob-{component}", f"--replicas={replicas}"
+    )
+    wait_for(
+        f"{replicas} {component} pods",
+        lambda: pods_of(watched.installed, component),
+        lambda pods: len(pods) == replicas,
+        timeout=120,
+    )
+    if replicas:
+        watched.kubectl(
+            "-n", SYSTEM_NAMESPACE, "rollout", "status", f"deployment/mxjob-{component}",
+            "--timeout=120s", timeout=130,
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def watched(real_cluster: InstalledCluster) -> Iterator[Watched]:
+    require(kueue.CURRENT.missing())
+    binary = prometheus.binaries() / "prometheus"
+    cluster = real_cluster.cluster
+    work = cluster.plane.dir / "monitoring"
+    work.mkdir(parents=True, exist_ok=True)
+    server = None
+    replicas = {c: len(pods_of(real_cluster, c)) for c in ("controller", "webhook")}
+    try:
+        install_crds(real_cluster)
+        seconds = kueue.CURRENT.install(cluster, work / "kueue")
+        cluster.install_operator(work / "operator", components=COMPONENTS)
+        namespace_for(real_cluster, NAMESPACE)
+        queued = Queued(real_cluster, seconds, NAMESPACE, KUEUE_VERSION)
+        queued.apply(*queue_objects(NAMESPACE, KUEUE_VERSION))
+        wait_for("the ClusterQueue to be active", lambda: queue_active(queued), bool, timeout=60)
+        server = prometheus.serve(
+            binary, work / "prometheus", prometheus_configuration(real_cluster, work)
+        )
+        watched = Watched(real_cluster, server, queued)
+        yield watched
+        for component, count in replicas.items():
+            scale(watched, component, count)
+    finally:
+        if server is not None:
+            server.stop()
+        remove_namespace(real_cluster, NAMESPACE)
+        # Back to the session's install: the components' objects and roles gone.
+        cluster.install_operator(work / "operator")
+        real_cluster.plane.kubectl(
+            "delete", "servicemonitors,prometheusrules", "--all", "-n", SYSTEM_NAMESPACE,
+            "--ignore-not-found", check=False,
+        )  # fmt: skip
+        real_cluster.plane.kubectl(
+            "delete", "configmap/mxjob-operator-dashboard", "-n", SYSTEM_NAMESPACE,
+            "--ignore-not-found", check=False,
+        )  # fmt: skip
+        real_cluster.plane.kubectl(
+            "delete", "clusterrole,clusterrolebinding", "mxjob-controller-kueue",
+            "mxjob-kueue-manager", "--ignore-not-found", check=False,
+        )  # fmt: skip
+        kueue.CURRENT.uninstall(cluster.plane, work / "kueue")
+        for crd in prometheus.MONITORING_KINDS:
+            real_cluster.plane.kubectl(
+                "delete", f"crd/{crd}.monitoring.coreos.com", "--ignore-not-found", check=False
+            )
+
+
+def targets_by_job(watched: Watched) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for target in watched.server.targets():
+        found.setdefault(target["labels"]["job"], []).append(target)
+    return found
+
+
+def healthy_targets(watched: Watched) -> dict[str, int]:
+    return {
+        job: sum(1 for t in targets if t["health"] == "up")
+        for job, targets in targets_by_job(watched).items()
+    }
+
+
+def pod_ips(watched: Watched, component: str) -> set[str]:
+    return {p["status"].get("podIP", "") for p in pods_of(watched.installed, component)}
+
+
+def alert_state(watched: Watched, name: str) -> str | None:
+    return watched.server.alerts().get(name)
+
+
+def seconds_to_fire(watched: Watched, name: str, *, timeout: float = 120) -> float:
+    """Seconds until alert ``name`` is firing in Prometheus."""
+    started = time.monotonic()
+    wait_for(
+        f"{name} to fire",
+        lambda: alert_state(watched, name),
+        lambda found: found == "firing",
+        timeout=timeout,
+    )
+    return time.monotonic() - started
+
+
+def seconds_to_resolve(watched: Watched, name: str, *, timeout: float = 120) -> float:
+    started = time.monotonic()
+    wait_for(
+        f"{name} to resolve",
+        lambda: alert_state(watched, name),
+        lambda found: found is None,
+        timeout=timeout,
+    )
+    return time.monotonic() - started
+
+
+def test_prometheus_scrapes_every_operator_pod_the_service_monitors_select(
+    watched: Watched,
+) -> None:
+    targets = wait_for(
+        "every controller and webhook pod scraped",
+        lambda: healthy_targets(watched),
+        lambda found: (
+            found.get(CONTROLLER_JOB) == len(pod_ips(watched, "controller"))
+            and found.get(WEBHOOK_JOB) == len(pod_ips(watched, "webhook"))
+        ),
+        timeout=60,
+    )
+    scraped = targets_by_job(watched)
+    assert set(scraped) == {CONTROLLER_JOB, WEBHOOK_JOB}, targets
+    for job, component, scheme in (
+        (CONTROLLER_JOB, "controller", "http"),
+        (WEBHOOK_JOB, "webhook", "https"),
+    ):
+        urls = {t["scrapeUrl"] for t in scraped[job]}
+        port = 8080 if component == "controller" else 9443
+        assert urls == {f"{scheme}://{ip}:{port}/metrics" for ip in pod_ips(watched, component)}
+        assert all(t["lastError"] == "" for t in scraped[job]), scraped[job]
+    # Exactly one controller leads, and Prometheus sees it.
+    leaders = watched.server.query(f'sum(mxjob_controller_is_leader{{job="{CONTROLLER_JOB}"}})')
+    assert [float(v["value"][1]) for v in leaders] == [1.0]
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    """Each panel's title and query, with Grafana's variables as a user would have them: every
+    namespace, and a rate window of a minute."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [
+        (
+            panel["title"],
+            target["expr"].replace("$namespace", ".*").replace("$__rate_interval", "1m"),
+        )
+        for panel in dashboard["panels"]
+        for target in panel.get("targets", [])
+    ]
+
+
+def test_every_dashboard_query_returns_data_after_a_queued_job_has_run(watched: Watched) -> None:
+    queued = watched.queued
+    queued.create(queued_job("watched", queued.installed.cluster.images.examples.ref, seconds=3))
+    wait_for(
+        "the queued job to end",
+        lambda: state(queued, "watched"),
+        lambda found: found in ("Succeeded", "Failed"),
+        timeout=180,
+    )
+    assert state(queued, "watched") == "Succeeded"
+    queries = dashboard_queries()
+    assert len(queries) >= 20
+    empty = wait_for(
+        "every dashboard query to return data",
+        lambda: [(title, expr) for title, expr in queries if not watched.server.query(expr)],
+        lambda left: not left,
+        timeout=60,
+    )
+    assert empty == []
+    wait = watched.server.query(
+        "sum(mxjob_controller_job_admission_wait_seconds_count"
+        f'{{job="{CONTROLLER_JOB}", job_namespace="{NAMESPACE}"}})'
+    )
+    assert [float(v["value"][1]) for v in wait] == [1.0]
+    ended = watched.server.query(
+        "sum(training_operator_jobs_successful_total"
+        f'{{job="{CONTROLLER_JOB}", job_namespace="{NAMESPACE}"}})'
+    )
+    assert [float(v["value"][1]) for v in ended] == [1.0]
+
+
+def test_no_controller_fires_the_no_leader_alert_and_its_return_resolves_it(
+    watched: Watched,
+) -> None:
+    reconciles = (
+        'sum(increase(controller_runtime_reconcile_total{job="mxjob-controller-metrics"}[10m]))'
+    )
+    before = float(watched.server.query(reconciles)[0]["value"][1])
+    assert alert_state(watched, "MXJobControllerNoLeader") is None
+    scale(watched, "controller", 0)
+    fired = seconds_to_fire(watched, "MXJobControllerNoLeader")
+    scale(watched, "controller", 1)
+    resolved = seconds_to_resolve(watched, "MXJobControllerNoLeader")
+    # The new controller's counters start from zero; increase() over the window still counts
+    # the old pod's reconciles, so the restart lost none.
+    after = float(watched.server.query(reconciles)[0]["value"][1])
+    assert after >= before, (before, after)
+    print(
+        f"\nMXJobControllerNoLeader: firing {fired:.1f} s after the last controller pod went "
+        f"(for: {PENDING_FOR}), resolved {resolved:.1f} s after one was back"
+    )
+
+
+def malformed_review(url: str, context: ssl.SSLContext) -> int:
+    """POST a body that is no AdmissionReview to the webhook; its HTTP status."""
+    request = urllib.request.Request(
+        url, data=b'{"kind": "AdmissionReview"}', headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as refused:
+        return int(refused.code)
+
+
+def test_reviews_the_webhook_cannot_answer_fire_the_webhook_errors_alert(
+    watched: Watched, tmp_path: Path
+) -> None:
+    secret = watched.installed.api.request(
+        "GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/mxjob-webhook-tls"
+    )
+    context = ssl.create_default_context(cadata=base64.b64decode(secret["data"]["ca.crt"]).decode())
+    context.check_hostname = False
+    address = sorted(pod_ips(watched, "webhook"))[0]
+    url = f"https://{address}:9443/validate"
+    started = time.monotonic()
+    statuses = set()
+    while alert_state(watched, "MXJobWebhookErrors") != "firing":
+        assert time.monotonic() - started < 120, watched.server.alerts()
+        statuses.add(malformed_review(url, context))
+        time.sleep(0.2)
+    fired = time.monotonic() - started
+    assert statuses == {400}, statuses
+    print(f"\nMXJobWebhookErrors: firing {fired:.1f} s after malformed reviews began")
+
+
+def test_no_webhook_fires_the_webhook_down_alert_and_its_return_resolves_it(
+    watched: Watched,
+) -> None:
+    replicas = len(pods_of(watched.installed, "webhook"))
+    scale(watched, "webhook", 0)
+    try:
+        fired = seconds_to_fire(watched, "MXJobWebhookDown")
+    finally:
+        scale(watched, "webhook", replicas)
+    resolved = seconds_to_resolve(watched, "MXJobWebhookDown")
+    watched.installed.cluster.wait_admission()
+    print(
+        f"\nMXJobWebhookDown: firing {fired:.1f} s after the last webhook pod went "
+        f"(for: {PENDING_FOR}), resolved {resolved:.1f} s after the webhook was back"
+    )
