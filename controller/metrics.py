@@ -255,10 +255,18 @@ class Metrics:
             )
 
     def _touch(self, namespace: str) -> None:
-        """The namespace's outcome counters exist, at 0, before their first increment: Prometheus'
+        """The namespace's job counters exist, at 0, before their first increment: Prometheus'
         ``increase()`` cannot see the step of a series whose first sample is already 1, so the
-        first failure of a namespace would be missed (alerts on failing jobs read these)."""
-        for counter in (self.jobs_successful, self.jobs_failed, self.jobs_restarted):
+        first failure of a namespace would be missed (alerts on failing jobs read these), and a
+        dashboard panel would show no data until the namespace's first deletion."""
+        counters = (
+            self.jobs_created,
+            self.jobs_deleted,
+            self.jobs_successful,
+            self.jobs_failed,
+            self.jobs_restarted,
+        )
+        for counter in counters:
             counter.labels(job_namespace=namespace, framework=FRAMEWORK)
         for exit_class in EXIT_CLASSES:
             self.job_restarts.labels(job_namespace=namespace, exit_class=exit_class)

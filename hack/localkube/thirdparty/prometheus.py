@@ -109,6 +109,13 @@ class PrometheusServer:
         result: list[dict[str, Any]] = data["result"]
         return result
 
+    def query_range(self, expr: str, *, start: float, end: float, step: float) -> list[Any]:
+        """The range vector (a matrix) of ``expr`` from ``start`` to ``end`` (unix seconds)."""
+        data = self.api("query_range", query=expr, start=f"{start:.3f}", end=f"{end:.3f}",
+                        step=f"{step:g}")  # fmt: skip
+        result: list[Any] = data["result"]
+        return result
+
     def alerts(self) -> dict[str, str]:
         """Each active alert's name and its state (``pending`` or ``firing``)."""
         return {a["labels"]["alertname"]: a["state"] for a in self.api("alerts")["alerts"]}

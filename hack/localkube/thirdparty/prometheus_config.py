@@ -1,13 +1,13 @@
 """A plain Prometheus's configuration that watches the operator as prometheus-operator would.
 
-prometheus-operator turns each ServiceMonitor into a scrape job over Kubernetes service
-discovery (role ``endpointslice``, with its ``serviceDiscoveryRole: EndpointSlice``) and each
-PrometheusRule into a rule file. This module makes the same translation for the fields
-manifests/components/monitoring uses: the Service selector (``matchLabels``), the namespaces,
-the port by name, the path, the scheme and the TLS verification, with ``job`` set to the Service's name as prometheus-operator sets it. Anything
-else in a ServiceMonitor is refused by name, so a field added to the component is never ignored
-silently here. Pure: the caller writes the files and starts Prometheus
-(:mod:`localkube.thirdparty.prometheus`).
+prometheus-operator turns each ServiceMonitor into a scrape job over Kubernetes service discovery
+(role ``endpointslice``, with its ``serviceDiscoveryRole: EndpointSlice``) and each PrometheusRule
+into a rule file. This module makes the same translation for the fields
+manifests/components/monitoring uses: the Service selector (``matchLabels``), the namespaces, the
+port by name, the path, the scheme and the TLS verification, with ``job`` set to the Service's name
+as prometheus-operator sets it. Anything else in a ServiceMonitor is refused by name, so a field
+added to the component is never ignored silently here. Pure: the caller writes the files and starts
+Prometheus (:mod:`localkube.thirdparty.prometheus`).
 """
 
 from __future__ import annotations
