@@ -236,7 +236,7 @@ class Metrics:
     def count_job(self, tally: JobTally) -> None:
         """Add what one reconcile's status write decided (``controller.job_metrics.tally``)."""
         namespace = tally.namespace
-        self._touch(namespace)
+        self.touch_namespace(namespace)
         if tally.created:
             self.job_counter_inc(self.jobs_created, namespace)
         if tally.ended == "Succeeded":
@@ -254,7 +254,7 @@ class Metrics:
                 tally.ended_after
             )
 
-    def _touch(self, namespace: str) -> None:
+    def touch_namespace(self, namespace: str) -> None:
         """The namespace's job counters exist, at 0, before their first increment: Prometheus'
         ``increase()`` cannot see the step of a series whose first sample is already 1, so the
         first failure of a namespace would be missed (alerts on failing jobs read these), and a

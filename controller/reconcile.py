@@ -212,6 +212,8 @@ class Reconciler:
                 self.workload_sync.let_go(namespace, name)
             self._release_orphans(key, self.pods.by_index(namespace, name), check_live=True)
             return None
+        # From the namespace's first job on, its counters exist at 0 (Metrics.touch_namespace).
+        self.metrics.touch_namespace(namespace)
         meta = as_mapping(job.get("metadata"))
         if meta.get("deletionTimestamp"):
             # Being deleted: the garbage collector deletes the pods and the Workload.

@@ -515,3 +515,27 @@ def test_a_restarted_controller_counts_no_start_or_creation_twice() -> None:
     counted = _job_samples(world.reconciler.metrics)
     assert counted.get("training_operator_jobs_created_total", 0) == 0
     assert counted.get("mxjob_controller_job_start_seconds_count", 0) == 0
+
+
+def test_a_namespaces_job_counters_exist_at_zero_from_its_first_job_whoever_runs_it() -> None:
+    # A job this controller does not run still makes its namespace's series, so that the
+    # first increment of each is a step from 0 that increase() sees.
+    world = World(job(run_policy={"managedBy": "example.com/other"}))
+    world.reconciler.reconcile(KEY)
+    assert world.api.writes() == []
+    samples = {
+        (sample.name, sample.labels.get("job_namespace"), sample.value)
+        for family in world.reconciler.metrics.registry.collect()
+        for sample in family.samples
+        if sample.name.startswith("training_operator_jobs_")
+    }
+    assert {name for name, _, _ in samples} >= {
+        "training_operator_jobs_created_total",
+        "training_operator_jobs_deleted_total",
+        "training_operator_jobs_successful_total",
+        "training_operator_jobs_failed_total",
+        "training_operator_jobs_restarted_total",
+    }
+    assert {
+        (namespace, value) for name, namespace, value in samples if name.endswith("_total")
+    } == {("ns", 0.0)}
