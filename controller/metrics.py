@@ -255,7 +255,7 @@ class Metrics:
             )
 
     def touch_namespace(self, namespace: str) -> None:
-        """The namespace's job counters exist, at 0, before their first increment: Prometheus'
+        """The namespace's job series exist, at 0, before their first increment: Prometheus'
         ``increase()`` cannot see the step of a series whose first sample is already 1, so the
         first failure of a namespace would be missed (alerts on failing jobs read these), and a
         dashboard panel would show no data until the namespace's first deletion."""
@@ -270,6 +270,12 @@ class Metrics:
             counter.labels(job_namespace=namespace, framework=FRAMEWORK)
         for exit_class in EXIT_CLASSES:
             self.job_restarts.labels(job_namespace=namespace, exit_class=exit_class)
+        # The histograms too: a rate() of buckets whose first sample already holds the first
+        # observation is 0, and the dashboard's quantiles would have nothing to show.
+        self.job_start_time.labels(job_namespace=namespace)
+        self.admission_wait.labels(job_namespace=namespace)
+        for state in ("Succeeded", "Failed"):
+            self.job_end_time.labels(job_namespace=namespace, state=state)
 
     def job_admitted(self, namespace: str, waited: float | None) -> None:
         """Kueue admitted a queued job after ``waited`` seconds, and the job was started."""

@@ -10,8 +10,8 @@
 #
 # Of the service discoveries only Kubernetes's is compiled in (Prometheus's own build tags
 # remove_all_sd and enable_kubernetes_sd, plugins/ in its module): the operator is found through
-# the Kubernetes API and nothing else is used, and leaving out the cloud SDKs roughly halves the
-# cold build. A scrape config naming another discovery is refused at load with an unknown field.
+# the Kubernetes API and nothing else is used, and the cloud SDKs of the others are then neither
+# downloaded nor compiled. A scrape config naming another discovery is refused at load.
 set -euo pipefail
 # shellcheck source=lib/build.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"

@@ -19,6 +19,7 @@ controller and the webhook, so they restore both before they end.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import ssl
 import time
@@ -271,7 +272,7 @@ def draw_dashboard(watched: Watched, *, since: float) -> tuple[Path, dict[str, i
             found = dashboard_picture.series_of(target.get("legendFormat", ""), matrix)
             answers.setdefault(panel["title"], []).extend(found)
     caption = (
-        f"mxjob-operator's dashboard, drawn from Prometheus {prometheus.version()} scraping the "
+        f"mxjob-operator's dashboard, drawn from Prometheus {prometheus.release()} scraping the "
         f"operator on the real node, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(end))}"
     )
     picture = watched.installed.plane.dir / "monitoring" / "dashboard.svg"
@@ -298,16 +299,37 @@ def test_every_dashboard_query_returns_data_after_a_queued_job_has_run(watched: 
         timeout=60,
     )
     assert empty == []
-    wait = watched.server.query(
-        "sum(mxjob_controller_job_admission_wait_seconds_count"
-        f'{{job="{CONTROLLER_JOB}", job_namespace="{NAMESPACE}"}})'
+    # The reviews keep their own endpoint label (honorLabels), not the port's name.
+    # (A webhook pod's series appear at its first review: the job's create made some.)
+    endpoints = wait_for(
+        "the webhook's reviews scraped with their endpoint label",
+        lambda: {
+            r["metric"].get("endpoint")
+            for r in watched.server.query(
+                f'sum by (endpoint) (mxjob_webhook_reviews_total{{job="{WEBHOOK_JOB}"}})'
+            )
+        },
+        lambda found: "mutate" in found,
+        timeout=30,
     )
-    assert [float(v["value"][1]) for v in wait] == [1.0]
-    ended = watched.server.query(
-        "sum(training_operator_jobs_successful_total"
-        f'{{job="{CONTROLLER_JOB}", job_namespace="{NAMESPACE}"}})'
-    )
-    assert [float(v["value"][1]) for v in ended] == [1.0]
+    assert endpoints <= {"mutate", "validate", "convert", "validate-experiment"}, endpoints
+    # The job's counts reach Prometheus at its next scrape of the leader (every second here).
+    for metric in ("mxjob_controller_job_admission_wait_seconds_count",
+                   "training_operator_jobs_successful_total"):  # fmt: skip
+        wait_for(
+            f"{metric} of {NAMESPACE} to be 1",
+            functools.partial(
+                values_of,
+                watched,
+                f'sum({metric}{{job="{CONTROLLER_JOB}", job_namespace="{NAMESPACE}"}})',
+            ),
+            lambda found: found == [1.0],
+            timeout=30,
+        )
+
+
+def values_of(watched: Watched, expr: str) -> list[float]:
+    return [float(v["value"][1]) for v in watched.server.query(expr)]
 
 
 def test_no_controller_fires_the_no_leader_alert_and_its_return_resolves_it(

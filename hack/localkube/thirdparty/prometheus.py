@@ -35,6 +35,16 @@ PIN: Final = GoModulePin(
 """Built by ``hack/build-prometheus.sh`` (minutes the first time: Prometheus has many
 dependencies)."""
 version = PIN.version
+
+
+def release(tag: str | None = None) -> str:
+    """The Prometheus release a module tag (the pinned one by default) is: v0.<M><mm>.<patch>
+    is <M>.<mm>.<patch> (v0.316.0 is 3.16.0), as ``hack/build-prometheus.sh`` stamps it."""
+    minor_tag, _, patch = (tag or version()).removeprefix("v0.").partition(".")
+    number = int(minor_tag)
+    return f"{number // 100}.{number % 100}.{patch}"
+
+
 PROGRAMS: Final = ("prometheus", "promtool")
 OPERATOR: Final = GoModulePin(
     module="github.com/prometheus-operator/prometheus-operator",

@@ -4,10 +4,11 @@ prometheus-operator turns each ServiceMonitor into a scrape job over Kubernetes 
 (role ``endpointslice``, with its ``serviceDiscoveryRole: EndpointSlice``) and each PrometheusRule
 into a rule file. This module makes the same translation for the fields
 manifests/components/monitoring uses: the Service selector (``matchLabels``), the namespaces, the
-port by name, the path, the scheme and the TLS verification, with ``job`` set to the Service's name
-as prometheus-operator sets it. Anything else in a ServiceMonitor is refused by name, so a field
-added to the component is never ignored silently here. Pure: the caller writes the files and starts
-Prometheus (:mod:`localkube.thirdparty.prometheus`).
+port by name, the path, the scheme, the TLS verification and ``honorLabels``, with ``job`` set to
+the Service's name and ``endpoint`` to the port's, as prometheus-operator sets them. Anything else
+in a ServiceMonitor is refused by name, so a field added to the component is never ignored silently
+here. Pure: the caller writes the files and starts Prometheus
+(:mod:`localkube.thirdparty.prometheus`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 Obj = dict[str, Any]
 
-ENDPOINT_FIELDS = frozenset({"path", "port", "scheme", "tlsConfig"})
+ENDPOINT_FIELDS = frozenset({"path", "port", "scheme", "tlsConfig", "honorLabels"})
 """The ServiceMonitor endpoint fields translated here."""
 TLS_FIELDS = frozenset({"serverName", "ca"})
 
@@ -121,6 +122,8 @@ def scrape_jobs(monitor: Mapping[str, Any], *, kubeconfig: Path, ca_file: Path |
                 {"action": "replace", "target_label": "endpoint", "replacement": endpoint["port"]},
             ],
         }
+        if endpoint.get("honorLabels"):
+            job["honor_labels"] = True
         if "tlsConfig" in endpoint:
             job["tls_config"] = _tls(endpoint["tlsConfig"], name=name, ca_file=ca_file)
         jobs.append(job)

@@ -54,3 +54,10 @@ def test_the_operators_crds_are_read_from_its_pinned_module(
         "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml",
         "example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml",
     ]
+
+
+@pytest.mark.parametrize(
+    ("tag", "expected"), [("v0.316.0", "3.16.0"), ("v0.300.1", "3.0.1"), ("v0.55.2", "0.55.2")]
+)
+def test_a_module_tag_names_the_release_it_is(tag: str, expected: str) -> None:
+    assert prometheus.release(tag) == expected

@@ -63,12 +63,14 @@ def test_the_controller_monitor_keeps_its_service_and_port_and_names_the_job_aft
             "target_label": "job",
         }
     ]
-    assert "tls_config" not in job
+    assert "tls_config" not in job and "honor_labels" not in job
 
 
 def test_the_webhook_monitor_verifies_tls_with_the_secrets_ca_for_the_service_name() -> None:
     [job] = scrape_jobs(monitors()["mxjob-webhook-metrics"], kubeconfig=KUBECONFIG, ca_file=CA)
     assert job["scheme"] == "https"
+    # The reviews' own `endpoint` label wins over the target's (the port's name).
+    assert job["honor_labels"] is True
     assert job["tls_config"] == {
         "server_name": "mxjob-webhook.mxjob-system.svc",
         "ca_file": str(CA),
