@@ -128,12 +128,19 @@ e2e: venv sdk-venv binaries images third-party ## the tests against the local co
 # side by side (BUILD_JOBS=3) gained nothing measurable over one after another (measured cold:
 # 34 min with one build more, against 30). One at a time by default; raise it with more cores.
 BUILD_JOBS ?= 1
+# What make test builds while its first tests run (hack/run-tests.sh): the components only some
+# tests need, in the order they are first needed. Those tests (marked late_builds) run last and
+# wait on a build's lock for the background build to end (hack/lib/build.sh).
+LATE_BUILDS := third-party-volcano third-party-katib build-prometheus third-party-kueue-current \
+	third-party-cert-manager third-party-kueue
 
 builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the virtualenvs, binaries, images, third-party components, lint and typecheck
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv binaries images third-party lint typecheck
 
-test: builds ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it
-	hack/run-tests.sh $(PYTEST_ARGS)
+test: ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it, while the components only later tests need are built
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv build-kubernetes \
+		build-training-operator build-kwok build-node-binaries build-helm images lint typecheck
+	MXJOB_LATE_BUILDS="$(MAKE) --no-print-directory $(LATE_BUILDS)" hack/run-tests.sh $(PYTEST_ARGS)
 
 third-party: third-party-cert-manager third-party-kueue third-party-kueue-current third-party-volcano third-party-katib ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue), Volcano (vc-scheduler, vc-controller-manager) and Katib (controller, db-manager, goptuna, file metrics collector), each with its CRDs or manifests, from its release source in ../shared/third_party (cached)
 

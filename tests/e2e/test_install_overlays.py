@@ -31,6 +31,9 @@ from localkube.plane.operator import wait_established
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.thirdparty import cert_manager, prometheus
 
+# A component built in the background by make test: its first user waits for it (late_builds).
+pytestmark = [pytest.mark.timeout(1200), pytest.mark.late_builds]
+
 MANIFESTS = PROJECT_ROOT / "manifests"
 NAMESPACE = "mxjob-system"
 OVERLAYS = ("in-cluster", "cert-manager", "self-signed")

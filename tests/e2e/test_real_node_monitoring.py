@@ -52,7 +52,8 @@ from tests.e2e.real_node_fixtures import (
 from tests.helpers.waiting import wait_for
 from webhook.app import VALIDATE_PATH
 
-pytestmark = pytest.mark.timeout(900)
+# A component built in the background by make test: first test waits for it (late_builds).
+pytestmark = [pytest.mark.timeout(1500), pytest.mark.late_builds]
 
 NAMESPACE = "monitored-jobs"
 KUEUE_VERSION = "v1beta2"
