@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.operator import wait_established
 from localkube.realnode.cluster import SYSTEM_NAMESPACE
 from localkube.thirdparty import dashboard_picture, kueue, prometheus, prometheus_config
 from tests.e2e.kueue_queues import (
@@ -81,10 +82,7 @@ def install_crds(installed: InstalledCluster) -> None:
     for path in prometheus.operator_crds():
         installed.plane.kubectl("apply", "--server-side", "-f", str(path), timeout=60)
     for plural in prometheus.MONITORING_KINDS:
-        installed.plane.kubectl(
-            "wait", "--for=condition=Established", f"crd/{plural}.monitoring.coreos.com",
-            "--timeout=60s", timeout=70,
-        )  # fmt: skip
+        wait_established(installed.plane, f"{plural}.monitoring.coreos.com")
 
 
 def prometheus_configuration(installed: InstalledCluster, work: Path) -> dict[str, Any]:
