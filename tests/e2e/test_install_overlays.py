@@ -287,10 +287,8 @@ def test_monitoring_component_adds_monitors_rules_and_a_dashboard_the_crds_accep
         "grafana_dashboard"] == "1"  # fmt: skip
     for crd in prometheus.operator_crds():
         fresh_plane.kubectl("apply", "--server-side", "-f", str(crd))
-    fresh_plane.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s",
-        "crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com",
-    )  # fmt: skip
+    for plural in prometheus.MONITORING_KINDS:
+        wait_established(fresh_plane, f"{plural}.monitoring.coreos.com")
     result = fresh_plane.kubectl(
         "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
     )
