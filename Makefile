@@ -23,7 +23,7 @@ DEV_ARGS ?=
 # its Debian packages and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages images)
 
-.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm node-packages images third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench bench-compare fuzz chaos clean
+.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus node-packages images third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench bench-compare fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -46,7 +46,7 @@ $(SDK_STAMP): $(SDK_REQUIREMENTS)
 
 sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
 
-binaries: build-kubernetes build-training-operator build-kwok build-node-binaries build-helm ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS and helm once per machine
+binaries: build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS, helm, prometheus and promtool once per machine
 
 # One target per build script, so that `make -j` (make builds) runs them side by side: each
 # writes its own cache directory (hack/lib/build.sh), and Go's module and build caches take
@@ -66,6 +66,9 @@ build-node-binaries:
 
 build-helm:
 	@hack/build-helm.sh >/dev/null
+
+build-prometheus:
+	@hack/build-prometheus.sh >/dev/null
 
 node-packages: ## the Debian packages of the real node and the image builds (runc, CNI plugins, nftables, buildah, debootstrap); root
 	@hack/install-node-packages.sh
@@ -125,12 +128,19 @@ e2e: venv sdk-venv binaries images third-party ## the tests against the local co
 # side by side (BUILD_JOBS=3) gained nothing measurable over one after another (measured cold:
 # 34 min with one build more, against 30). One at a time by default; raise it with more cores.
 BUILD_JOBS ?= 1
+# What make test builds while its first tests run (hack/run-tests.sh): the components only some
+# tests need, in the order they are first needed. Those tests (marked late_builds) run last and
+# wait on a build's lock for the background build to end (hack/lib/build.sh).
+LATE_BUILDS := third-party-volcano third-party-katib build-prometheus third-party-kueue-current \
+	third-party-cert-manager third-party-kueue
 
 builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the virtualenvs, binaries, images, third-party components, lint and typecheck
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv binaries images third-party lint typecheck
 
-test: builds ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it
-	hack/run-tests.sh $(PYTEST_ARGS)
+test: ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it, while the components only later tests need are built
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv build-kubernetes \
+		build-training-operator build-kwok build-node-binaries build-helm images lint typecheck
+	MXJOB_LATE_BUILDS="$(MAKE) --no-print-directory $(LATE_BUILDS)" hack/run-tests.sh $(PYTEST_ARGS)
 
 third-party: third-party-cert-manager third-party-kueue third-party-kueue-current third-party-volcano third-party-katib ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue), Volcano (vc-scheduler, vc-controller-manager) and Katib (controller, db-manager, goptuna, file metrics collector), each with its CRDs or manifests, from its release source in ../shared/third_party (cached)
 

@@ -89,6 +89,7 @@ class Controller:
             index_label=LABEL_JOB_NAME,
             settings=informer_settings,
         )
+        self.metrics.track_jobs(self.jobs.store.objects)
         self.reconciler = Reconciler(
             self.client,
             jobs=self.jobs.store,
@@ -280,7 +281,7 @@ class Controller:
             self.certificates.start(self.stop_event)
         while not self.synced() and not self.stop_event.is_set():
             self.stop_event.wait(0.05)
-        self.metrics.is_leader.set(1)
+        self.metrics.set_leading(True)
         for key in self.jobs.store.all_keys():
             self.queue.add(key)
         for number in range(self.settings.workers):
@@ -292,7 +293,7 @@ class Controller:
 
     def _lost(self) -> None:
         self.lost_lease = True
-        self.metrics.is_leader.set(0)
+        self.metrics.set_leading(False)
         self.stop_event.set()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -337,7 +338,7 @@ class Controller:
             worker.join(max(0.0, deadline - time.monotonic()))
         if self.elector is not None and not self.lost_lease:
             self.elector.release()
-        self.metrics.is_leader.set(0)
+        self.metrics.set_leading(False)
         for informer in self.informers:
             informer.stop()
         self.recorder.stop(timeout=2.0)

@@ -8,15 +8,25 @@ training-operator's names and labels
 (``controller_runtime_reconcile_*{controller}``), with the same buckets. docs/operations.md lists
 them all. A registry per :class:`Metrics` instance (not the global one) lets tests build as many
 controllers in one process as they like.
+
+The ``mxjob_controller_job*`` metrics say what users ask of a job system: jobs by state, how
+long jobs take to run and to end, why they restart, how long Kueue keeps them queued.
+``controller.job_metrics`` decides what they count; they are labelled by ``job_namespace`` and a
+state or an exit-code class only, never by a job's name. Only the leader reports jobs by state
+(the standby's cache holds the same jobs), so a sum over the controller's pods counts each once.
 """
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from controller.events import QUEUE_FULL, WRITE_FAILED
+from controller.job_metrics import EXIT_CLASSES, JobTally, jobs_by_state
 
 FRAMEWORK: Final = "mxnet"
 LABELS: Final = ("job_namespace", "framework")
@@ -34,6 +44,12 @@ RECONCILE_BUCKETS: Final = (
     *(0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25),
     *(30, 40, 50, 60),
 )
+# A job's times, from seconds to a week: pods pulling images and queues waiting for quota
+# (start, admission), training runs of minutes to days (end).
+START_BUCKETS: Final = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 21600)
+END_BUCKETS: Final = (10, 30, 60, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800)
+JOB_LABELS: Final = ("job_namespace",)
+JOB_STATES_NAME: Final = "mxjob_controller_jobs"
 
 
 class QueueState(Protocol):
@@ -46,12 +62,34 @@ class QueueState(Protocol):
     def processing_seconds(self) -> list[float]: ...
 
 
+class JobStates(Collector):
+    """``mxjob_controller_jobs{job_namespace, state}``, counted from the job cache at scrape
+    time (no thread keeps it current, and a restarted controller has it right at once)."""
+
+    def __init__(self) -> None:
+        self.jobs: Callable[[], Iterable[Mapping[str, Any]]] = list
+        self.leading = False
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            JOB_STATES_NAME,
+            "MXJobs in the leader's cache by namespace and state (status.state; New: no status "
+            "yet). Reported by the leader only.",
+            labels=["job_namespace", "state"],
+        )
+        if self.leading:
+            for (namespace, state), count in sorted(jobs_by_state(self.jobs()).items()):
+                family.add_metric([namespace, state], count)
+        yield family
+
+
 class Metrics:
     """Every metric the controller exports."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self._add_job_counters()
+        self._add_job_metrics()
         self._add_queue_metrics()
         self._add_reconcile_metrics()
         self.api_writes = Counter(
@@ -94,6 +132,33 @@ class Metrics:
             "training_operator_jobs_restarted_total",
             "Replica restarts (recreations and in-place restarts) of MXJobs.",
         )
+
+    def _add_job_metrics(self) -> None:
+        """Jobs by state, their start and end times, restarts by exit class, Kueue's wait."""
+        self.job_states = JobStates()
+        self.registry.register(self.job_states)
+        self.job_start_time = Histogram(
+            "mxjob_controller_job_start_seconds",
+            "Seconds from an MXJob's creation to its first Running condition.",
+            JOB_LABELS, buckets=START_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+        self.job_end_time = Histogram(
+            "mxjob_controller_job_end_seconds",
+            "Seconds from an MXJob's creation to its end, by state (Succeeded or Failed).",
+            (*JOB_LABELS, "state"), buckets=END_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+        self.job_restarts = Counter(
+            "mxjob_controller_job_restarts_total",
+            "Replica restarts of MXJobs by the exit-code class of the run that ended "
+            "(Succeeded, Permanent, Retryable; Unknown when the pods cannot tell).",
+            (*JOB_LABELS, "exit_class"), registry=self.registry,
+        )  # fmt: skip
+        self.admission_wait = Histogram(
+            "mxjob_controller_job_admission_wait_seconds",
+            "Seconds a queued MXJob's Workload waited for Kueue's admission (--kueue-workloads), "
+            "from its creation or its last requeue.",
+            JOB_LABELS, buckets=START_BUCKETS, registry=self.registry,
+        )  # fmt: skip
 
     def _add_queue_metrics(self) -> None:
         """client-go's work queue metrics, plus the keys waiting for a timer."""
@@ -158,6 +223,64 @@ class Metrics:
 
     def job_counter_inc(self, counter: Counter, namespace: str, amount: float = 1) -> None:
         counter.labels(job_namespace=namespace, framework=FRAMEWORK).inc(amount)
+
+    def set_leading(self, leading: bool) -> None:
+        """This process holds the Lease (or runs without election), or no longer does."""
+        self.is_leader.set(1 if leading else 0)
+        self.job_states.leading = leading
+
+    def track_jobs(self, jobs: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        """Count ``jobs()`` (the job cache) by state at each scrape, while leading."""
+        self.job_states.jobs = jobs
+
+    def count_job(self, tally: JobTally) -> None:
+        """Add what one reconcile's status write decided (``controller.job_metrics.tally``)."""
+        namespace = tally.namespace
+        self.touch_namespace(namespace)
+        if tally.created:
+            self.job_counter_inc(self.jobs_created, namespace)
+        if tally.ended == "Succeeded":
+            self.job_counter_inc(self.jobs_successful, namespace)
+        elif tally.ended == "Failed":
+            self.job_counter_inc(self.jobs_failed, namespace)
+        if tally.restarts:
+            self.job_counter_inc(self.jobs_restarted, namespace, sum(tally.restarts.values()))
+        for exit_class, count in tally.restarts.items():
+            self.job_restarts.labels(job_namespace=namespace, exit_class=exit_class).inc(count)
+        if tally.started_after is not None:
+            self.job_start_time.labels(job_namespace=namespace).observe(tally.started_after)
+        if tally.ended and tally.ended_after is not None:
+            self.job_end_time.labels(job_namespace=namespace, state=tally.ended).observe(
+                tally.ended_after
+            )
+
+    def touch_namespace(self, namespace: str) -> None:
+        """The namespace's job series exist, at 0, before their first increment: Prometheus'
+        ``increase()`` cannot see the step of a series whose first sample is already 1, so the
+        first failure of a namespace would be missed (alerts on failing jobs read these), and a
+        dashboard panel would show no data until the namespace's first deletion."""
+        counters = (
+            self.jobs_created,
+            self.jobs_deleted,
+            self.jobs_successful,
+            self.jobs_failed,
+            self.jobs_restarted,
+        )
+        for counter in counters:
+            counter.labels(job_namespace=namespace, framework=FRAMEWORK)
+        for exit_class in EXIT_CLASSES:
+            self.job_restarts.labels(job_namespace=namespace, exit_class=exit_class)
+        # The histograms too: a rate() of buckets whose first sample already holds the first
+        # observation is 0, and the dashboard's quantiles would have nothing to show.
+        self.job_start_time.labels(job_namespace=namespace)
+        self.admission_wait.labels(job_namespace=namespace)
+        for state in ("Succeeded", "Failed"):
+            self.job_end_time.labels(job_namespace=namespace, state=state)
+
+    def job_admitted(self, namespace: str, waited: float | None) -> None:
+        """Kueue admitted a queued job after ``waited`` seconds, and the job was started."""
+        if waited is not None:
+            self.admission_wait.labels(job_namespace=namespace).observe(waited)
 
     def track_queue(self, queue: QueueState) -> None:
         """Read the queue's gauges at scrape time (no thread has to keep them current)."""

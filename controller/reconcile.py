@@ -47,6 +47,7 @@ from controller.expectations import Expectations, Kind
 from controller.gang import GANG_WAITING, GangScheduler, gang_waiting
 from controller.gang_client import ensure_gang
 from controller.informers import Store
+from controller.job_metrics import tally
 from controller.kube import (
     MERGE_PATCH,
     AlreadyExists,
@@ -211,6 +212,8 @@ class Reconciler:
                 self.workload_sync.let_go(namespace, name)
             self._release_orphans(key, self.pods.by_index(namespace, name), check_live=True)
             return None
+        # From the namespace's first job on, its counters exist at 0 (Metrics.touch_namespace).
+        self.metrics.touch_namespace(namespace)
         meta = as_mapping(job.get("metadata"))
         if meta.get("deletionTimestamp"):
             # Being deleted: the garbage collector deletes the pods and the Workload.
@@ -262,23 +265,13 @@ class Reconciler:
         waiting = gang_waiting(entry.job, pods, self.gang)
         if waiting and not outcome.finished and not outcome.suspended:
             self.recorder.record(job, "Normal", GANG_WAITING, waiting)
-        self._count(namespace, outcome)
+        # Counted once the status saying so is written: a restarted controller reads it back.
+        self.metrics.count_job(tally(job, outcome, pods, now=now))
         plan = plan_actions(entry.job, outcome, pods, services)
         if foreign:
             self._release_orphans(key, foreign, check_live=True)
         self._act(key, entry.job, plan, outcome)
         return outcome.requeue_after
-
-    def _count(self, namespace: str, outcome: Outcome) -> None:
-        m = self.metrics
-        if outcome.created:
-            m.job_counter_inc(m.jobs_created, namespace)
-        if outcome.became == "Succeeded":
-            m.job_counter_inc(m.jobs_successful, namespace)
-        elif outcome.became == "Failed":
-            m.job_counter_inc(m.jobs_failed, namespace)
-        if outcome.new_restarts:
-            m.job_counter_inc(m.jobs_restarted, namespace, outcome.new_restarts)
 
     # -- writes ---------------------------------------------------------------------------------
     def _write_status(self, job: Obj, outcome: Outcome, now: datetime.datetime) -> None:

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from controller.events import EventRecorder
 from controller.informers import Store
+from controller.job_metrics import admission_wait_seconds
 from controller.kube import KubeClient, NotFound, mxjobs_path, resource_path
 from controller.metrics import Metrics
 from controller.podsets import PodSetConflictError, admitted_infos, started, stopped
@@ -250,6 +251,8 @@ class WorkloadSync:
             self.recorder.record(job, "Warning", "FailedToStart", str(error)[:1024])
             return False
         self._put_job(running)
+        namespace = str(as_mapping(job.get("metadata")).get("namespace") or "")
+        self.metrics.job_admitted(namespace, admission_wait_seconds(workload, self._now()))
         queue = as_mapping(as_mapping(workload.get("status")).get("admission")).get("clusterQueue")
         self.recorder.record(job, "Normal", "Started", f"Admitted by clusterQueue {queue}")
         return True

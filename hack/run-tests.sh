@@ -11,12 +11,19 @@
 # The real-node process writes to the terminal as it goes; the other's output is kept in
 # .local/test-logs/beside-real-node.log and printed after both ended. Arguments go to both.
 # A process whose selection is empty (pytest's exit 5) counts as passed unless both are empty.
+#
+# MXJOB_LATE_BUILDS (make test sets it) is a command that builds what only some tests need (the
+# third-party components, Prometheus): it runs in the background while the first tests run,
+# its output in .local/test-logs/late-builds.log. Those tests run last in each process
+# (tests/conftest.py, the late_builds marker); one that comes before its build has ended waits
+# on the build's lock (hack/lib/build.sh). A failed late build fails the run.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit
 
 pytest=.venv/bin/pytest
 log_dir=.local/test-logs
 beside_log=$log_dir/beside-real-node.log
+late_log=$log_dir/late-builds.log
 mkdir -p "$log_dir"
 
 # A selection of the caller's own (-m) decides alone: one process, as pytest would run it.
@@ -24,12 +31,17 @@ for arg in "$@"; do
   if [[ $arg == -m* ]]; then exec "$pytest" "$@"; fi
 done
 
+late_builds=""
+if [[ -n ${MXJOB_LATE_BUILDS:-} ]]; then
+  bash -c "$MXJOB_LATE_BUILDS" >"$late_log" 2>&1 &
+  late_builds=$!
+fi
 "$pytest" -m "not real_node" "$@" >"$beside_log" 2>&1 &
 beside=$!
 "$pytest" -m real_node "$@" &
 real_node=$!
-# A stop (Ctrl-C, a CI timeout) reaches both: their conftest tears every plane and node down.
-trap 'kill -TERM "$beside" "$real_node" 2>/dev/null' INT TERM
+# A stop (Ctrl-C, a CI timeout) reaches all: the tests' conftest tears every plane and node down.
+trap 'kill -TERM "$beside" "$real_node" $late_builds 2>/dev/null' INT TERM
 
 # Sets status to the exit status of process $1. wait returns above 128 when a trapped signal
 # interrupts it with the child still running: then it is waited for again.
@@ -47,8 +59,19 @@ wait_for_status "$beside"
 beside_status=$status
 echo "================ the tests beside the real node ($beside_log) ================"
 cat "$beside_log"
-echo "run-tests: real-node tests exited $real_node_status, the tests beside them $beside_status"
+late_status=0
+if [[ -n $late_builds ]]; then
+  wait_for_status "$late_builds"
+  late_status=$status
+  if ((late_status != 0)); then
+    echo "================ the late builds failed ($late_log) ================"
+    tail -n 40 "$late_log"
+  fi
+fi
+echo "run-tests: real-node tests exited $real_node_status, the tests beside them $beside_status," \
+  "the late builds $late_status"
 
+if ((late_status != 0)); then exit "$late_status"; fi
 if [[ $real_node_status == 5 && $beside_status == 5 ]]; then exit 5; fi
 for code in "$real_node_status" "$beside_status"; do
   if [[ $code != 0 && $code != 5 ]]; then exit "$code"; fi

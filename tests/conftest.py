@@ -56,6 +56,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
         if "real_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_node)
+    # The modules that need a component make test builds in the background go last, in their
+    # order: by then their builds have ended, or are waited for (hack/run-tests.sh).
+    items.sort(key=lambda item: item.get_closest_marker("late_builds") is not None)
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

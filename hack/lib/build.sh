@@ -28,8 +28,20 @@ require_pin() {
 }
 
 # exit_if_built <dir> <result>: when <dir> holds a finished build (its stamp, .complete), print
-# <result> and exit 0.
+# <result> and exit 0. Otherwise take the build's lock (<dir>.lock, held until this script exits)
+# first: a second run of the same build (make test's background builds and a test that needs
+# the component) waits for the first, finds its stamp and exits, instead of building beside it.
 exit_if_built() {
+  if [[ -f "$1/.complete" ]]; then
+    echo "$2"
+    exit 0
+  fi
+  mkdir -p "$(dirname "$1")"
+  exec {BUILD_LOCK_FD}>"$1.lock"
+  if ! flock --nonblock "${BUILD_LOCK_FD}"; then
+    log "waiting for the build of $1 that is already running"
+    flock "${BUILD_LOCK_FD}"
+  fi
   if [[ -f "$1/.complete" ]]; then
     echo "$2"
     exit 0

@@ -477,3 +477,65 @@ def test_a_retried_replica_of_a_taken_over_job_is_selected_by_its_adopted_servic
     selector = world.api.objects[services_path("ns", "mnist-worker-0")]["spec"]["selector"]
     labels = replacement["metadata"]["labels"]
     assert selector and all(labels.get(k) == v for k, v in selector.items())
+
+
+# -- metrics counted where status is written -----------------------------------------------------
+def _job_samples(metrics: Metrics) -> dict[str, float]:
+    """Each job metric's sample total (counters and histogram counts) over its labels."""
+    found: dict[str, float] = {}
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name.endswith(("_total", "_count")) and "job" in sample.name:
+                found[sample.name] = found.get(sample.name, 0) + sample.value
+    return found
+
+
+def test_a_restarted_controller_counts_no_start_or_creation_twice() -> None:
+    created = job()
+    created["metadata"]["creationTimestamp"] = "2030-01-02T03:03:05Z"  # a minute before NOW
+    world = World(created)
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    for name in ("scheduler-0", "server-0", "worker-0", "worker-1"):
+        world.set_pod_status(f"mnist-{name}", pod(job(), name)["status"])
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    assert world.api.objects[mxjobs_path("ns", "mnist")]["status"]["state"] == "Running"
+    counted = _job_samples(world.reconciler.metrics)
+    assert counted["training_operator_jobs_created_total"] == 1
+    assert counted["mxjob_controller_job_start_seconds_count"] == 1
+    # A new process (fresh metrics) reconciles the same job: it reads the written status back.
+    world.reconciler = Reconciler(
+        world.api, jobs=world.jobs, pods=world.pods, services=world.services,
+        expectations=world.expectations, recorder=world.recorder, metrics=Metrics(),
+        now=lambda: world.clock,
+    )  # fmt: skip
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    counted = _job_samples(world.reconciler.metrics)
+    assert counted.get("training_operator_jobs_created_total", 0) == 0
+    assert counted.get("mxjob_controller_job_start_seconds_count", 0) == 0
+
+
+def test_a_namespaces_job_counters_exist_at_zero_from_its_first_job_whoever_runs_it() -> None:
+    # A job this controller does not run still makes its namespace's series, so that the
+    # first increment of each is a step from 0 that increase() sees.
+    world = World(job(run_policy={"managedBy": "example.com/other"}))
+    world.reconciler.reconcile(KEY)
+    assert world.api.writes() == []
+    samples = {
+        (sample.name, sample.labels.get("job_namespace"), sample.value)
+        for family in world.reconciler.metrics.registry.collect()
+        for sample in family.samples
+        if sample.name.startswith("training_operator_jobs_")
+    }
+    assert {name for name, _, _ in samples} >= {
+        "training_operator_jobs_created_total",
+        "training_operator_jobs_deleted_total",
+        "training_operator_jobs_successful_total",
+        "training_operator_jobs_failed_total",
+        "training_operator_jobs_restarted_total",
+    }
+    assert {
+        (namespace, value) for name, namespace, value in samples if name.endswith("_total")
+    } == {("ns", 0.0)}

@@ -201,3 +201,15 @@ def test_check_route_refuses_a_kueue_serving_only_v1beta1() -> None:
 def test_check_route_refuses_a_cluster_without_kueue() -> None:
     with pytest.raises(KueueRouteError, match="serves no Kueue Workload API"):
         check_route(FakeApi())
+
+
+def test_a_started_job_observes_its_workloads_wait_for_admission() -> None:
+    job_obj = queued_job()
+    workload = admitted(job_obj, extra=[WAITING])
+    workload["metadata"]["creationTimestamp"] = "2030-01-02T03:03:35Z"  # 30 s before NOW
+    world = World(job_obj, workload)
+    assert world.run() is True
+    wait = world.sync.metrics.admission_wait.labels(job_namespace="ns")
+    samples = {s.name: s.value for m in wait.collect() for s in m.samples if not s.labels.get("le")}
+    assert samples["mxjob_controller_job_admission_wait_seconds_count"] == 1
+    assert samples["mxjob_controller_job_admission_wait_seconds_sum"] == 30

@@ -8,8 +8,9 @@ outputs are parsed and compared object by object, keyed by (kind, namespace, nam
   ``overlays/cert-manager``; ``certificates.mode=existingSecret`` with the CA of the Secret
   ``python -m certs webhook`` made and ``overlays/self-signed`` less that Secret (in this mode the
   user creates it: the chart never holds a private key); ``v1beta1``, ``validateOnCreate``,
-  ``kueueWorkloads`` and ``kubeflowRoles`` and ``overlays/in-cluster`` with the component of the
-  same name.
+  ``kueueWorkloads``, ``kubeflowRoles`` and ``katibTrials`` and ``overlays/in-cluster`` with the
+  component of the same name; ``metrics.serviceMonitor``, ``metrics.prometheusRule`` and
+  ``metrics.dashboard`` and ``overlays/in-cluster`` with ``components/monitoring``.
 
 Two differences are Helm's own and left out of the comparison, exactly these:
 
@@ -50,6 +51,10 @@ CRD = "mxjobs.kubeflow.org"
 KEEP = "helm.sh/resource-policy"
 Key = tuple[str, str | None, str]
 Values = dict[str, Any]
+MONITORING: Values = {"metrics": {"serviceMonitor": {"enabled": True},
+                                  "prometheusRule": {"enabled": True},
+                                  "dashboard": {"enabled": True}}}  # fmt: skip
+"""What renders manifests/components/monitoring."""
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +75,14 @@ def manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
     copy_dir = tmp_path_factory.mktemp("manifests") / "manifests"
     shutil.copytree(MANIFESTS, copy_dir, ignore=shutil.ignore_patterns("webhook-tls-secret.yaml"))
     assert certs_main(["webhook", "--out", str(copy_dir / "overlays" / "self-signed")]) == 0
-    for component in ("v1beta1", "validate-on-create", "kueue-workloads", "kubeflow", "katib"):
+    for component in (
+        "v1beta1",
+        "validate-on-create",
+        "kueue-workloads",
+        "kubeflow",
+        "katib",
+        "monitoring",
+    ):
         overlay = copy_dir / "overlays" / f"in-cluster-{component}"
         overlay.mkdir()
         (overlay / "kustomization.yaml").write_text(
@@ -219,19 +231,20 @@ def test_existing_secret_mode_renders_the_self_signed_overlay_less_its_secret(
 @pytest.mark.parametrize(
     "option",
     [
-        ("v1beta1", "v1beta1"),
-        ("validateOnCreate", "validate-on-create"),
-        ("kueueWorkloads", "kueue-workloads"),
-        ("kubeflowRoles", "kubeflow"),
-        ("katibTrials", "katib"),
+        ({"v1beta1": True}, "v1beta1"),
+        ({"validateOnCreate": True}, "validate-on-create"),
+        ({"kueueWorkloads": True}, "kueue-workloads"),
+        ({"kubeflowRoles": True}, "kubeflow"),
+        ({"katibTrials": True}, "katib"),
+        (MONITORING, "monitoring"),
     ],
-    ids=lambda option: str(option[0]),
+    ids=lambda option: str(option[1]),
 )
 def test_each_install_option_renders_the_in_cluster_overlay_with_its_component(
-    helm_binary: Path, kubectl: Path, manifests: Path, tmp_path: Path, option: tuple[str, str]
+    helm_binary: Path, kubectl: Path, manifests: Path, tmp_path: Path, option: tuple[Values, str]
 ) -> None:
-    value, component = option
-    chart = template(helm_binary, tmp_path, {value: True})
+    values, component = option
+    chart = template(helm_binary, tmp_path, values)
     kustomized = kustomize(kubectl, manifests / "overlays" / f"in-cluster-{component}")
     assert_same_objects(without_helms_own(chart), without_namespace(kustomized))
     # ... and the option changes something: the render differs from the default one.
@@ -252,8 +265,7 @@ def test_every_object_goes_into_the_release_namespace(helm_binary: Path, tmp_pat
     """Namespaced objects, the ServiceAccount subjects, the Services the webhook configurations
     and the CRD conversion call, the certificate's names and cert-manager's inject-ca-from: no
     ``mxjob-system`` is left anywhere in the render."""
-    values = {"certificates": {"mode": "cert-manager"}, "metrics": {"serviceMonitor": {
-        "enabled": True}}, "kueueWorkloads": True}  # fmt: skip
+    values = {"certificates": {"mode": "cert-manager"}, **MONITORING, "kueueWorkloads": True}
     args = ["template", RELEASE, str(CHART), "-n", "ml-ops",
             "--values", str(values_file(tmp_path, "values", values))]  # fmt: skip
     text = helm.run(helm_binary, *args).stdout
@@ -411,6 +423,25 @@ def test_metrics_services_can_be_turned_off_with_their_monitors(
         "mxjob-controller-metrics", "mxjob-webhook"]  # fmt: skip
     monitors = [d["metadata"]["name"] for d in docs if d["kind"] == "ServiceMonitor"]
     assert monitors == ["mxjob-controller-metrics"]
+
+
+def test_the_rule_and_the_dashboard_take_their_labels_and_follow_the_release_namespace(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    rule_values = {"enabled": True, "labels": {"release": "prom"}}
+    dashboard_values = {"enabled": True, "labels": {"grafana_folder": "ml"}}
+    values = {"metrics": {"prometheusRule": rule_values, "dashboard": dashboard_values}}
+    docs = template(helm_binary, tmp_path, values, namespace="ml-ops")
+    rule = one(docs, "PrometheusRule", "mxjob-operator")
+    assert rule["metadata"]["namespace"] == "ml-ops"
+    assert rule["metadata"]["labels"]["release"] == "prom"
+    dashboard = one(docs, "ConfigMap", "mxjob-operator-dashboard")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert dashboard["metadata"]["labels"]["grafana_folder"] == "ml"
+    assert json.loads(dashboard["data"]["mxjob-operator.json"])["uid"] == "mxjob-operator"
+    # Off by default: the PrometheusRule CRD may not exist in the cluster.
+    defaults = template(helm_binary, tmp_path)
+    assert not [d for d in defaults if d["kind"] in ("PrometheusRule", "ConfigMap")]
 
 
 # -- values helm refuses ------------------------------------------------------------------------

@@ -29,7 +29,10 @@ from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import wait_established
 from localkube.plane.settings import ControlPlaneSettings
-from localkube.thirdparty import cert_manager
+from localkube.thirdparty import cert_manager, prometheus
+
+# A component built in the background by make test: its first user waits for it (late_builds).
+pytestmark = [pytest.mark.timeout(1200), pytest.mark.late_builds]
 
 MANIFESTS = PROJECT_ROOT / "manifests"
 NAMESPACE = "mxjob-system"
@@ -169,7 +172,9 @@ def with_component(overlay_dirs: dict[str, Path], component: str) -> Path:
     return mine
 
 
-COMPONENTS = ("v1beta1", "validate-on-create", "kueue-workloads", "kubeflow", "katib")
+COMPONENTS = (
+    "v1beta1", "validate-on-create", "kueue-workloads", "kubeflow", "katib", "monitoring"
+)  # fmt: skip
 
 
 def test_every_component_directory_is_one_these_tests_apply() -> None:
@@ -297,6 +302,34 @@ def test_katib_component_adds_only_mxjob_access_for_katibs_controller(
     assert added["ClusterRoleBinding"]["subjects"] == [
         {"kind": "ServiceAccount", "name": "katib-controller", "namespace": "kubeflow"}
     ]
+    result = fresh_plane.kubectl(
+        "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
+    )
+    assert result.stderr == ""
+
+
+def test_monitoring_component_adds_monitors_rules_and_a_dashboard_the_crds_accept(
+    fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
+) -> None:
+    """Applied with the pinned prometheus-operator's CRDs (ServiceMonitor, PrometheusRule), which
+    this module's own plane gets here: the objects pass their schemas, not only kustomize."""
+    docs = render(fresh_plane, with_component(overlay_dirs, "monitoring"))
+    plain = {(d["kind"], d["metadata"]["name"]) for d in rendered["self-signed"]}
+    added = sorted((d["kind"], d["metadata"]["name"]) for d in docs
+                   if (d["kind"], d["metadata"]["name"]) not in plain)  # fmt: skip
+    assert added == [
+        ("ConfigMap", "mxjob-operator-dashboard"),
+        ("PrometheusRule", "mxjob-operator"),
+        ("ServiceMonitor", "mxjob-controller-metrics"),
+        ("ServiceMonitor", "mxjob-webhook-metrics"),
+    ]
+    assert len(docs) == len(rendered["self-signed"]) + 4
+    assert one(docs, "ConfigMap", "mxjob-operator-dashboard")["metadata"]["labels"][
+        "grafana_dashboard"] == "1"  # fmt: skip
+    for crd in prometheus.operator_crds():
+        fresh_plane.kubectl("apply", "--server-side", "-f", str(crd))
+    for plural in prometheus.MONITORING_KINDS:
+        wait_established(fresh_plane, f"{plural}.monitoring.coreos.com")
     result = fresh_plane.kubectl(
         "apply", "--server-side", "--dry-run=server", "-f", "-", input_text=as_list(docs)
     )

@@ -30,7 +30,8 @@ from tests.e2e.real_node_fixtures import InstalledCluster, require
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
-pytestmark = pytest.mark.timeout(1200)
+# A component built in the background by make test: first test waits for it (late_builds).
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.late_builds]
 
 NAMESPACE = "katib-trials"
 EXAMPLE = PROJECT_ROOT / "examples" / "katib" / "mxjob-cpu-train.yaml"

@@ -50,7 +50,8 @@ from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove
 from tests.e2e.real_node_fixtures import pods_of as operator_pods
 from tests.helpers.waiting import wait_for
 
-pytestmark = pytest.mark.timeout(900)
+# A component built in the background by make test: first test waits for it (late_builds).
+pytestmark = [pytest.mark.timeout(1500), pytest.mark.late_builds]
 
 NAMESPACE = "kueue-current-jobs"
 VERSION = "v1beta2"

@@ -1,0 +1,417 @@
+"""A real Prometheus watches the operator on the real node, as manifests/components/monitoring
+tells prometheus-operator to.
+
+The module fixture installs prometheus-operator's own CRDs (ServiceMonitor, PrometheusRule),
+Kueue v0.19.2 (so the Kueue panel has a queued job to show), and the operator with the
+``monitoring`` and ``kueue-workloads`` components. It reads the ServiceMonitors and the
+PrometheusRule back from the API server (accepted by the real CRDs) and turns them into a plain
+Prometheus's configuration as prometheus-operator would (``localkube.thirdparty.
+prometheus_config``): Kubernetes service discovery of the Services the ServiceMonitors select,
+the webhook scraped over TLS with the CA of the Secret they name. prometheus-operator itself is
+not run (it would run Prometheus as a StatefulSet from images this machine cannot pull).
+
+Prometheus scrapes and evaluates every second, and each alert's ``for`` is shortened to
+:data:`PENDING_FOR` so that an alert fires in seconds; the expressions are the shipped ones
+(tests/monitoring/ checks them with their real ``for`` in promtool). The tests stop the
+controller and the webhook, so they restore both before they end.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localkube.base.paths import PROJECT_ROOT
+from localkube.plane.operator import wait_established
+from localkube.realnode.cluster import SYSTEM_NAMESPACE
+from localkube.thirdparty import dashboard_picture, kueue, prometheus, prometheus_config
+from tests.e2e.kueue_queues import (
+    Queued,
+    queue_active,
+    queue_objects,
+    queued_job,
+    state,
+)
+from tests.e2e.real_node_fixtures import (
+    InstalledCluster,
+    namespace_for,
+    pods_of,
+    remove_namespace,
+    require,
+)
+from tests.helpers.waiting import wait_for
+from webhook.app import VALIDATE_PATH
+
+# A component built in the background by make test: first test waits for it (late_builds).
+pytestmark = [pytest.mark.timeout(1500), pytest.mark.late_builds]
+
+NAMESPACE = "monitored-jobs"
+KUEUE_VERSION = "v1beta2"
+COMPONENTS = ("monitoring", "kueue-workloads")
+PENDING_FOR = "5s"
+DASHBOARD = PROJECT_ROOT / "manifests" / "components" / "monitoring" / "dashboard.json"
+MONITORING_API = "/apis/monitoring.coreos.com/v1/namespaces/mxjob-system"
+CONTROLLER_JOB = "mxjob-controller-metrics"
+WEBHOOK_JOB = "mxjob-webhook-metrics"
+
+
+@dataclass
+class Watched:
+    installed: InstalledCluster
+    server: prometheus.PrometheusServer
+    queued: Queued
+    started: float = field(default_factory=time.time)
+    """When Prometheus began scraping (unix time): the dashboard picture starts there."""
+
+    def kubectl(self, *args: str, **kwargs: Any) -> Any:
+        return self.installed.plane.kubectl(*args, **kwargs)
+
+
+def install_crds(installed: InstalledCluster) -> None:
+    for path in prometheus.operator_crds():
+        installed.plane.kubectl("apply", "--server-side", "-f", str(path), timeout=60)
+    for plural in prometheus.MONITORING_KINDS:
+        wait_established(installed.plane, f"{plural}.monitoring.coreos.com")
+
+
+def prometheus_configuration(installed: InstalledCluster, work: Path) -> dict[str, Any]:
+    """The component's objects as the API server stored them, as Prometheus's configuration."""
+    api = installed.api
+    secret = api.request("GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/mxjob-webhook-tls")
+    ca_file = work / "webhook-ca.crt"
+    ca_file.write_bytes(base64.b64decode(secret["data"]["ca.crt"]))
+    monitors = api.request("GET", f"{MONITORING_API}/servicemonitors")["items"]
+    assert {m["metadata"]["name"] for m in monitors} == {CONTROLLER_JOB, WEBHOOK_JOB}
+    jobs = [
+        job
+        for monitor in monitors
+        for job in prometheus_config.scrape_jobs(
+            monitor, kubeconfig=installed.plane.kubeconfig, ca_file=ca_file
+        )
+    ]
+    rule = api.request("GET", f"{MONITORING_API}/prometheusrules/mxjob-operator")
+    rules = work / "mxjob-operator.rules.yaml"
+    rules.write_text(json.dumps(prometheus_config.rule_file(rule, pending_for=PENDING_FOR)))
+    return prometheus_config.configuration(jobs, rule_files=[rules], interval="1s")
+
+
+def scale(watched: Watched, component: str, replicas: int) -> None:
+    """Deployment ``mxjob-<component>`` at ``replicas``, waiting until it has that many pods."""
+    watched.kubectl(
+        "-n", SYSTEM_NAMESPACE, "scale", f"deployment/mxjob-{component}", f"--replicas={replicas}"
+    )
+    wait_for(
+        f"{replicas} {component} pods",
+        lambda: pods_of(watched.installed, component),
+        lambda pods: len(pods) == replicas,
+        timeout=120,
+    )
+    if replicas:
+        watched.kubectl(
+            "-n", SYSTEM_NAMESPACE, "rollout", "status", f"deployment/mxjob-{component}",
+            "--timeout=120s", timeout=130,
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def watched(real_cluster: InstalledCluster) -> Iterator[Watched]:
+    require(kueue.CURRENT.missing())
+    binary = prometheus.binaries() / "prometheus"
+    cluster = real_cluster.cluster
+    work = cluster.plane.dir / "monitoring"
+    work.mkdir(parents=True, exist_ok=True)
+    server = None
+    replicas = {c: len(pods_of(real_cluster, c)) for c in ("controller", "webhook")}
+    try:
+        install_crds(real_cluster)
+        seconds = kueue.CURRENT.install(cluster, work / "kueue")
+        cluster.install_operator(work / "operator", components=COMPONENTS)
+        namespace_for(real_cluster, NAMESPACE)
+        queued = Queued(real_cluster, seconds, NAMESPACE, KUEUE_VERSION)
+        queued.apply(*queue_objects(NAMESPACE, KUEUE_VERSION))
+        wait_for("the ClusterQueue to be active", lambda: queue_active(queued), bool, timeout=60)
+        server = prometheus.serve(
+            binary, work / "prometheus", prometheus_configuration(real_cluster, work)
+        )
+        watched = Watched(real_cluster, server, queued)
+        yield watched
+        for component, count in replicas.items():
+            scale(watched, component, count)
+    finally:
+        if server is not None:
+            server.stop()
+        remove_namespace(real_cluster, NAMESPACE)
+        # Back to the session's install: the components' objects and roles gone.
+        cluster.install_operator(work / "operator")
+        real_cluster.plane.kubectl(
+            "delete", "servicemonitors,prometheusrules", "--all", "-n", SYSTEM_NAMESPACE,
+            "--ignore-not-found", check=False,
+        )  # fmt: skip
+        real_cluster.plane.kubectl(
+            "delete", "configmap/mxjob-operator-dashboard", "-n", SYSTEM_NAMESPACE,
+            "--ignore-not-found", check=False,
+        )  # fmt: skip
+        real_cluster.plane.kubectl(
+            "delete", "clusterrole,clusterrolebinding", "mxjob-controller-kueue",
+            "mxjob-kueue-manager", "--ignore-not-found", check=False,
+        )  # fmt: skip
+        kueue.CURRENT.uninstall(cluster.plane, work / "kueue")
+        for crd in prometheus.MONITORING_KINDS:
+            real_cluster.plane.kubectl(
+                "delete", f"crd/{crd}.monitoring.coreos.com", "--ignore-not-found", check=False
+            )
+
+
+def targets_by_job(watched: Watched) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for target in watched.server.targets():
+        found.setdefault(target["labels"]["job"], []).append(target)
+    return found
+
+
+def pod_ips(watched: Watched, component: str) -> set[str]:
+    return {p["status"].get("podIP", "") for p in pods_of(watched.installed, component)}
+
+
+def alert_state(watched: Watched, name: str) -> str | None:
+    return watched.server.alerts().get(name)
+
+
+def seconds_to_fire(watched: Watched, name: str, *, timeout: float = 120) -> float:
+    """Seconds until alert ``name`` is firing in Prometheus."""
+    started = time.monotonic()
+    wait_for(
+        f"{name} to fire",
+        lambda: alert_state(watched, name),
+        lambda found: found == "firing",
+        timeout=timeout,
+    )
+    return time.monotonic() - started
+
+
+def seconds_to_resolve(watched: Watched, name: str, *, timeout: float = 120) -> float:
+    started = time.monotonic()
+    wait_for(
+        f"{name} to resolve",
+        lambda: alert_state(watched, name),
+        lambda found: found is None,
+        timeout=timeout,
+    )
+    return time.monotonic() - started
+
+
+def scrape_urls(watched: Watched) -> dict[str, set[str]]:
+    """The URL of every pod the ServiceMonitors select, as Prometheus should scrape it."""
+    return {
+        CONTROLLER_JOB: {f"http://{ip}:8080/metrics" for ip in pod_ips(watched, "controller")},
+        WEBHOOK_JOB: {f"https://{ip}:9443/metrics" for ip in pod_ips(watched, "webhook")},
+    }
+
+
+def scraped_urls(watched: Watched) -> dict[str, set[str]]:
+    """Prometheus's targets by job: the URL of each that answered its last scrape."""
+    return {
+        job: {t["scrapeUrl"] for t in targets if t["health"] == "up" and not t["lastError"]}
+        for job, targets in targets_by_job(watched).items()
+    }
+
+
+def test_prometheus_scrapes_every_operator_pod_the_service_monitors_select(
+    watched: Watched,
+) -> None:
+    # Discovery follows the EndpointSlices: the pods a rollout replaced leave within seconds.
+    wait_for(
+        "Prometheus to scrape every controller and webhook pod, and nothing else",
+        lambda: (scraped_urls(watched), targets_by_job(watched), scrape_urls(watched)),
+        lambda found: (
+            found[0] == found[2]
+            and {job: len(t) for job, t in found[1].items()}
+            == {j: len(u) for j, u in found[2].items()}
+        ),
+        timeout=90,
+    )
+    # Exactly one controller leads, and Prometheus sees it.
+    leaders = watched.server.query(f'sum(mxjob_controller_is_leader{{job="{CONTROLLER_JOB}"}})')
+    assert [float(v["value"][1]) for v in leaders] == [1.0]
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    """Each panel's title and query, with Grafana's variables as a user would have them: every
+    namespace, and a rate window of a minute (``dashboard_picture.GRAFANA_VARIABLES``)."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [
+        (panel["title"], dashboard_picture.query_of(target["expr"]))
+        for panel in dashboard["panels"]
+        for target in panel.get("targets", [])
+    ]
+
+
+def draw_dashboard(watched: Watched, *, since: float) -> tuple[Path, dict[str, int]]:
+    """The dashboard drawn from Prometheus's answers since ``since`` (unix time), written to
+    the plane's directory; and how many series each panel got."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    end = time.time()
+    answers: dict[str, list[dashboard_picture.Series]] = {}
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            matrix = watched.server.query_range(
+                dashboard_picture.query_of(target["expr"]), start=since, end=end, step=2
+            )
+            found = dashboard_picture.series_of(target.get("legendFormat", ""), matrix)
+            answers.setdefault(panel["title"], []).extend(found)
+    caption = (
+        f"mxjob-operator's dashboard, drawn from Prometheus {prometheus.release()} scraping the "
+        f"operator on the real node, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(end))}"
+    )
+    picture = watched.installed.plane.dir / "monitoring" / "dashboard.svg"
+    picture.write_text(dashboard_picture.render(dashboard, answers, caption=caption))
+    return picture, {title: len(series) for title, series in answers.items()}
+
+
+def test_every_dashboard_query_returns_data_after_a_queued_job_has_run(watched: Watched) -> None:
+    queued = watched.queued
+    queued.create(queued_job("watched", queued.installed.cluster.images.examples.ref, seconds=3))
+    wait_for(
+        "the queued job to end",
+        lambda: state(queued, "watched"),
+        lambda found: found in ("Succeeded", "Failed"),
+        timeout=180,
+    )
+    assert state(queued, "watched") == "Succeeded"
+    queries = dashboard_queries()
+    assert len(queries) >= 20
+    empty = wait_for(
+        "every dashboard query to return data",
+        lambda: [(title, expr) for title, expr in queries if not watched.server.query(expr)],
+        lambda left: not left,
+        timeout=60,
+    )
+    assert empty == []
+    # The reviews keep their own endpoint label (honorLabels), not the port's name.
+    # (A webhook pod's series appear at its first review: the job's create made some.)
+    endpoints = wait_for(
+        "the webhook's reviews scraped with their endpoint label",
+        lambda: {
+            r["metric"].get("endpoint")
+            for r in watched.server.query(
+                f'sum by (endpoint) (mxjob_webhook_reviews_total{{job="{WEBHOOK_JOB}"}})'
+            )
+        },
+        lambda found: "mutate" in found,
+        timeout=30,
+    )
+    assert endpoints <= {"mutate", "validate", "convert", "validate-experiment"}, endpoints
+    # The job's counts reach Prometheus at its next scrape of the leader (every second here).
+    for metric in ("mxjob_controller_job_admission_wait_seconds_count",
+                   "training_operator_jobs_successful_total"):  # fmt: skip
+        wait_for(
+            f"{metric} of {NAMESPACE} to be 1",
+            functools.partial(
+                values_of,
+                watched,
+                f'sum({metric}{{job="{CONTROLLER_JOB}", job_namespace="{NAMESPACE}"}})',
+            ),
+            lambda found: found == [1.0],
+            timeout=30,
+        )
+
+
+def values_of(watched: Watched, expr: str) -> list[float]:
+    return [float(v["value"][1]) for v in watched.server.query(expr)]
+
+
+def test_no_controller_fires_the_no_leader_alert_and_its_return_resolves_it(
+    watched: Watched,
+) -> None:
+    # Each controller pod is a series of its own; the last value of each, summed, counts every
+    # reconcile Prometheus has seen in the window, the replaced pod's included.
+    reconciles = (
+        "sum(last_over_time(controller_runtime_reconcile_total"
+        f'{{job="{CONTROLLER_JOB}", controller="mxjob"}}[10m]))'
+    )
+    before = float(watched.server.query(reconciles)[0]["value"][1])
+    assert alert_state(watched, "MXJobControllerNoLeader") is None
+    scale(watched, "controller", 0)
+    fired = seconds_to_fire(watched, "MXJobControllerNoLeader")
+    scale(watched, "controller", 1)
+    resolved = seconds_to_resolve(watched, "MXJobControllerNoLeader")
+    # The new pod's counters start from zero, and the old pod's counts are still there.
+    after = float(watched.server.query(reconciles)[0]["value"][1])
+    assert after >= before > 0, (before, after)
+    print(
+        f"\nMXJobControllerNoLeader: firing {fired:.1f} s after the last controller pod went "
+        f"(for: {PENDING_FOR}), resolved {resolved:.1f} s after one was back"
+    )
+
+
+def malformed_review(url: str, context: ssl.SSLContext) -> int:
+    """POST a body that is no AdmissionReview to the webhook; its HTTP status."""
+    request = urllib.request.Request(
+        url, data=b'{"kind": "AdmissionReview"}', headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as refused:
+        return int(refused.code)
+
+
+def test_reviews_the_webhook_cannot_read_fire_the_webhook_errors_alert(watched: Watched) -> None:
+    secret = watched.installed.api.request(
+        "GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/mxjob-webhook-tls"
+    )
+    context = ssl.create_default_context(cadata=base64.b64decode(secret["data"]["ca.crt"]).decode())
+    context.check_hostname = False
+    address = sorted(pod_ips(watched, "webhook"))[0]
+    url = f"https://{address}:9443{VALIDATE_PATH}"
+    started = time.monotonic()
+    statuses = [malformed_review(url, context)]
+    while alert_state(watched, "MXJobWebhookErrors") != "firing":
+        assert statuses == [400] * len(statuses), statuses
+        assert time.monotonic() - started < 120, watched.server.alerts()
+        time.sleep(0.2)
+        statuses.append(malformed_review(url, context))
+    fired = time.monotonic() - started
+    print(
+        f"\nMXJobWebhookErrors: firing {fired:.1f} s after malformed reviews began "
+        f"({len(statuses)} sent, each answered 400; for: {PENDING_FOR})"
+    )
+
+
+def test_no_webhook_fires_the_webhook_down_alert_and_its_return_resolves_it(
+    watched: Watched,
+) -> None:
+    replicas = len(pods_of(watched.installed, "webhook"))
+    scale(watched, "webhook", 0)
+    try:
+        fired = seconds_to_fire(watched, "MXJobWebhookDown")
+    finally:
+        scale(watched, "webhook", replicas)
+    resolved = seconds_to_resolve(watched, "MXJobWebhookDown")
+    watched.installed.cluster.wait_admission()
+    print(
+        f"\nMXJobWebhookDown: firing {fired:.1f} s after the last webhook pod went "
+        f"(for: {PENDING_FOR}), resolved {resolved:.1f} s after the webhook was back"
+    )
+
+
+def test_the_dashboard_drawn_from_the_whole_run_has_data_in_every_panel(watched: Watched) -> None:
+    """Last in the module: the picture spans the job, the controller's and the webhook's
+    absences and the unreadable reviews."""
+    picture, series = draw_dashboard(watched, since=watched.started)
+    panels = [p["title"] for p in json.loads(DASHBOARD.read_text())["panels"] if p["type"] != "row"]
+    assert sorted(series) == sorted(panels)
+    empty = [title for title, count in series.items() if not count]
+    assert not empty, (empty, series)
+    print(f"\nthe dashboard, drawn from the run: {picture} ({sum(series.values())} series)")
