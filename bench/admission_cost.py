@@ -425,6 +425,25 @@ def summarize(segments: Sequence[Mapping[str, Any]], candidate: str) -> dict[str
     return summary
 
 
+def _with_ratios(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each summary with its ratios to the first candidate's (``ratios_to_<first>``)."""
+    first = next(iter(summaries))
+    reference = summaries[first]
+
+    def against(phase: str, key: str, summary: Mapping[str, Any]) -> float:
+        return round(ratio(summary[phase][key], reference[phase][key]), 3)
+
+    for summary in summaries.values():
+        summary["ratios_to_" + first] = {
+            "create_seconds": against("create", "seconds", summary),
+            "create_kube-apiserver_cpu": against(
+                "create", "kube-apiserver_cpu_ms_per_job", summary
+            ),
+            "life_kube-apiserver_cpu": against("life", "kube-apiserver_cpu_ms_per_job", summary),
+        }
+    return summaries
+
+
 def run(
     *,
     plane: ControlPlane,
@@ -468,28 +487,7 @@ def run(
         operator.unregister_webhooks()
         for pid, _ in servers.values():
             stop_process(pid)
-    summaries = {c.name: summarize(segments, c.name) for c in candidates}
-    reference = summaries[candidates[0].name]
-    for summary in summaries.values():
-        summary["ratios_to_" + candidates[0].name] = {
-            "create_seconds": round(
-                ratio(summary["create"]["seconds"], reference["create"]["seconds"]), 3
-            ),
-            "create_kube-apiserver_cpu": round(
-                ratio(
-                    summary["create"]["kube-apiserver_cpu_ms_per_job"],
-                    reference["create"]["kube-apiserver_cpu_ms_per_job"],
-                ),
-                3,
-            ),
-            "life_kube-apiserver_cpu": round(
-                ratio(
-                    summary["life"]["kube-apiserver_cpu_ms_per_job"],
-                    reference["life"]["kube-apiserver_cpu_ms_per_job"],
-                ),
-                3,
-            ),
-        }
+    summaries = _with_ratios({c.name: summarize(segments, c.name) for c in candidates})
     return {
         "benchmark": "admission_cost",
         "jobs_per_candidate": 2 * half,
