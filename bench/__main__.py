@@ -22,6 +22,7 @@ from bench import (
     creation_compare,
     scheduler_scale,
     webhook_load,
+    webhook_path,
 )
 from bench.common import BENCH_DIR
 from bench.report import render
@@ -69,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.results.write_text(json.dumps(results, indent=2) + "\n")
 
         results["webhook_load"] = webhook_load.main(
+            ["--duration", str(args.webhook_duration), "--output", "/dev/null"]
+        )
+        save()
+        results["webhook_path"] = webhook_path.main(
             ["--duration", str(args.webhook_duration), "--output", "/dev/null"]
         )
         save()

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bench.report_admission import admission_cost_section, admission_section, webhook_section
-from bench.report_creation import creation_section
+from bench.report_creation import creation_section, webhook_path_section
 from bench.report_peer import peer_section, raw_limit_section
 from bench.report_scale import scale_section
 from bench.report_scheduler import scheduler_section
@@ -82,6 +82,8 @@ def render(results: Mapping[str, Any], *, notes: str = "") -> str:
         lines += scheduler_section(results["scheduler_scale"])
     if "webhook_load" in results:
         lines += webhook_section(results["webhook_load"])
+    if "webhook_path" in results:
+        lines += webhook_path_section(results["webhook_path"])
     if "admission_overhead" in results:
         lines += admission_section(results["admission_overhead"])
     if "admission_cost" in results:

@@ -1,4 +1,5 @@
-"""The page's section for ``bench.creation_compare``: before, after, and the peer at its best."""
+"""The page's sections for ``bench.creation_compare`` (before, after, and the peer at its best)
+and ``bench.webhook_path`` (the review line's cost)."""
 
 from __future__ import annotations
 
@@ -77,4 +78,40 @@ def creation_section(report: Mapping[str, Any]) -> list[str]:
         loads = ", ".join(_load(segment) for segment in run["segments"])
         lines += ["", f"Load average (1 min) at each segment's start → end: {loads}.", ""]
     lines += [f"Reproduce: `{report['command']}` (no root; one plane per size).", ""]
+    return lines
+
+
+def webhook_path_section(report: Mapping[str, Any]) -> list[str]:
+    """``bench.webhook_path``: the review line's cost, at saturation, A B B A."""
+    levels = report["levels"]
+    lines = [
+        "## The webhook's path per review: the log line",
+        "",
+        "The production server at saturation (mutate reviews of a 3-template job), a fresh "
+        "server per segment, in the order "
+        + ", ".join(segment["log_level"] for segment in report["segments"])
+        + ": `debug` writes a line per review, as the webhook did at INFO before; `info`, the "
+        "default now, builds none. CPU per review is the gunicorn process group's (`/proc`).",
+        "",
+        _row(["log level", "reviews/s", "p50 ms", "CPU ms per review"]),
+        _row(["---"] * 4),
+    ]
+    for level, figures in levels.items():
+        lines.append(
+            _row(
+                [
+                    level,
+                    f"{figures['saturation_rps']:g}",
+                    f"{figures['p50_ms']:g}",
+                    f"{figures['cpu_ms_per_review']:g}",
+                ]
+            )
+        )
+    found = report["info_over_debug"]
+    lines += [
+        "",
+        f"info / debug: reviews/s {found['saturation_rps']:.2f}, CPU per review "
+        f"{found['cpu_ms_per_review']:.2f}. Reproduce: `{report['command']}`",
+        "",
+    ]
     return lines

@@ -146,7 +146,7 @@ def review_bodies(endpoint: str, *, templates: int, count: int) -> tuple[bytes, 
 
 
 # -- servers ------------------------------------------------------------------------------------
-def _certificates(directory: Path) -> Path:
+def make_certificates(directory: Path) -> Path:
     """A CA and a serving certificate for 127.0.0.1; returns the CA file for the clients."""
     directory.mkdir(parents=True, exist_ok=True)
     ca = CertificateAuthority.create(common_name="mxjob-bench-ca")
@@ -158,7 +158,9 @@ def _certificates(directory: Path) -> Path:
     return directory / "ca.crt"
 
 
-def server_argv(kind: str, *, port: int, cert_dir: Path, worker: str = "webhook") -> list[str]:
+def server_argv(
+    kind: str, *, port: int, cert_dir: Path, worker: str = "webhook", log_level: str = "info"
+) -> list[str]:
     """The production webhook (flags of ``manifests/base/webhook.yaml``) or the baseline.
 
     ``worker`` picks the baseline's gunicorn worker (``bench.constant_webhook.WORKERS``).
@@ -168,7 +170,7 @@ def server_argv(kind: str, *, port: int, cert_dir: Path, worker: str = "webhook"
         f"--cert-dir={cert_dir}",
         "--graceful-timeout=20",
         "--log-format=json",
-        "--log-level=info",
+        f"--log-level={log_level}",
     ]
     if kind == "webhook":
         return [str(Path(sys.executable).parent / "mxjob-webhook"), *flags]
@@ -176,15 +178,16 @@ def server_argv(kind: str, *, port: int, cert_dir: Path, worker: str = "webhook"
 
 
 def start_server(
-    kind: str, *, work_dir: Path, cafile: Path, worker: str = "webhook"
+    kind: str, *, work_dir: Path, cafile: Path, worker: str = "webhook", log_level: str = "info"
 ) -> tuple[programs.Running, int]:
     """Start the ``kind`` server on a free port; return it once ``/readyz`` answers over TLS."""
     port = free_port()
+    argv = server_argv(kind, port=port, cert_dir=cafile.parent, worker=worker, log_level=log_level)
     running = programs.start(
         programs.Program(
             name=f"{kind} server",
-            argv=server_argv(kind, port=port, cert_dir=cafile.parent, worker=worker),
-            log=work_dir / f"{kind}.log",
+            argv=argv,
+            log=work_dir / f"{kind}-{log_level}.log",
             cwd=PROJECT_ROOT,  # `python -m bench.constant_webhook` imports from the checkout
         )
     )
@@ -370,7 +373,7 @@ def run(
     work_dir = work_dir or BENCH_DIR / "webhook-load"
     shutil.rmtree(work_dir, ignore_errors=True)
     work_dir.mkdir(parents=True)
-    cafile = _certificates(work_dir / "certs")
+    cafile = make_certificates(work_dir / "certs")
     targets: dict[str, dict[str, Any]] = {}
     load = LoadGenerator(processes, warmup=warmup, duration=duration)
     try:

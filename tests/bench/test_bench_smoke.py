@@ -25,6 +25,7 @@ from bench import (
     controller_scale,
     creation_compare,
     webhook_load,
+    webhook_path,
 )
 from bench.__main__ import main as bench_main
 from bench.common import BENCH_DIR
@@ -285,6 +286,21 @@ def test_creation_compare_runs_before_after_and_the_peer_in_a_b_c_b_a_order(
     assert ratio == pytest.approx(
         candidates["after"]["mean"]["pods_and_services_s"] / before, rel=0.01
     )
+
+
+def test_webhook_path_measures_each_log_level_twice_and_only_debug_logs_reviews(
+    tmp_path: Path,
+) -> None:
+    report = webhook_path.run(duration=0.5, warmup=0.2, processes=1, work_dir=tmp_path)
+    assert [s["log_level"] for s in report["segments"]] == list(webhook_path.ORDER)
+    for segment in report["segments"]:
+        assert segment["errors"] == 0 and segment["saturation_rps"] > 0, segment
+    # What is measured is what is compared: the debug server wrote a line per review, the
+    # info one (the default) none.
+    assert "review answered" in (tmp_path / "webhook-debug.log").read_text()
+    assert "review answered" not in (tmp_path / "webhook-info.log").read_text()
+    page = render({"webhook_path": {**report, "command": "path-command"}})
+    assert "## The webhook's path per review: the log line" in page and "path-command" in page
 
 
 def test_page_renders_the_creation_comparison_with_its_ratios_and_load(
