@@ -124,7 +124,7 @@ def test_webhook_load_measures_the_ceiling_under_both_gunicorn_workers_in_abba_o
         rel=0.01,
     )
     # Each server says which worker it runs: gunicorn logs the class at start.
-    log = (BENCH_DIR / "webhook-load" / "constant.log").read_text()
+    log = (BENCH_DIR / "webhook-load" / "constant-info.log").read_text()
     assert log.count("Using worker: gthread") == 2
     assert log.count("Using worker: WebhookWorker") == 3  # the ceiling, then its two segments
 
