@@ -14,7 +14,9 @@ segments. One plane per size, fresh.
 - ``training-operator-best``: v1.8.1 with its client limits raised and four threads
   (``bench.controller_scale``), with its own CRD and validating webhook.
 
-Each segment is checked to run as its candidate says before it is measured: a probe job must be
+Each segment starts once the API server has been quiet for a few seconds (``settle``: the
+garbage collector's work on the previous segment's objects is not charged to the next), and is
+checked to run as its candidate says before it is measured: a probe job must be
 reviewed by that candidate's webhook process, with exactly the calls it configures and
 conversions only where it serves ``v1beta1``. Beside the wall times: CPU of kube-apiserver,
 etcd, the webhook (gunicorn and its worker) and the controller during phase A, and the machine's
@@ -41,7 +43,7 @@ from typing import Any, Final
 
 from bench.admission_cost import group_cpu, webhook_calls
 from bench.admission_overhead import scale_job, webhook_reviews
-from bench.common import bench_plane, emit, machine, ratio
+from bench.common import apiserver_requests, bench_plane, emit, machine, ratio
 from bench.controller_scale import SizeRun, dropped_in_metrics, measure_peer
 from bench.controller_scale_phases import Side
 from controller.kube import ApiError, KubeClient, mxjobs_path
@@ -146,6 +148,40 @@ def _ours_side(size: SizeRun, ours: Ours) -> Side:
     return Side("mxjob-operator", start, stop_process, dropped_in_metrics(ports))
 
 
+SETTLED_FOR: Final = 3.0
+"""Seconds without a request from anyone but the segment's own clients before a segment starts."""
+BACKGROUND: Final = (("GET", "pods"), ("GET", "services"), ("DELETE", "pods"),
+                     ("DELETE", "services"), ("GET", "mxjobs"))  # fmt: skip
+
+
+def settle(plane: ControlPlane, *, timeout: float = 300) -> float:
+    """Until the API server has answered none of ``BACKGROUND`` for ``SETTLED_FOR`` seconds; the
+    seconds it took.
+
+    After a segment's namespace is gone, kube-controller-manager's garbage collector still works
+    through its queue of the namespace's objects, a GET per object already deleted (measured: a
+    thousand GETs of Services into the next segment at 500 jobs). Counted by the API server, they
+    would be charged to the next candidate's controller and CPU; the first segment of a run never
+    pays them. Nothing of the benchmark runs meanwhile, so any such request is background work.
+    """
+    started = time.monotonic()
+    quiet_since = started
+
+    def background() -> int:
+        counts = apiserver_requests(plane)
+        return sum(counts[key] for key in BACKGROUND)
+
+    last = background()
+    while time.monotonic() - quiet_since < SETTLED_FOR:
+        if time.monotonic() - started > timeout:
+            raise TimeoutError(f"the API server still busy after {timeout:.0f} s")
+        time.sleep(0.5)
+        now = background()
+        if now != last:
+            last, quiet_since = now, time.monotonic()
+    return round(time.monotonic() - started, 1)
+
+
 def _segment(
     name: str, *, webhooks: Sequence[int], measure: Callable[[], dict[str, Any]]
 ) -> dict[str, Any]:
@@ -181,6 +217,7 @@ def run(
     webhook_pids = [c.webhook_pid for c in candidates.values()]
     try:
         for name in ORDER:
+            settled = settle(plane)
             if name == PEER:
                 LocalOperator(plane).unregister_webhooks()
                 peer.replace_crd()
@@ -189,6 +226,7 @@ def run(
                     segments.append(_segment(name, webhooks=webhook_pids, measure=measure))
                 finally:
                     peer.uninstall_webhook()
+                segments[-1]["settled_s"] = settled
                 continue
             ours = candidates[name]
             other = next(c for c in candidates.values() if c is not ours)
@@ -196,6 +234,7 @@ def run(
             measure = functools.partial(size.measure, _ours_side(size, ours))
             segment = _segment(name, webhooks=webhook_pids, measure=measure)
             segment["probes_to_configure"] = probed
+            segment["settled_s"] = settled
             segments.append(segment)
     finally:
         LocalOperator(plane).unregister_webhooks()

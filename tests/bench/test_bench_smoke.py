@@ -272,6 +272,7 @@ def test_creation_compare_runs_before_after_and_the_peer_in_a_b_c_b_a_order(
         assert requests["POST services"] == SMOKE_JOBS * 4, segment["candidate"]
         assert segment["phase_b"]["succeeded_and_cleaned_s"] > 0, segment["candidate"]
         assert len(segment["load_average"]["start"]) == 3
+        assert segment["settled_s"] >= creation_compare.SETTLED_FOR, segment["candidate"]
         if segment["candidate"] != creation_compare.PEER:
             # The probe saw exactly the candidate's calls from its own webhook process.
             assert segment["probes_to_configure"] >= 1
