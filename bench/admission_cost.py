@@ -257,7 +257,7 @@ def _wait_configured(
             body={"metadata": {"labels": {"probe": "yes"}}},
             content_type="application/merge-patch+json",
         )
-        served = _v1beta1_served(client, namespace)
+        served = v1beta1_served(client, namespace)
         client.request("DELETE", mxjobs_path(namespace, name))
         calls = webhook_calls(plane) - before
         seen = _admission_only(calls)
@@ -277,7 +277,7 @@ def _wait_configured(
         time.sleep(0.5)
 
 
-def _v1beta1_served(client: KubeClient, namespace: str) -> bool:
+def v1beta1_served(client: KubeClient, namespace: str) -> bool:
     try:
         client.request("GET", f"/apis/kubeflow.org/v1beta1/namespaces/{namespace}/mxjobs")
     except ApiError as error:

@@ -177,22 +177,28 @@ def _baseline(size: SizeRun, driver: CountingClient, namespace: str) -> dict[str
     return baseline
 
 
-def _ours(size: SizeRun, operator: LocalOperator, *, baseline_s: float) -> dict[str, Any]:
-    """This controller (webhooks registered, as installed); phase A judged against the baseline."""
+def ours_side(operator: LocalOperator, *, log_name: str) -> Side:
+    """This controller as a measured side: started for the segment's namespace, ready once its
+    informers have synced (/readyz, not merely a serving process), its dropped Events counted
+    from its metrics."""
     ports: dict[str, int] = {}
 
-    def start_ours(namespace: str) -> int:
-        # Measured from informers synced (/readyz), not merely from a serving process.
+    def start(namespace: str) -> int:
         process, ports["metrics"], _ = operator.start_controller(
             f"--namespace={namespace}",
             "--log-format=json",
-            log_name=f"controller-{size.jobs}.log",
+            log_name=log_name,
             ready_path="/readyz",
             ready_timeout=60,
         )
         return process.pid
 
-    ours = size.measure(Side("mxjob-operator", start_ours, stop_process, dropped_in_metrics(ports)))
+    return Side("mxjob-operator", start, stop_process, dropped_in_metrics(ports))
+
+
+def _ours(size: SizeRun, operator: LocalOperator, *, baseline_s: float) -> dict[str, Any]:
+    """This controller (webhooks registered, as installed); phase A judged against the baseline."""
+    ours = size.measure(ours_side(operator, log_name=f"controller-{size.jobs}.log"))
     phase_a = ours["phase_a"]
     phase_a["ratio_to_baseline"] = round(ratio(phase_a["seconds"], baseline_s), 3)
     phase_a["meets_target"] = ratio(phase_a["seconds"], baseline_s) <= TARGET_RATIO

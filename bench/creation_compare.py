@@ -41,12 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from bench.admission_cost import group_cpu, webhook_calls
+from bench.admission_cost import group_cpu, v1beta1_served, webhook_calls
 from bench.admission_overhead import scale_job, webhook_reviews
 from bench.common import apiserver_requests, bench_plane, emit, machine, ratio
-from bench.controller_scale import SizeRun, dropped_in_metrics, measure_peer
-from bench.controller_scale_phases import Side
-from controller.kube import ApiError, KubeClient, mxjobs_path
+from bench.controller_scale import SizeRun, measure_peer, ours_side
+from controller.kube import KubeClient, mxjobs_path
 from localkube.base.api import ensure_namespace
 from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane
@@ -83,16 +82,6 @@ def _start_candidates(plane: ControlPlane) -> dict[str, Ours]:
     }
 
 
-def _served_v1beta1(client: KubeClient, namespace: str) -> bool:
-    try:
-        client.request("GET", f"/apis/kubeflow.org/v1beta1/namespaces/{namespace}/mxjobs")
-    except ApiError as error:
-        if error.status == 404:
-            return False
-        raise
-    return True
-
-
 def _configure(
     plane: ControlPlane, client: KubeClient, ours: Ours, other: Ours, *, namespace: str
 ) -> int:
@@ -111,7 +100,7 @@ def _configure(
         reviews = (webhook_reviews(operator, ours.webhook_port),
                    webhook_reviews(operator, other.webhook_port))  # fmt: skip
         client.request("POST", mxjobs_path(namespace), body=scale_job(name))
-        served = _served_v1beta1(client, namespace)
+        served = v1beta1_served(client, namespace)
         client.request("DELETE", mxjobs_path(namespace, name))
         calls = webhook_calls(plane) - calls_before
         converted = calls.pop("convert", 0) > 0
@@ -129,23 +118,6 @@ def _configure(
                                f"{mine} here and {theirs} at the other webhook")  # fmt: skip
         time.sleep(0.5)
     raise TimeoutError(f"{ours.name}: never configured")
-
-
-def _ours_side(size: SizeRun, ours: Ours) -> Side:
-    operator = LocalOperator(size.plane, choices=ours.choices)
-    ports: dict[str, int] = {}
-
-    def start(namespace: str) -> int:
-        process, ports["metrics"], _ = operator.start_controller(
-            f"--namespace={namespace}",
-            "--log-format=json",
-            log_name=f"controller-{ours.name}-{size.jobs}-{uuid.uuid4().hex[:6]}.log",
-            ready_path="/readyz",
-            ready_timeout=60,
-        )
-        return process.pid
-
-    return Side("mxjob-operator", start, stop_process, dropped_in_metrics(ports))
 
 
 SETTLED_FOR: Final = 3.0
@@ -231,7 +203,9 @@ def run(
             ours = candidates[name]
             other = next(c for c in candidates.values() if c is not ours)
             probed = _configure(plane, client, ours, other, namespace=probes)
-            measure = functools.partial(size.measure, _ours_side(size, ours))
+            log_name = f"controller-{ours.name}-{jobs}-{uuid.uuid4().hex[:6]}.log"
+            side = ours_side(LocalOperator(plane, choices=ours.choices), log_name=log_name)
+            measure = functools.partial(size.measure, side)
             segment = _segment(name, webhooks=webhook_pids, measure=measure)
             segment["probes_to_configure"] = probed
             segment["settled_s"] = settled
