@@ -19,9 +19,11 @@ PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
 DEMO_ARGS ?=
 DEV_ARGS ?=
-# With --real-node, the demo and dev-up run the operator's images on the real node: they need
-# its Debian packages and the images first.
-REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages images)
+# The plane's targets need the Kubernetes binaries alone (not every build of `make binaries`: in
+# make test, a test runs `make cluster-up` while the late builds hold their locks). With
+# --real-node, the demo and dev-up run the operator's images on the real node: they need its
+# Debian packages, containerd and CoreDNS, and the images first.
+REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages build-node-binaries images)
 
 .PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus node-packages images third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench bench-compare fuzz chaos clean
 
@@ -76,19 +78,19 @@ node-packages: ## the Debian packages of the real node and the image builds (run
 images: venv node-packages ## the webhook, controller, training-example and pause images (buildah, cached per machine); root
 	@$(PY) -m localkube.images
 
-cluster-up: venv binaries ## start etcd, kube-apiserver, kube-controller-manager on loopback
+cluster-up: venv build-kubernetes ## start etcd, kube-apiserver, kube-controller-manager on loopback
 	@$(PY) -m localkube up --state-dir $(LOCAL)
 
 cluster-down: venv ## stop the local control plane
 	@$(PY) -m localkube down --state-dir $(LOCAL)
 
-dev-up: venv binaries $(call REAL_NODE_NEEDS,$(DEV_ARGS)) ## control plane + CRD + webhook (TLS, registered) + controller, in the background (DEV_ARGS=--real-node: installed as images on the real node, root)
+dev-up: venv build-kubernetes $(call REAL_NODE_NEEDS,$(DEV_ARGS)) ## control plane + CRD + webhook (TLS, registered) + controller, in the background (DEV_ARGS=--real-node: installed as images on the real node, root)
 	@$(PY) -m localkube dev-up --state-dir $(LOCAL) $(DEV_ARGS)
 
 dev-down: venv ## stop what dev-up, demo and demo-node started (test kubelet, operator, control plane, real node)
 	@$(PY) -m localkube dev-down --state-dir $(LOCAL)
 
-demo: venv binaries $(call REAL_NODE_NEEDS,$(DEMO_ARGS)) ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train; DEMO_ARGS=--real-scheduling for kube-scheduler, --real-node for containers)
+demo: venv build-kubernetes $(call REAL_NODE_NEEDS,$(DEMO_ARGS)) ## run an MXJob end to end on this machine (JOB=<file>, default the CPU train; DEMO_ARGS=--real-scheduling for kube-scheduler, --real-node for containers)
 	@$(PY) -m localkube.scenarios.demo --state-dir $(LOCAL) --job $(JOB) $(DEMO_ARGS)
 
 demo-node: venv binaries node-packages images ## the demo in containers on the real node: the operator's images and the job's (root; first run builds ~5 min)

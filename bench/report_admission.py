@@ -129,7 +129,7 @@ def admission_section(report: Mapping[str, Any]) -> list[str]:
         "",
         f"Ratio A / B: **{report['ratio']:.2f}** (target ≤ 1.3: {verdict(report['meets_target'])}) "
         f"= C / B {report['defaults_ratio']:.2f} (storing the defaulted job: the injected env "
-        f"makes it larger) times A / C {report['webhook_calls_ratio']:.2f} (calling the two "
+        f"makes it larger) times A / C {report['webhook_calls_ratio']:.2f} (calling the "
         "webhooks).",
         "",
         f"Reproduce: `{report['command']}`",

@@ -307,7 +307,7 @@ def test_three_webhook_replicas_share_the_reviews_of_a_stream_of_applies(
         f"\nwebhook reviews per replica for a stream of {applied} sequential kubectl apply"
         f" ({seconds:.1f} s, max connection age 1 s): {answered}"
     )
-    assert sum(answered.values()) >= 2 * applied  # mutate + validate, at least
+    assert sum(answered.values()) >= applied  # a creation is one review (the mutating webhook)
     assert all(count > 0 for count in answered.values()), answered
 
 
