@@ -290,11 +290,12 @@ def test_three_webhook_replicas_share_the_reviews_of_a_stream_of_applies(
     addresses = endpoint_addresses(install, "mxjob-webhook")
     before = {a: webhook_reviews(install, a) for a in addresses}
     # One kubectl apply after the other, never two at once: 30 of them (seconds long, so the API
-    # server redials several times at a 1 s age), more, up to 90, while a replica has none.
+    # server redials several times at a 1 s age), more, up to 240 (about 30 s: a creation is one
+    # review, so an apply is short), while a replica has none.
     applied = 0
     answered = dict.fromkeys(addresses, 0)
     started = time.monotonic()
-    while applied < 90 and not (applied >= 30 and all(answered.values())):
+    while applied < 240 and not (applied >= 30 and all(answered.values())):
         install.kubectl(
             "apply", "-n", install.namespace, "-f", "-",
             input_text=mxjob(f"stream-{applied}", suspend=True),
