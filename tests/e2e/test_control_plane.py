@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import base64
 import json
-import ssl
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from certs import CertificateAuthority
 from localkube.base.api import Api, ApiError
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import wait_established
+from tests.helpers.review_server import serving_reviews
 from tests.helpers.waiting import wait_for
 
 WIDGET_CRD = {
@@ -75,52 +73,22 @@ def test_applied_crd_becomes_established_and_enforces_its_schema(
         control_plane.kubectl("delete", "crd", "widgets.localkube.test", "--wait=false")
 
 
-class _DenyHandler(BaseHTTPRequestHandler):
-    """A validating webhook: denies ConfigMaps that carry the key ``forbidden``."""
-
-    def do_POST(self) -> None:
-        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        request = review["request"]
-        data = (request.get("object") or {}).get("data") or {}
-        allowed = "forbidden" not in data
-        response = {"uid": request["uid"], "allowed": allowed}
-        if not allowed:
-            response["status"] = {
-                "code": 403,
-                "message": "data.forbidden: this key is not allowed here",
-            }
-        body = json.dumps(
-            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        return
+def _deny_forbidden(request: dict[str, Any]) -> dict[str, Any]:
+    """A validating webhook's answer: deny ConfigMaps that carry the key ``forbidden``."""
+    data = (request.get("object") or {}).get("data") or {}
+    if "forbidden" not in data:
+        return {"allowed": True}
+    return {
+        "allowed": False,
+        "status": {"code": 403, "message": "data.forbidden: this key is not allowed here"},
+    }
 
 
 @pytest.fixture
 def tls_webhook_server(tmp_path: Path) -> Iterator[tuple[str, bytes]]:
     """A small TLS server on loopback, trusted through a caBundle of a CA made by ``certs``."""
-    ca = CertificateAuthority.create(common_name="test-webhook-ca")
-    pair = ca.issue_serving(hosts=("127.0.0.1",))
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    cert.write_bytes(pair.cert_pem)
-    key.write_bytes(pair.key_pem)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(str(cert), str(key))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _DenyHandler)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}/validate", ca.cert_pem
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_reviews(_deny_forbidden, key_dir=tmp_path) as (port, ca_pem):
+        yield f"https://127.0.0.1:{port}/validate", ca_pem
 
 
 def test_api_server_calls_a_registered_tls_webhook_and_kubectl_shows_its_denial(

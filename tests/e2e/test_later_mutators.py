@@ -19,17 +19,11 @@ from __future__ import annotations
 
 import base64
 import json
-import ssl
-import tempfile
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
-from certs import CertificateAuthority
 from localkube.base.api import Api, ApiError
 from localkube.plane.install_choices import InstallChoices
 from localkube.plane.operator import LocalOperator, RunningOperator
@@ -44,6 +38,7 @@ from tests.e2e.controller_fixtures import (
     services,
     wait_state,
 )
+from tests.helpers.review_server import serving_reviews
 from tests.helpers.waiting import wait_for
 
 MODE_LABEL: Final = "later-mutator.test/mode"
@@ -70,30 +65,9 @@ def _patch_for(job: dict[str, Any]) -> list[dict[str, Any]]:
     return [*mark, {"op": "remove", "path": "/spec/runPolicy/cleanPodPolicy"}]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        request = review["request"]
-        patch = json.dumps(_patch_for(request["object"])).encode()
-        answer = {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "response": {
-                "uid": request["uid"],
-                "allowed": True,
-                "patchType": "JSONPatch",
-                "patch": base64.b64encode(patch).decode(),
-            },
-        }
-        body = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the API server's answers are what the tests read."""
+def _mutate(request: dict[str, Any]) -> dict[str, Any]:
+    patch = json.dumps(_patch_for(request["object"])).encode()
+    return {"allowed": True, "patchType": "JSONPatch", "patch": base64.b64encode(patch).decode()}
 
 
 def _configuration(*, port: int, ca_pem: bytes) -> dict[str, Any]:
@@ -151,33 +125,23 @@ def _called(result: dict[str, Any] | str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def later_mutator(api: Api, local_operator: RunningOperator) -> Iterator[None]:
+def later_mutator(
+    api: Api, local_operator: RunningOperator, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
     """The later mutator served and registered, until the module ends."""
-    ca = CertificateAuthority.create(common_name="later-mutator-test-ca")
-    serving = ca.issue_serving(hosts=("127.0.0.1",))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    with tempfile.TemporaryDirectory() as keys:
-        cert, key = Path(keys) / "tls.crt", Path(keys) / "tls.key"
-        cert.write_bytes(serving.cert_pem)
-        key.write_bytes(serving.key_pem)
-        context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, name="later-mutator", daemon=True)
-    thread.start()
     plane = local_operator.local.plane
-    configuration = _configuration(port=server.server_address[1], ca_pem=ca.pair.cert_pem)
-    try:
-        plane.kubectl("apply", "-f", "-", input_text=json.dumps(configuration))
-        probe = _job("probe", "at-once")
-        wait_for("the later mutator registered", lambda: _dry_run(api, "default", probe),
-                 _called, timeout=30)  # fmt: skip
-        yield
-    finally:
-        plane.kubectl("delete", "mutatingwebhookconfiguration", CONFIGURATION,
-                      "--ignore-not-found", check=False)  # fmt: skip
-        server.shutdown()
-        server.server_close()
+    key_dir = tmp_path_factory.mktemp("later-mutator")
+    with serving_reviews(_mutate, key_dir=key_dir) as (port, ca_pem):
+        configuration = _configuration(port=port, ca_pem=ca_pem)
+        try:
+            plane.kubectl("apply", "-f", "-", input_text=json.dumps(configuration))
+            probe = _job("probe", "at-once")
+            wait_for("the later mutator registered", lambda: _dry_run(api, "default", probe),
+                     _called, timeout=30)  # fmt: skip
+            yield
+        finally:
+            plane.kubectl("delete", "mutatingwebhookconfiguration", CONFIGURATION,
+                          "--ignore-not-found", check=False)  # fmt: skip
 
 
 def test_a_job_a_later_mutator_breaks_is_refused_when_ours_is_reinvoked(
