@@ -98,18 +98,21 @@ class CertificateAuthority:
         valid_days: int = 3650,
         rsa_key: bool = False,
         hosts: tuple[str, ...] = (),
+        issued_at: datetime.datetime | None = None,
     ) -> CertificateAuthority:
         """A new CA; ``rsa_key`` for a 2048-bit RSA key, ``hosts`` as its subject alt names.
 
         cert-controller checks its CA as it checks a serving certificate, by a DNS name
-        (``hosts``), and parses only RSA CA keys.
+        (``hosts``), and parses only RSA CA keys. ``issued_at`` (the clock by default) is the
+        moment its validity counts from: the rotation plan (certs/rotation.py) decides at a
+        ``now`` of its own, and a certificate it issues must expire by that same clock.
         """
         key: PrivateKey = (
             rsa.generate_private_key(public_exponent=65537, key_size=2048)
             if rsa_key
             else _new_key()
         )
-        now = datetime.datetime.now(datetime.UTC)
+        now = issued_at or datetime.datetime.now(datetime.UTC)
         subject = _name(common_name)
         builder = (
             x509.CertificateBuilder()
@@ -149,13 +152,14 @@ class CertificateAuthority:
         hosts: tuple[str, ...],
         usage: x509.ObjectIdentifier,
         valid_days: int,
+        issued_at: datetime.datetime | None,
     ) -> KeyPair:
         ca_cert = self.pair.certificate
         ca_key = serialization.load_pem_private_key(self.pair.key_pem, password=None)
         if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
             raise TypeError("the CA key must be an ECDSA or RSA key")
         key = _new_key()
-        now = datetime.datetime.now(datetime.UTC)
+        now = issued_at or datetime.datetime.now(datetime.UTC)
         builder = (
             x509.CertificateBuilder()
             .subject_name(_name(common_name, organizations))
@@ -181,9 +185,17 @@ class CertificateAuthority:
         return KeyPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
 
     def issue_serving(
-        self, *, hosts: tuple[str, ...], common_name: str | None = None, valid_days: int = 365
+        self,
+        *,
+        hosts: tuple[str, ...],
+        common_name: str | None = None,
+        valid_days: int = 365,
+        issued_at: datetime.datetime | None = None,
     ) -> KeyPair:
-        """A TLS server certificate valid for ``hosts`` (DNS names and IP addresses)."""
+        """A TLS server certificate valid for ``hosts`` (DNS names and IP addresses).
+
+        ``issued_at`` as in :meth:`create`.
+        """
         if not hosts:
             raise ValueError("a serving certificate needs at least one host name")
         return self._issue(
@@ -192,6 +204,7 @@ class CertificateAuthority:
             hosts=hosts,
             usage=ExtendedKeyUsageOID.SERVER_AUTH,
             valid_days=valid_days,
+            issued_at=issued_at,
         )
 
     def issue_client(
@@ -204,6 +217,7 @@ class CertificateAuthority:
             hosts=(),
             usage=ExtendedKeyUsageOID.CLIENT_AUTH,
             valid_days=valid_days,
+            issued_at=None,
         )
 
 

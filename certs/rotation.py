@@ -172,7 +172,9 @@ def _signer_step(
     valid_days = max(1, policy.ca_valid_for.days)
     if stored.signer is None:
         carried = [*stored.trusted, *_still_trusted_elsewhere(observed, now=now)]
-        signer = CertificateAuthority.create(common_name=CA_COMMON_NAME, valid_days=valid_days)
+        signer = CertificateAuthority.create(
+            common_name=CA_COMMON_NAME, valid_days=valid_days, issued_at=now
+        )
         draft = _Draft(signer, _unique([signer.pair.certificate, *carried]), None, True)
         draft.reasons.append(
             "made a new CA"
@@ -182,7 +184,9 @@ def _signer_step(
     draft = _Draft(stored.signer, list(stored.trusted), stored.serving)
     expires = stored.signer.pair.certificate.not_valid_after_utc
     if rotate == ROTATE_CA or expires - now <= policy.ca_renew_before:
-        renewed = CertificateAuthority.create(common_name=CA_COMMON_NAME, valid_days=valid_days)
+        renewed = CertificateAuthority.create(
+            common_name=CA_COMMON_NAME, valid_days=valid_days, issued_at=now
+        )
         draft.signer = renewed
         draft.trusted = _unique([renewed.pair.certificate, *draft.trusted])
         draft.reasons.append(
@@ -227,7 +231,7 @@ def _serving_step(
     if why is None:
         return
     draft.serving = draft.signer.issue_serving(
-        hosts=policy.hosts, valid_days=max(1, policy.serving_valid_for.days)
+        hosts=policy.hosts, valid_days=max(1, policy.serving_valid_for.days), issued_at=now
     )
     draft.reasons.append(why)
     draft.rotate_done = draft.rotate_done or rotate == ROTATE_SERVING

@@ -64,6 +64,15 @@ def test_a_missing_secret_gets_a_ca_and_a_serving_certificate_for_the_service_na
     assert step.warnings == ()
 
 
+def test_certificates_count_their_validity_from_the_plans_now_not_the_clock() -> None:
+    """The plan decides by its own ``now``; what it issues must expire by that same clock."""
+    for moment in (NOW - datetime.timedelta(days=2000), NOW + datetime.timedelta(days=2000)):
+        step = plan(observe(None, annotations={}, live=()), now=moment, policy=POLICY)
+        assert leaf(step).not_valid_after_utc == moment + POLICY.serving_valid_for
+        assert trusted(step)[0].not_valid_after_utc == moment + POLICY.ca_valid_for
+        assert leaf(step).not_valid_before_utc < moment < trusted(step)[0].not_valid_after_utc
+
+
 def test_a_current_secret_is_left_as_it_is() -> None:
     first = fresh()
     again = plan(
