@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import dataclasses
 import functools
 import os
 import statistics
@@ -43,7 +45,8 @@ from typing import Any, Final
 
 from bench.admission_cost import group_cpu, v1beta1_served, webhook_calls
 from bench.admission_overhead import scale_job, webhook_reviews
-from bench.common import apiserver_requests, bench_plane, emit, machine, ratio
+from bench.apiserver_profile import areas, profiled
+from bench.common import BENCH_DIR, apiserver_requests, bench_plane, emit, machine, ratio
 from bench.controller_scale import SizeRun, measure_peer, ours_side
 from controller.kube import KubeClient, mxjobs_path
 from localkube.base.api import ensure_namespace
@@ -155,13 +158,41 @@ def settle(plane: ControlPlane, *, timeout: float = 300) -> float:
     return round(time.monotonic() - started, 1)
 
 
+@dataclass(frozen=True)
+class Profiling:
+    """A CPU profile of kube-apiserver over each segment's first ``seconds`` (0: none)."""
+
+    seconds: int = 0
+    directory: Path = BENCH_DIR / "profiles"
+
+    @property
+    def apiserver_args(self) -> tuple[str, ...]:
+        """The plane turns the profiler off (``localkube.plane.components``); this turns it on."""
+        return ("--profiling=true",) if self.seconds else ()
+
+
 def _segment(
-    name: str, *, webhooks: Sequence[int], measure: Callable[[], dict[str, Any]]
+    name: str,
+    *,
+    webhooks: Sequence[int],
+    measure: Callable[[], dict[str, Any]],
+    plane: ControlPlane,
+    profiling: Profiling,
+    index: int,
 ) -> dict[str, Any]:
-    """One segment's report, with the machine's load and the webhooks' CPU around it."""
+    """One segment's report, with the machine's load and the webhooks' CPU around it, and where
+    kube-apiserver's CPU went when ``profiling`` asks."""
     load_start = os.getloadavg()
     cpu_start = sum(group_cpu(pid) for pid in webhooks)
-    report = measure()
+    profile = profiling.directory / f"{index}-{name}.pprof"
+    with (
+        profiled(plane, seconds=profiling.seconds, path=profile)
+        if profiling.seconds
+        else contextlib.nullcontext()
+    ):
+        report = measure()
+    if profiling.seconds:
+        report["apiserver_profile"] = {"path": str(profile), "cpu_s": areas(profile)}
     report["webhook_cpu_s"] = round(sum(group_cpu(pid) for pid in webhooks) - cpu_start, 2)
     report["load_average"] = {"start": [round(x, 2) for x in load_start],
                               "end": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
@@ -176,6 +207,7 @@ def run(
     submit_threads: int = 8,
     peer_threads: int = 4,
     lifecycle: bool = True,
+    profiling: Profiling = Profiling(),
 ) -> dict[str, Any]:
     """The five segments of ``ORDER`` on ``plane`` at ``jobs`` jobs each."""
     timeout = 120 + jobs * 2.0
@@ -189,14 +221,18 @@ def run(
     segments: list[dict[str, Any]] = []
     webhook_pids = [c.webhook_pid for c in candidates.values()]
     try:
-        for name in ORDER:
+        for index, name in enumerate(ORDER):
             settled = settle(plane)
+            where = functools.partial(
+                _segment, plane=plane, index=index, webhooks=webhook_pids,
+                profiling=dataclasses.replace(profiling, directory=profiling.directory / str(jobs)),
+            )  # fmt: skip
             if name == PEER:
                 LocalOperator(plane).unregister_webhooks()
                 peer.replace_crd()
                 measure = functools.partial(measure_peer, size, peer, name, threads=peer_threads)
                 try:
-                    segments.append(_segment(name, webhooks=webhook_pids, measure=measure))
+                    segments.append(where(name, measure=measure))
                 finally:
                     peer.uninstall_webhook()
                 segments[-1]["settled_s"] = settled
@@ -207,7 +243,7 @@ def run(
             log_name = f"controller-{ours.name}-{jobs}-{uuid.uuid4().hex[:6]}.log"
             side = ours_side(LocalOperator(plane, choices=ours.choices), log_name=log_name)
             measure = functools.partial(size.measure, side)
-            segment = _segment(name, webhooks=webhook_pids, measure=measure)
+            segment = where(name, measure=measure)
             segment["probes_to_configure"] = probed
             segment["settled_s"] = settled
             segments.append(segment)
@@ -273,15 +309,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--peer-threads", type=int, default=4,
                         help="training-operator's --controller-threads at its best")  # fmt: skip
     parser.add_argument("--output", type=Path, help="write the report as JSON here")
+    parser.add_argument("--profile-seconds", type=int, default=0,
+                        help="profile kube-apiserver's CPU over each segment's first seconds "
+                        "(bench.apiserver_profile; needs go)")  # fmt: skip
     args = parser.parse_args(argv)
+    profiling = Profiling(seconds=args.profile_seconds)
     runs: list[dict[str, Any]] = []
     info: dict[str, Any] = {}
     started = time.monotonic()
     for jobs in args.jobs:
-        plane = bench_plane(f"compare-{jobs}")
+        plane = bench_plane(f"compare-{jobs}", extra_apiserver_args=profiling.apiserver_args)
         try:
             runs.append(run(plane=plane, jobs=jobs, submit_threads=args.submit_threads,
-                            peer_threads=args.peer_threads))  # fmt: skip
+                            peer_threads=args.peer_threads, profiling=profiling))  # fmt: skip
             info = info or machine(plane)
         finally:
             plane.down()
@@ -292,7 +332,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "machine": info,
         "seconds": round(time.monotonic() - started),
         "command": f".venv/bin/python -m bench.creation_compare --jobs {sizes} "
-        f"--submit-threads {args.submit_threads} --peer-threads {args.peer_threads}",
+        f"--submit-threads {args.submit_threads} --peer-threads {args.peer_threads}"
+        + (f" --profile-seconds {args.profile_seconds}" if args.profile_seconds else ""),
     }
     return emit(report, args.output)
 

@@ -28,6 +28,7 @@ from bench import (
     webhook_path,
 )
 from bench.__main__ import main as bench_main
+from bench.apiserver_profile import AREAS
 from bench.common import BENCH_DIR
 from bench.report import render
 from localkube.plane.controlplane import ControlPlane
@@ -41,7 +42,10 @@ SMOKE_JOBS = 3
 @pytest.fixture(scope="module")
 def bench_plane() -> Iterator[ControlPlane]:
     state_dir = BENCH_DIR / f"smoke-{os.getpid()}"
-    plane = ControlPlane(ControlPlaneSettings(state_dir=state_dir))
+    # The profiler on, for the creation comparison's kube-apiserver profile.
+    plane = ControlPlane(
+        ControlPlaneSettings(state_dir=state_dir, extra_apiserver_args=("--profiling=true",))
+    )
     try:
         plane.up()
         yield plane
@@ -251,8 +255,13 @@ def test_controller_scale_runs_training_operator_on_the_same_jobs_at_defaults_an
 
 
 @pytest.fixture(scope="module")
-def compare_report(bench_plane: ControlPlane) -> dict[str, Any]:
-    run = creation_compare.run(plane=bench_plane, jobs=SMOKE_JOBS, submit_threads=2)
+def compare_report(
+    bench_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    profiling = creation_compare.Profiling(seconds=2, directory=tmp_path_factory.mktemp("pprof"))
+    run = creation_compare.run(
+        plane=bench_plane, jobs=SMOKE_JOBS, submit_threads=2, profiling=profiling
+    )
     return {"benchmark": "creation_compare", "runs": [run], "machine": {}, "command": "compare"}
 
 
@@ -276,6 +285,11 @@ def test_creation_compare_runs_before_after_and_the_peer_in_a_b_c_b_a_order(
         if segment["candidate"] != creation_compare.PEER:
             # The probe saw exactly the candidate's calls from its own webhook process.
             assert segment["probes_to_configure"] >= 1
+        # kube-apiserver's own profile of the segment, read by go tool pprof into every area.
+        profile = segment["apiserver_profile"]
+        assert Path(profile["path"]).stat().st_size > 0, segment["candidate"]
+        assert set(profile["cpu_s"]) == {"total", *AREAS}, segment["candidate"]
+        assert profile["cpu_s"]["total"] > 0, segment["candidate"]
     candidates = run["candidates"]
     assert {name: c["segments"] for name, c in candidates.items()} == {
         "before": 2, "after": 2, creation_compare.PEER: 1,
