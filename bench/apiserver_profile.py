@@ -25,15 +25,18 @@ from typing import Final
 from localkube.plane.controlplane import ControlPlane
 
 AREAS: Final[Mapping[str, str]] = {
+    "client certificate checks": r"request/x509\.\(\*Authenticator\)\.AuthenticateRequest$",
     "admission webhooks": r"admission/plugin/webhook/.*\.Dispatch$",
     "conversion webhook": r"apiserver/conversion\.\(\*webhookConverter\)\.Convert$",
-    "custom resources": r"apiextensions-apiserver/pkg/apiserver\.\(\*crdHandler\)\.ServeHTTP$",
+    "custom resource create": r"\(\*crdHandler\)\.serveResource\.CreateResource",
+    "custom resource status write": r"\(\*crdHandler\)\.serveStatus\.UpdateResource",
     "schema validation": r"validation/validate\.\(\*SchemaValidator\)\.Validate$",
     "pruning": r"schema/pruning\.PruneWithOptions$",
     "managed fields": r"managedfields/internal\.\(\*FieldManager\)\.Update",
     "storage (etcd3)": r"storage/etcd3\.\(\*store\)\.(Create|GuaranteedUpdate)$",
-    "watch cache": r"storage/cacher\.\(\*Cacher\)\.processEvent$",
-    "watch delivery": r"storage/cacher\.\(\*cacheWatcher\)\.processInterval$",
+    "watch: decoding from etcd": r"storage/etcd3\.\(\*watchChan\)\.serialProcessEvents$",
+    "watch: encoding events": r"storage/cacher\.\(\*cachingObject\)\.CacheEncode$",
+    "watch: delivery": r"storage/cacher\.\(\*cacheWatcher\)\.processInterval$",
     "garbage collection": r"^runtime\.gcBgMarkWorker$",
     "TLS": r"^crypto/tls\.\(\*Conn\)\.(Read|Write)$",
 }

@@ -177,13 +177,19 @@ def _phase_a(
         driver=scene.driver.snapshot(),
         cpu=component_cpu(scene.plane),
     )
-    controller_a = _attributed(delta(end.requests, start.requests), delta(end.driver, start.driver))
+    every_request = delta(end.requests, start.requests)
+    controller_a = _attributed(every_request, delta(end.driver, start.driver))
     cpu_s = end.process.cpu_seconds - start.process.cpu_seconds
     return {
         "submit_threads": scene.submit_threads,
         "submit_seconds": round(submitted - started, 3),
         "seconds": round(created_s, 3),
         "controller_requests": keyed(controller_a, RESOURCES),
+        # Every client's, every resource: what a profile of the API server is divided by.
+        "apiserver_requests": sum(every_request.values()),
+        "apiserver_requests_by_kind": {
+            f"{verb} {res}": n for (verb, res), n in sorted(every_request.items()) if n > 0
+        },
         "controller_writes_per_job": round(_writes(controller_a) / jobs, 2),
         "objects_created_per_job": OBJECTS_PER_JOB,
         "meets_write_target": _writes(controller_a) / jobs <= OBJECTS_PER_JOB + TARGET_EXTRA_WRITES,

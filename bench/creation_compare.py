@@ -313,7 +313,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="profile kube-apiserver's CPU over each segment's first seconds "
                         "(bench.apiserver_profile; needs go)")  # fmt: skip
     args = parser.parse_args(argv)
-    profiling = Profiling(seconds=args.profile_seconds)
+    # A directory per run: a later run does not overwrite the profiles a report names.
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    profiling = Profiling(seconds=args.profile_seconds, directory=BENCH_DIR / "profiles" / stamp)
     runs: list[dict[str, Any]] = []
     info: dict[str, Any] = {}
     started = time.monotonic()

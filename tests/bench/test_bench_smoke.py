@@ -290,6 +290,8 @@ def test_creation_compare_runs_before_after_and_the_peer_in_a_b_c_b_a_order(
         assert Path(profile["path"]).stat().st_size > 0, segment["candidate"]
         assert set(profile["cpu_s"]) == {"total", *AREAS}, segment["candidate"]
         assert profile["cpu_s"]["total"] > 0, segment["candidate"]
+        # Every request the API server served in phase A, the controller's among them.
+        assert segment["phase_a"]["apiserver_requests"] > sum(requests.values())
     candidates = run["candidates"]
     assert {name: c["segments"] for name, c in candidates.items()} == {
         "before": 2, "after": 2, creation_compare.PEER: 1,
