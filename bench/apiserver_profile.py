@@ -90,10 +90,10 @@ def profiled(plane: ControlPlane, *, seconds: int, path: Path) -> Iterator[None]
 
 
 def go_tool() -> str:
-    """The ``go`` that reads profiles: the one the Kubernetes build uses."""
-    found = shutil.which("go") or "/usr/local/go/bin/go"
-    if not Path(found).exists():
-        raise FileNotFoundError("go is needed to read a profile (go tool pprof); none found")
+    """The ``go`` on the PATH, the one the builds use (``hack/lib/build.sh``): it reads profiles."""
+    found = shutil.which("go")
+    if found is None:
+        raise FileNotFoundError("go is needed to read a profile (go tool pprof); none on the PATH")
     return found
 
 
