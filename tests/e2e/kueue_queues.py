@@ -77,6 +77,18 @@ def priority_classes(version: str) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+STOPS_ON_SIGTERM = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))\n"
+    "time.sleep({seconds})"
+)
+"""A queued job's work: sleep, and stop at once on SIGTERM, as a training script should when its
+job is evicted. Without the handler the container's first process (PID 1, which ignores a signal
+it does not handle) outlives an eviction until its sleep ends, its pod holding the node's CPU and
+its name: the job preempting it then waits for a node with room beyond Kueue's
+``waitForPodsReady`` (20 s here), is evicted in turn, and the preempted job is re-admitted."""
+
+
 def queued_job(
     name: str,
     image: str,
@@ -85,7 +97,7 @@ def queued_job(
     priority: str | None = None,
     cpu: str = JOB_CPU,
 ) -> dict[str, Any]:
-    job = single_worker_job(name, image, ["python", "-c", f"import time; time.sleep({seconds})"])
+    job = single_worker_job(name, image, ["python", "-c", STOPS_ON_SIGTERM.format(seconds=seconds)])
     job["metadata"]["labels"] = {QUEUE_LABEL: LOCAL_QUEUE}
     if priority:
         job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priority

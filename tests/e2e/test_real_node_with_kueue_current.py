@@ -274,14 +274,20 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_with_its_ba
     )
     queued.create(queued_job("high", image, seconds=2, priority="mxjob-high"))
     evicted_at = time.monotonic()
+    running = {p["metadata"]["uid"] for p in pods_of(queued, "low")}
+    assert running, "the low job is Running without a pod"
     wait_for(
         "the low job stopped by the controller",
         lambda: mxjob(queued, "low")["spec"]["runPolicy"].get("suspend"),
         bool,
         timeout=60,
     )
+    # The pods it ran are gone (by uid: once re-admitted, it gets pods of the same names).
     wait_for(
-        "the low job's pods to go", lambda: pods_of(queued, "low"), lambda p: not p, timeout=90
+        "the low job's evicted pods to go",
+        lambda: {p["metadata"]["uid"] for p in pods_of(queued, "low")},
+        lambda uids: not uids & running,
+        timeout=90,
     )
     wait_for(
         "the high job to succeed",
