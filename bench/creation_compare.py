@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import dataclasses
 import functools
 import os
@@ -184,14 +183,12 @@ def _segment(
     kube-apiserver's CPU went when ``profiling`` asks."""
     load_start = os.getloadavg()
     cpu_start = sum(group_cpu(pid) for pid in webhooks)
-    profile = profiling.directory / f"{index}-{name}.pprof"
-    with (
-        profiled(plane, seconds=profiling.seconds, path=profile)
-        if profiling.seconds
-        else contextlib.nullcontext()
-    ):
+    if not profiling.seconds:
         report = measure()
-    if profiling.seconds:
+    else:
+        profile = profiling.directory / f"{index}-{name}.pprof"
+        with profiled(plane, seconds=profiling.seconds, path=profile):
+            report = measure()
         report["apiserver_profile"] = {"path": str(profile), "cpu_s": areas(profile)}
     report["webhook_cpu_s"] = round(sum(group_cpu(pid) for pid in webhooks) - cpu_start, 2)
     report["load_average"] = {"start": [round(x, 2) for x in load_start],
@@ -220,13 +217,13 @@ def run(
     ensure_namespace(client, probes)
     segments: list[dict[str, Any]] = []
     webhook_pids = [c.webhook_pid for c in candidates.values()]
+    profiling = dataclasses.replace(profiling, directory=profiling.directory / str(jobs))
     try:
         for index, name in enumerate(ORDER):
             settled = settle(plane)
             where = functools.partial(
-                _segment, plane=plane, index=index, webhooks=webhook_pids,
-                profiling=dataclasses.replace(profiling, directory=profiling.directory / str(jobs)),
-            )  # fmt: skip
+                _segment, plane=plane, index=index, webhooks=webhook_pids, profiling=profiling
+            )
             if name == PEER:
                 LocalOperator(plane).unregister_webhooks()
                 peer.replace_crd()

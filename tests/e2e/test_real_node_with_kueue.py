@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -27,6 +26,7 @@ from tests.e2e.kueue_queues import (
     Queued,
     condition,
     mxjob,
+    pods_of,
     priority_classes,
     queue_active,
     queue_objects,
@@ -194,6 +194,8 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeed
         lambda s: s == "Running",
         timeout=60,
     )
+    running = {p["metadata"]["uid"] for p in pods_of(queued, "low")}
+    assert running, "the low job is Running without a pod"
     high = queued_job("high", image, seconds=2, priority="mxjob-high")
     queued.kubectl("apply", "-n", NAMESPACE, "-f", "-", input_text=json.dumps(high))
     evicted_at = time.monotonic()
@@ -203,15 +205,13 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeed
         bool,
         timeout=60,
     )
-
-    def low_pods() -> list[Any]:
-        return [
-            p
-            for p in queued.api.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]
-            if p["metadata"]["name"].startswith("low-")
-        ]
-
-    wait_for("the low job's pods to go", low_pods, lambda pods: not pods, timeout=60)
+    # The pods it ran are gone (by uid: once re-admitted, it gets pods of the same names).
+    wait_for(
+        "the low job's evicted pods to go",
+        lambda: {p["metadata"]["uid"] for p in pods_of(queued, "low")},
+        lambda uids: not uids & running,
+        timeout=60,
+    )
     wait_for(
         "the high job to succeed",
         lambda: state(queued, "high"),

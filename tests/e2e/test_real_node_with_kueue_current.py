@@ -272,10 +272,10 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_with_its_ba
     wait_for(
         "the low job to run", lambda: state(queued, "low"), lambda s: s == "Running", timeout=90
     )
-    queued.create(queued_job("high", image, seconds=2, priority="mxjob-high"))
-    evicted_at = time.monotonic()
     running = {p["metadata"]["uid"] for p in pods_of(queued, "low")}
     assert running, "the low job is Running without a pod"
+    queued.create(queued_job("high", image, seconds=2, priority="mxjob-high"))
+    evicted_at = time.monotonic()
     wait_for(
         "the low job stopped by the controller",
         lambda: mxjob(queued, "low")["spec"]["runPolicy"].get("suspend"),
