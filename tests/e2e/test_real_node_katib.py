@@ -155,6 +155,26 @@ def pod(tuned: Tuned, name: str) -> dict[str, Any]:
     return found
 
 
+def trials_told(tuned: Tuned, experiment_name: str) -> str:
+    """What each trial of an experiment ended with, and the last of what its worker 0's sidecar
+    printed (the training output, then what it reported): a failed assertion's message."""
+    lines = []
+    for trial in trials_of(tuned, experiment_name):
+        name = trial["metadata"]["name"]
+        status = trial.get("status", {})
+        last = (status.get("conditions") or [{}])[-1]
+        lines.append(
+            f"trial {name}: {last.get('type')} {last.get('reason')}: {last.get('message')}; "
+            f"observation {status.get('observation')}"
+        )
+        log = tuned.installed.plane.kubectl(
+            "logs", "-n", NAMESPACE, f"{name}-worker-0", "-c", COLLECTOR, "--tail=20",
+            timeout=30, check=False,
+        )  # fmt: skip
+        lines.append(f"  {COLLECTOR}: {(log.stdout or log.stderr).strip()}")
+    return "\n".join(lines)
+
+
 def printed(tuned: Tuned, pod_name: str, metric: str) -> list[float]:
     """Every value of ``metric`` the collector sidecar relayed from the worker's output."""
     log = tuned.installed.plane.kubectl(
@@ -167,7 +187,7 @@ def test_the_experiment_succeeds_and_its_optimum_is_a_value_a_worker_printed(
     tuned: Tuned,
 ) -> None:
     tune = tuned.experiments["tune"]
-    assert condition(tune, "Succeeded").get("status") == "True", tune["status"]
+    assert condition(tune, "Succeeded").get("status") == "True", trials_told(tuned, "tune")
     assert tune["status"]["trialsSucceeded"] == 3, tune["status"]
     optimal = tune["status"]["currentOptimalTrial"]
     metric = next(m for m in optimal["observation"]["metrics"] if m["name"] == "loss")
@@ -193,7 +213,7 @@ def test_every_trial_ran_as_the_operator_runs_it_with_the_collector_and_ended_wi
         job = tuned.installed.api.request(
             "GET", f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/mxjobs/{name}"
         )
-        assert job["status"]["state"] == "Succeeded", job["status"]
+        assert job["status"]["state"] == "Succeeded", (job["status"], trials_told(tuned, "tune"))
         worker = pod(tuned, f"{name}-worker-0")
         containers = {c["name"]: c for c in worker["spec"]["containers"]}
         assert set(containers) == {"mxnet", COLLECTOR}

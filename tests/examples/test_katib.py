@@ -81,7 +81,9 @@ def test_the_search_is_the_one_asked_for(experiment: dict[str, Any]) -> None:
     )
     objective = spec["objective"]
     assert (objective["type"], objective["objectiveMetricName"]) == ("minimize", "loss")
-    assert objective["additionalMetricNames"] == ["accuracy"]
+    # Katib v0.19 reads each metric apart and can fail a trial whose report lands between its
+    # reads: the objective alone (docs/katib.md, "Only the objective metric").
+    assert "additionalMetricNames" not in objective
 
 
 def test_every_trial_parameter_is_used_and_refers_to_a_parameter(
