@@ -149,3 +149,8 @@ def state(queued: Queued, name: str) -> str:
 def pods_of(queued: Queued, name: str) -> list[dict[str, Any]]:
     items = queued.api.request("GET", f"/api/v1/namespaces/{queued.namespace}/pods")["items"]
     return [p for p in items if p["metadata"]["name"].startswith(f"{name}-")]
+
+
+def pod_uids(queued: Queued, name: str) -> set[str]:
+    """The uids of a job's pods: a re-admitted job gets pods of the same names, not uids."""
+    return {p["metadata"]["uid"] for p in pods_of(queued, name)}

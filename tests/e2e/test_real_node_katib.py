@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -155,6 +156,15 @@ def pod(tuned: Tuned, name: str) -> dict[str, Any]:
     return found
 
 
+def sidecar_log(
+    tuned: Tuned, pod_name: str, *options: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """``kubectl logs`` of a trial pod's metrics collector sidecar."""
+    return tuned.installed.plane.kubectl(
+        "logs", "-n", NAMESPACE, pod_name, "-c", COLLECTOR, *options, timeout=30, check=check
+    )
+
+
 def trials_told(tuned: Tuned, experiment_name: str) -> str:
     """What each trial of an experiment ended with, and the last of what its worker 0's sidecar
     printed (the training output, then what it reported): a failed assertion's message."""
@@ -167,19 +177,14 @@ def trials_told(tuned: Tuned, experiment_name: str) -> str:
             f"trial {name}: {last.get('type')} {last.get('reason')}: {last.get('message')}; "
             f"observation {status.get('observation')}"
         )
-        log = tuned.installed.plane.kubectl(
-            "logs", "-n", NAMESPACE, f"{name}-worker-0", "-c", COLLECTOR, "--tail=20",
-            timeout=30, check=False,
-        )  # fmt: skip
+        log = sidecar_log(tuned, f"{name}-worker-0", "--tail=20", check=False)
         lines.append(f"  {COLLECTOR}: {(log.stdout or log.stderr).strip()}")
     return "\n".join(lines)
 
 
 def printed(tuned: Tuned, pod_name: str, metric: str) -> list[float]:
     """Every value of ``metric`` the collector sidecar relayed from the worker's output."""
-    log = tuned.installed.plane.kubectl(
-        "logs", "-n", NAMESPACE, pod_name, "-c", COLLECTOR, timeout=30
-    ).stdout
+    log = sidecar_log(tuned, pod_name).stdout
     return [float(v) for v in re.findall(rf"\b{metric}=([-+.\deE]+)", log)]
 
 

@@ -26,7 +26,7 @@ from tests.e2e.kueue_queues import (
     Queued,
     condition,
     mxjob,
-    pods_of,
+    pod_uids,
     priority_classes,
     queue_active,
     queue_objects,
@@ -194,7 +194,7 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeed
         lambda s: s == "Running",
         timeout=60,
     )
-    running = {p["metadata"]["uid"] for p in pods_of(queued, "low")}
+    running = pod_uids(queued, "low")
     assert running, "the low job is Running without a pod"
     high = queued_job("high", image, seconds=2, priority="mxjob-high")
     queued.kubectl("apply", "-n", NAMESPACE, "-f", "-", input_text=json.dumps(high))
@@ -208,7 +208,7 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeed
     # The pods it ran are gone (by uid: once re-admitted, it gets pods of the same names).
     wait_for(
         "the low job's evicted pods to go",
-        lambda: {p["metadata"]["uid"] for p in pods_of(queued, "low")},
+        lambda: pod_uids(queued, "low"),
         lambda uids: not uids & running,
         timeout=60,
     )

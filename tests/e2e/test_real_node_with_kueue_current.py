@@ -37,6 +37,7 @@ from tests.e2e.kueue_queues import (
     Queued,
     condition,
     mxjob,
+    pod_uids,
     pods_of,
     priority_classes,
     queue_active,
@@ -272,7 +273,7 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_with_its_ba
     wait_for(
         "the low job to run", lambda: state(queued, "low"), lambda s: s == "Running", timeout=90
     )
-    running = {p["metadata"]["uid"] for p in pods_of(queued, "low")}
+    running = pod_uids(queued, "low")
     assert running, "the low job is Running without a pod"
     queued.create(queued_job("high", image, seconds=2, priority="mxjob-high"))
     evicted_at = time.monotonic()
@@ -285,7 +286,7 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_with_its_ba
     # The pods it ran are gone (by uid: once re-admitted, it gets pods of the same names).
     wait_for(
         "the low job's evicted pods to go",
-        lambda: {p["metadata"]["uid"] for p in pods_of(queued, "low")},
+        lambda: pod_uids(queued, "low"),
         lambda uids: not uids & running,
         timeout=90,
     )
