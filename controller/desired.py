@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.gang import GangScheduler, join_pod
-from controller.observed import RESTARTS_BEFORE_ANNOTATION
+from controller.observed import ATTEMPT_ANNOTATION, RESTARTS_BEFORE_ANNOTATION
 from controller.ownership import owner_reference
 from shared.constants import (
     LABEL_JOB_NAME,
@@ -99,6 +99,7 @@ def build_pod(
     slot: Slot,
     *,
     restarts_before: int = 0,
+    attempt: int = 0,
     gang: GangScheduler = "none",
 ) -> dict[str, Any]:
     """The pod of one replica: the replica's template with our name, labels and owner.
@@ -118,6 +119,8 @@ def build_pod(
     }
     if restarts_before > 0:
         annotations[RESTARTS_BEFORE_ANNOTATION] = str(restarts_before)
+    if attempt > 0:
+        annotations[ATTEMPT_ANNOTATION] = str(attempt)
     metadata: dict[str, Any] = {
         "name": slot.name,
         "namespace": as_mapping(job.get("metadata")).get("namespace"),

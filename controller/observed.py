@@ -28,6 +28,12 @@ RESTARTS_BEFORE_ANNOTATION: Final = "mxjob.kubeflow.org/restarts-before"
 gives the slot's restart total from the pods alone, so ``status.restartCount`` survives a
 controller restart (or SIGKILL) between deleting a failed pod and writing status."""
 
+ATTEMPT_ANNOTATION: Final = "mxjob.kubeflow.org/attempt"
+"""Set by the controller on every pod it creates once the job has restarted as a whole: the
+job's attempt (``status.attempt``) the pod belongs to. A pod of an earlier attempt is stale:
+its end was counted when the attempt ended (or is the consequence of that end), and it only
+has to go before the new attempt's pods are made (controller/recovery.py)."""
+
 PENDING: Final = "Pending"
 RUNNING: Final = "Running"
 SUCCEEDED: Final = "Succeeded"
@@ -95,6 +101,11 @@ class PodView:
     disruption: str | None = None
     """The reason of a true ``DisruptionTarget`` condition: who ended the pod
     (``PreemptionByScheduler``, ``EvictionByEvictionAPI``, ``DeletionByTaintManager``...)."""
+    attempt: int = 0
+    """From :data:`ATTEMPT_ANNOTATION` (0 when absent: the job's first attempt)."""
+    ended_at: str | None = None
+    """When the ``mxnet`` container ended (its ``finishedAt``), else when the pod was marked for
+    disruption: which end came first in an attempt, and which followed from it."""
     lingering: bool = False
     """The ``mxnet`` container has ended for good (``phase`` says how) while the kubelet still
     reports the pod running: another container of it (a metrics collector, a service-mesh
@@ -166,6 +177,18 @@ def main_container_status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     return found[0] if len(found) == 1 else {}
 
 
+def _finished_at(state: object, status: Mapping[str, Any]) -> str | None:
+    finished = _text(as_mapping(as_mapping(state).get("terminated")).get("finishedAt"))
+    if finished is not None:
+        return finished
+    conditions = status.get("conditions")
+    for condition in conditions if isinstance(conditions, list) else ():
+        found = as_mapping(condition)
+        if found.get("type") == "DisruptionTarget" and found.get("status") == "True":
+            return _text(found.get("lastTransitionTime"))
+    return None
+
+
 def _exit_code(state: object) -> tuple[int | None, str]:
     terminated = as_mapping(as_mapping(state).get("terminated"))
     code = terminated.get("exitCode")
@@ -208,6 +231,8 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         start_problem=start_problem(status),
         created_at=_text(meta.get("creationTimestamp")),
         disruption=_disruption(status),
+        attempt=_non_negative_int(annotations.get(ATTEMPT_ANNOTATION)),
+        ended_at=_finished_at(main.get("state"), status),
         lingering=kubelet_phase in (PENDING, RUNNING) and phase in (SUCCEEDED, FAILED),
     )
 

@@ -71,15 +71,23 @@ def plan_objects(
       per job);
     - otherwise: recreate what failed retryably, delete what the spec no longer has (scaling
       down removes the highest indices, since those are the ones beyond ``replicas``), create
-      what is missing. A pod still terminating keeps its slot until it is gone.
+      what is missing. A pod still terminating keeps its slot until it is gone, and while a
+      job restarts as a whole, no pod is made until every pod of the ended attempt is gone;
+    - always: the pods of an ended attempt go.
     """
     live_pods = [p for p in pods if not _terminating(p)]
     live_services = [s for s in services if not _terminating(s)]
     if outcome.suspended:
         return Plan(delete_pods=live_pods, delete_services=live_services)
     if outcome.finished:
-        return _plan_finished(job, outcome, live_pods, live_services)
-    return _plan_running(job, outcome, pods, services)
+        plan = _plan_finished(job, outcome, live_pods, live_services)
+    else:
+        plan = _plan_running(job, outcome, pods, services)
+    # Pods of an ended attempt go whatever the job's state (controller/recovery.py).
+    stale = {view.name for view in outcome.stale}
+    planned = {object_name(p) for p in plan.delete_pods}
+    plan.delete_pods += [p for p in live_pods if object_name(p) in stale - planned]
+    return plan
 
 
 def _plan_finished(
@@ -127,7 +135,7 @@ def _plan_running(
     pod_names = {object_name(p) for p in pods}
     service_names = {object_name(s) for s in services}
     for slot in slots:
-        if slot.name not in pod_names:
+        if slot.name not in pod_names and not outcome.hold_creations:
             plan.create_pods.append((slot, outcome.restarts_before.get(slot.key, 0)))
         if slot.name not in service_names:
             plan.create_services.append(slot)

@@ -400,7 +400,7 @@ class Reconciler:
         self._patch_services(plan.patch_services, errors)
         self._ensure_budget(job, plan, errors)
         creatable = plan.create_pods if self._gang_ready(job, plan, errors) else []
-        created_pods = self._create_pods(key, job, creatable, errors)
+        created_pods = self._create_pods(key, job, creatable, errors, attempt=outcome.attempt)
         created_services = self._create_services(key, job, plan.create_services, errors)
         for names, reason, verb, kind in (
             (created_pods, ev.SUCCESSFUL_CREATE_POD, "Created", "pod"),
@@ -539,7 +539,13 @@ class Reconciler:
             return False
 
     def _create_pods(
-        self, key: str, job: Obj, wanted: Sequence[tuple[Slot, int]], errors: list[Exception]
+        self,
+        key: str,
+        job: Obj,
+        wanted: Sequence[tuple[Slot, int]],
+        errors: list[Exception],
+        *,
+        attempt: int,
     ) -> list[str]:
         if not wanted:
             return []
@@ -547,7 +553,9 @@ class Reconciler:
         self.expectations.expect_creations(key, "pods", [slot.name for slot, _ in wanted])
         created = []
         for slot, restarts_before in wanted:
-            body = build_pod(job, slot, restarts_before=restarts_before, gang=self.gang)
+            body = build_pod(
+                job, slot, restarts_before=restarts_before, attempt=attempt, gang=self.gang
+            )
             if self._create(key, job, "pods", body, errors):
                 created.append(slot.name)
                 self._set_carry(key, uid, slot.key, None)

@@ -42,15 +42,36 @@ from typing import Any, Final, Literal
 
 from controller.desired import Slot, desired_slots, replica_selector
 from controller.observed import PodView, observe
+from controller.recovery import (
+    consequences,
+    first_ended,
+    history_entry,
+    persisted_attempt,
+    persisted_disruptions,
+    persisted_history,
+    recorded_pods,
+    scope_of,
+    split_attempts,
+    with_entries,
+)
 from controller.tracking import accounted, settle_views
 from shared.conditions import ConditionType, Reason, current_state, get_condition, set_condition
-from shared.constants import CleanPodPolicy, JobMode, ReplicaType, RestartPolicy, SuccessPolicy
+from shared.constants import (
+    CleanPodPolicy,
+    DisruptionPolicy,
+    JobMode,
+    ReplicaType,
+    RestartPolicy,
+    RestartScope,
+    SuccessPolicy,
+)
 from shared.exitcodes import ExitClass, classify_exit, describe_exit
 from shared.spec import (
     active_deadline_seconds,
     as_mapping,
     backoff_limit,
     clean_pod_policy,
+    disruption_policy,
     is_int,
     is_single_node,
     is_suspended,
@@ -59,6 +80,7 @@ from shared.spec import (
     pod_start_timeout_override,
     replica_specs,
     restart_policy,
+    restart_scope,
     success_policy,
     ttl_seconds_after_finished,
 )
@@ -129,6 +151,13 @@ class Outcome:
     ends_counted: frozenset[str] = frozenset()
     """Tracked pods that have ended and that this status counts: once it is written, their
     tracking finalizer goes (controller/tracking.py)."""
+    stale: tuple[PodView, ...] = ()
+    """Pods of an earlier attempt of a job restarted as a whole: they go (controller/recovery.py)."""
+    attempt: int = 0
+    """The attempt the pods created now belong to (``status.attempt``)."""
+    hold_creations: bool = False
+    """A whole-job restart is under way: no pod is made until every pod of the ended attempt
+    is gone (never two live pods for one slot)."""
 
 
 # -- time -----------------------------------------------------------------------------------------
@@ -433,6 +462,18 @@ class _Sync:
     """``backoffLimit``."""
     pod_start_timeout: float = DEFAULT_POD_START_TIMEOUT
     """Seconds a pod may be unable to start before the job fails; 0: never."""
+    attempt: int = 0
+    """``status.attempt`` as persisted: the attempt whose pods count."""
+    stale: list[PodView] = field(default_factory=list)
+    """Pods of an earlier attempt (controller/recovery.py)."""
+    scopes: dict[str, RestartScope] = field(default_factory=dict)
+    """Each replica type's restart scope."""
+    job_causes: list[PodView] = field(default_factory=list)
+    """Retryable ends of ``Job``-scoped replicas in this attempt: the job restarts as a whole."""
+    disruptions: int = 0
+    """``status.disruptionRestarts``, with the restarts found now."""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """``status.restarts``, with the restarts found now."""
 
     def condition(self, ctype: ConditionType, *, status: bool, reason: str, message: str) -> None:
         """Set a condition now (only when something changes, see :func:`_set`)."""
@@ -442,7 +483,8 @@ class _Sync:
 
     def restarts_performed(self) -> int:
         """Restarts the pods explain, never fewer than the persisted count."""
-        return max(self.restarts_so_far, _restart_sum(self.slots, self.by_slot, self.carries)[0])
+        performed = _restart_sum(self.slots, self.by_slot, self.carries, attempt=self.attempt)[0]
+        return max(self.restarts_so_far, performed)
 
 
 _Phase = Callable[[_Sync], Outcome | None]
@@ -484,9 +526,11 @@ def _start(
         else []
     )
     persisted_restarts = old_status.get("restartCount")
+    attempt = persisted_attempt(old_status)
+    current, stale = split_attempts(views, attempt)
     sync = _Sync(
         job=job,
-        views=views,
+        views=current,
         now=now,
         carries=carries,
         violations=violations,
@@ -497,6 +541,11 @@ def _start(
         conditions=conditions,
         restarts_so_far=persisted_restarts if is_int(persisted_restarts) else 0,
         created=not conditions,
+        attempt=attempt,
+        stale=stale,
+        scopes={t: restart_scope(job, t) for t in replica_specs(job)},
+        disruptions=persisted_disruptions(old_status),
+        history=persisted_history(old_status),
     )
     if sync.created or get_condition(conditions, ConditionType.CREATED) is None:
         sync.condition(
@@ -525,6 +574,7 @@ def _finish(
     status["completionTime"] = sync.stamp
     status.setdefault("startTime", sync.stamp)
     status["restartCount"] = restart_count if restart_count is not None else sync.restarts_so_far
+    _record_restarts(sync, status)
     after = _aftermath(
         sync.job, sync.views, completion=sync.now, now=sync.now, stop_active=stop_active
     )
@@ -544,6 +594,7 @@ def _finish(
         delete_job=ttl == 0,
         overdue=after.overdue,
         settled=after.settled,
+        stale=tuple(sync.stale),
     )
 
 
@@ -592,6 +643,7 @@ def _follow_finished(sync: _Sync) -> Outcome | None:
         delete_job=delete_job,
         overdue=after.overdue,
         settled=after.settled,
+        stale=tuple(sync.stale),
     )
 
 
@@ -663,12 +715,17 @@ def _match_slots(sync: _Sync) -> None:
 
 
 def _fail_permanent(sync: _Sync) -> Outcome | None:
-    """A permanent failure of any replica fails the job (checked before success)."""
-    permanent = [
+    """A permanent failure of any replica fails the job (checked before success), unless it
+    followed a retryable end that restarts the whole job (controller/recovery.py)."""
+    live = [v for v in sync.by_slot.values() if v and not v.gone]
+    sync.job_causes = [
         v
-        for v in sync.by_slot.values()
-        if v and not v.gone and _failure_kind(sync.job, v) == "permanent"
+        for v in live
+        if _failure_kind(sync.job, v) == "retry" and scope_of(sync.scopes, v) is RestartScope.JOB
     ]
+    permanent = [v for v in live if _failure_kind(sync.job, v) == "permanent"]
+    followed = consequences(permanent, sync.job_causes)
+    permanent = [v for v in permanent if v not in followed]
     if not permanent:
         return None
     for view in permanent:
@@ -700,28 +757,42 @@ def _succeed(sync: _Sync) -> Outcome | None:
 
 
 def _fail_backoff(sync: _Sync) -> Outcome | None:
-    """Restarts (recreations of failed pods plus in-place ones) beyond ``backoffLimit`` fail it."""
+    """Restarts (whole-job ones, recreations of failed pods, in-place ones) beyond
+    ``backoffLimit`` fail it; restarts caused by a disruption count only under
+    ``disruptionPolicy: Count``."""
     performed, sync.restarts_before = _restart_sum(
-        sync.slots, sync.by_slot, sync.carries, total=sync.restarts_so_far
+        sync.slots, sync.by_slot, sync.carries, total=sync.restarts_so_far, attempt=sync.attempt
     )
-    sync.pending = [
-        v
-        for v in sync.by_slot.values()
-        if v and not v.gone and _failure_kind(sync.job, v) == "retry"
-    ]
-    sync.needed = max(sync.restarts_so_far, performed + len(sync.pending))
+    ignore = disruption_policy(sync.job) is DisruptionPolicy.IGNORE
+    if sync.job_causes:
+        cause = first_ended(sync.job_causes)
+        sync.needed = max(sync.restarts_so_far, performed + 1)
+        found = [(cause, RestartScope.JOB, sync.attempt + 1)]
+    else:
+        sync.pending = [
+            v
+            for v in sync.by_slot.values()
+            if v and not v.gone and _failure_kind(sync.job, v) == "retry"
+        ]
+        sync.needed = max(sync.restarts_so_far, performed + len(sync.pending))
+        recorded = recorded_pods(sync.history)
+        found = [(v, RestartScope.REPLICA, sync.attempt) for v in sync.pending]
+        found = [item for item in found if item[0].uid not in recorded]
+    sync.disruptions += sum(1 for view, _, _ in found if view.disruption)
+    sync.history = with_entries(sync.history, [
+        history_entry(view, scope=scope, attempt=attempt, stamp=sync.stamp,
+                      counted=not (ignore and view.disruption))
+        for view, scope, attempt in found
+    ])  # fmt: skip
     sync.limit = limit = backoff_limit(sync.job)
-    if sync.needed <= limit:
+    if sync.needed - (sync.disruptions if ignore else 0) <= limit:
         return None
-    for view in sync.pending:
+    ended = sync.pending or [view for view, _, _ in found]
+    for view in ended:
         sync.events.append(
             EventSpec("Warning", EXITED_WITH_CODE, f"{_describe(view)} {_exit_text(view)}.")
         )
-    last = (
-        f"; the last: {_describe(sync.pending[-1])} {_exit_text(sync.pending[-1])}"
-        if sync.pending
-        else ""
-    )
+    last = f"; the last: {_describe(ended[-1])} {_exit_text(ended[-1])}" if ended else ""
     message = (
         f"MXJob {sync.name} has failed because it has reached the specified backoff limit "
         f"({limit} restart{'s' if limit != 1 else ''}){last}."
@@ -775,8 +846,60 @@ def _fail_unstartable(sync: _Sync) -> Outcome | None:
     return None
 
 
+def _limit_text(sync: _Sync, view: PodView | None) -> str:
+    """Where the restart stands against ``backoffLimit``."""
+    if (
+        view is not None
+        and view.disruption
+        and (disruption_policy(sync.job) is DisruptionPolicy.IGNORE)
+    ):
+        return (
+            f"restart {sync.needed}, caused by a disruption ({view.disruption}): not counted "
+            f"against the backoff limit of {sync.limit} (disruptionPolicy Ignore)."
+        )
+    counted = sync.needed - (
+        sync.disruptions if disruption_policy(sync.job) is DisruptionPolicy.IGNORE else 0
+    )
+    return f"restart {counted} of at most {sync.limit}."
+
+
+def _restart_job(sync: _Sync) -> None:
+    """A ``Job``-scoped retryable end: the whole job restarts as the next attempt."""
+    cause = first_ended(sync.job_causes)
+    attempt = sync.attempt + 1
+    why = f"{_describe(cause)} {_exit_text(cause)}"
+    sync.events.append(
+        EventSpec("Warning", EXITED_WITH_CODE, f"{why}: retryable, restarting the whole job.")
+    )
+    sync.condition(
+        ConditionType.RESTARTING,
+        status=True,
+        reason=Reason.RESTARTING,
+        message=f"MXJob {sync.name} is restarting as a whole (attempt {attempt}) because {why}.",
+    )
+    sync.events.append(
+        EventSpec(
+            "Warning",
+            Reason.RESTARTING,
+            f"Restarting the whole job as attempt {attempt}: every pod ends, then all are made "
+            f"again; {_limit_text(sync, cause)}",
+        )
+    )
+    # Every pod of the ended attempt goes; each slot's own history goes on with its new pod.
+    sync.pending = [v for v in sync.views if v.replica_type is not None]
+    for view in sync.pending:
+        if view.slot_restarts > 0:
+            sync.restarts_before[view.slot] = view.slot_restarts
+    sync.stale = [*sync.stale, *sync.views]
+    sync.attempt = attempt
+
+
 def _restart(sync: _Sync) -> None:
-    """Retryable failures are recreated (Restarting); in-place restarts are reported."""
+    """Retryable failures are recreated (Restarting), or the whole job restarts; in-place
+    restarts are reported."""
+    if sync.job_causes:
+        _restart_job(sync)
+        return
     for view in sync.pending:
         sync.restarts_before[view.slot] = view.slot_restarts + 1
         sync.events.append(
@@ -786,7 +909,7 @@ def _restart(sync: _Sync) -> None:
                 f"{_describe(view)} {_exit_text(view)}: retryable, recreating it.",
             )
         )
-    limit_text = f"restart {sync.needed} of at most {sync.limit}."
+    limit_text = _limit_text(sync, sync.pending[0] if len(sync.pending) == 1 else None)
     if sync.pending:
         what = ", ".join(f"{_describe(v)} {_exit_text(v)}" for v in sync.pending)
         sync.condition(
@@ -851,6 +974,7 @@ def _progress(sync: _Sync) -> Outcome:
     status["state"] = current_state(sync.conditions)
     status["restartCount"] = sync.needed
     status["replicaStatuses"] = _replica_statuses(sync.job, counts)
+    _record_restarts(sync, status)
     return Outcome(
         status=status,
         recreate=tuple(sync.pending),
@@ -859,7 +983,20 @@ def _progress(sync: _Sync) -> Outcome:
         new_restarts=sync.needed - sync.restarts_so_far,
         events=tuple(sync.events),
         requeue_after=sync.requeue_after,
+        stale=tuple(sync.stale),
+        attempt=sync.attempt,
+        hold_creations=bool(sync.stale),
     )
+
+
+def _record_restarts(sync: _Sync, status: dict[str, Any]) -> None:
+    """The attempt, the disruptions and the history, once there is anything to say."""
+    if sync.attempt > 0:
+        status["attempt"] = sync.attempt
+    if sync.disruptions > 0:
+        status["disruptionRestarts"] = sync.disruptions
+    if sync.history:
+        status["restarts"] = sync.history
 
 
 def _only(step: Callable[[_Sync], None]) -> _Phase:
@@ -898,6 +1035,7 @@ def _restart_sum(
     carries: Mapping[str, int] | None,
     *,
     total: int = 0,
+    attempt: int = 0,
 ) -> tuple[int, dict[str, int]]:
     """Restarts performed so far, and the history each missing slot's new pod must carry.
 
@@ -906,10 +1044,11 @@ def _restart_sum(
     scaling down or suspending are remembered under :data:`REMOVED_HISTORY`); failing that (the
     controller restarted meanwhile, or someone else deleted the pod), the persisted ``total``
     minus what the live pods explain is given to the first such slot, so the sum, which is all
-    that backoffLimit needs, stays exact.
+    that backoffLimit needs, stays exact. Each whole-job restart (``attempt``) counts once,
+    beside the slots' own histories.
     """
     known = carries or {}
-    performed = known.get(REMOVED_HISTORY, 0)
+    performed = known.get(REMOVED_HISTORY, 0) + attempt
     unknown: list[str] = []
     restarts_before: dict[str, int] = {}
     for slot in slots:

@@ -53,6 +53,28 @@ class RestartPolicy(StrEnum):
     EXIT_CODE = "ExitCode"
 
 
+class RestartScope(StrEnum):
+    """What a retryable end of a replica restarts (`mxReplicaSpecs.<type>.restartScope`).
+
+    `Job`: every pod of the job ends and all are created again as one new attempt; `Replica`:
+    the one pod is recreated and joins the running ones. The default is what the real program
+    survives (shared.spec.restart_scope, docs/reliability.md).
+    """
+
+    JOB = "Job"
+    REPLICA = "Replica"
+
+
+class DisruptionPolicy(StrEnum):
+    """`runPolicy.disruptionPolicy`: whether a restart caused by a disruption (a pod ended with
+    the `DisruptionTarget` condition: drain, preemption, taint eviction) counts against
+    `backoffLimit`. `Ignore` (default) does not count it, as a batch Job's podFailurePolicy
+    rule `Ignore` for `DisruptionTarget`; `Count` does."""
+
+    IGNORE = "Ignore"
+    COUNT = "Count"
+
+
 class CleanPodPolicy(StrEnum):
     """Which pods are deleted when the job finishes."""
 

@@ -30,7 +30,14 @@ import fastjsonschema
 from jsonschema import Draft202012Validator, validators
 from jsonschema.protocols import Validator
 
-from shared.constants import CleanPodPolicy, JobMode, RestartPolicy, SuccessPolicy
+from shared.constants import (
+    CleanPodPolicy,
+    DisruptionPolicy,
+    JobMode,
+    RestartPolicy,
+    RestartScope,
+    SuccessPolicy,
+)
 from shared.spec import is_int
 
 _NON_NEGATIVE_INTEGER: dict[str, Any] = {"type": "integer", "minimum": 0}
@@ -72,7 +79,17 @@ SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "additionalProperties": {"$ref": "#/$defs/replicaSpec"},
                 },
-                "runPolicy": {"type": "object", "properties": RUN_POLICY_PROPERTIES},
+                "runPolicy": {
+                    "type": "object",
+                    "properties": {
+                        **RUN_POLICY_PROPERTIES,
+                        # v1's runPolicy only: the standalone shape never had it.
+                        "disruptionPolicy": {
+                            "type": "string",
+                            "enum": [p.value for p in DisruptionPolicy],
+                        },
+                    },
+                },
                 "successPolicy": {"type": "string", "enum": [p.value for p in SuccessPolicy]},
                 # The standalone mxnet-operator v1 shape; defaulting moves these to runPolicy.
                 **RUN_POLICY_PROPERTIES,
@@ -86,6 +103,7 @@ SCHEMA: dict[str, Any] = {
             "properties": {
                 "replicas": _NON_NEGATIVE_INTEGER,
                 "restartPolicy": {"type": "string", "enum": [p.value for p in RestartPolicy]},
+                "restartScope": {"type": "string", "enum": [s.value for s in RestartScope]},
                 "template": {"$ref": "#/$defs/podTemplate"},
             },
         },

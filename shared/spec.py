@@ -24,9 +24,11 @@ from shared.constants import (
     RUN_POLICY_FIELDS,
     TUNER_SERVER_KEY_ANNOTATION,
     CleanPodPolicy,
+    DisruptionPolicy,
     JobMode,
     ReplicaType,
     RestartPolicy,
+    RestartScope,
     SuccessPolicy,
 )
 
@@ -43,6 +45,7 @@ class RunPolicy(TypedDict, total=False):
     suspend: bool
     schedulingPolicy: dict[str, Any]
     managedBy: str
+    disruptionPolicy: str
 
 
 def is_int(value: object) -> TypeGuard[int]:
@@ -197,6 +200,31 @@ def restart_policy(job: Mapping[str, Any], replica_type: str) -> RestartPolicy:
     if isinstance(policy, str) and policy in RestartPolicy.__members__.values():
         return RestartPolicy(policy)
     return DEFAULT_RESTART_POLICY
+
+
+def restart_scope(job: Mapping[str, Any], replica_type: str) -> RestartScope:
+    """What a retryable end of this replica type restarts (`restartScope`).
+
+    The default is what the real programs survive (docs/reliability.md, "What a retry
+    restarts"): ps-lite never readmits a scheduler, a new server starts without the
+    parameters and a new worker rejoins only through heartbeats and then at step 0, so every
+    MXTrain replica restarts the whole job; TVM's tracker re-registers servers that outlive it
+    and takes a new server under its key, and a tuner is a client of both, so every MXTune
+    replica is replaced alone.
+    """
+    scope = as_mapping(replica_spec(job, replica_type)).get("restartScope")
+    if isinstance(scope, str) and scope in RestartScope.__members__.values():
+        return RestartScope(scope)
+    return RestartScope.REPLICA if job_mode(job) is JobMode.MXTUNE else RestartScope.JOB
+
+
+def disruption_policy(job: Mapping[str, Any]) -> DisruptionPolicy:
+    """`runPolicy.disruptionPolicy` (default Ignore: disruptions do not count to backoffLimit)."""
+    nested = as_mapping(as_mapping(job.get("spec")).get("runPolicy"))
+    value = nested.get("disruptionPolicy")
+    if isinstance(value, str) and value in DisruptionPolicy.__members__.values():
+        return DisruptionPolicy(value)
+    return DisruptionPolicy.IGNORE
 
 
 def run_policy(job: Mapping[str, Any]) -> RunPolicy:

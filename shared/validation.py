@@ -30,6 +30,7 @@ from shared.constants import (
     RUN_POLICY_FIELDS,
     JobMode,
     ReplicaType,
+    RestartScope,
     SuccessPolicy,
 )
 from shared.env import (
@@ -202,6 +203,7 @@ class _Rules:
             self.check_replica_counts(replicas)
             for key, rspec in replicas.items():
                 if isinstance(rspec, Mapping):
+                    self.check_restart_scope(key, rspec)
                     self.check_template(key, rspec)
         return self.violations
 
@@ -440,6 +442,19 @@ class _Rules:
             self.add(
                 ["spec", "mxReplicaSpecs", key, "replicas"],
                 "must be at least 1 in MXTune mode (got 0)",
+            )
+
+    def check_restart_scope(self, key: str, rspec: Mapping[str, Any]) -> None:
+        """ps-lite never readmits a scheduler: a lone new one could only hang (the schema
+        checks the value itself)."""
+        if (
+            rspec.get("restartScope") == RestartScope.REPLICA
+            and canonical_replica_type(key) is ReplicaType.SCHEDULER
+        ):
+            self.add(
+                ["spec", "mxReplicaSpecs", key, "restartScope"],
+                "must be 'Job' for the Scheduler (got 'Replica'): ps-lite cannot take a new "
+                "scheduler into a running cluster, so a lone replacement would wait forever",
             )
 
     def check_template(self, key: str, rspec: Mapping[str, Any]) -> None:

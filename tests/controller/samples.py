@@ -33,19 +33,25 @@ def job(
     mode: str = "MXTrain",
     replicas: dict[str, int] | None = None,
     restart_policy: str | None = None,
+    restart_scope: str | None = None,
     run_policy: dict[str, Any] | None = None,
     success_policy: str | None = None,
     status: Obj | None = None,
     namespace: str = "ns",
     uid: str = "job-uid",
 ) -> Obj:
-    """A defaulted MXJob (``replicas`` default: Scheduler 1, Server 1, Worker 2)."""
+    """A defaulted MXJob (``replicas`` default: Scheduler 1, Server 1, Worker 2).
+
+    ``restart_scope`` is set on every replica type (``Replica`` on every one but the
+    Scheduler, which ps-lite never readmits)."""
     counts = replicas or {"Scheduler": 1, "Server": 1, "Worker": 2}
     specs: Obj = {}
     for rtype, count in counts.items():
         specs[rtype] = {"replicas": count, "template": template()}
         if restart_policy:
             specs[rtype]["restartPolicy"] = restart_policy
+        if restart_scope and not (restart_scope == "Replica" and rtype == "Scheduler"):
+            specs[rtype]["restartScope"] = restart_scope
     spec: Obj = {"jobMode": mode, "mxReplicaSpecs": specs}
     if run_policy:
         spec["runPolicy"] = copy.deepcopy(run_policy)
@@ -89,9 +95,15 @@ def pod(
     terminating: bool = False,
     uid: str | None = None,
     last_exit_code: int | None = None,
+    attempt: int = 0,
+    finished_at: str | None = None,
+    disruption: str | None = None,
 ) -> Obj:
-    """The pod of slot ``key`` with a kubelet-like status."""
-    built = build_pod(job_obj, slot(job_obj, key), restarts_before=restarts_before)
+    """The pod of slot ``key`` with a kubelet-like status (``disruption``: the reason of its
+    ``DisruptionTarget`` condition)."""
+    built = build_pod(
+        job_obj, slot(job_obj, key), restarts_before=restarts_before, attempt=attempt
+    )
     built["metadata"]["uid"] = uid or f"pod-{key}"
     built["metadata"]["resourceVersion"] = "20"
     if terminating:
@@ -101,6 +113,8 @@ def pod(
         state = {
             "terminated": {"exitCode": exit_code, "reason": "Error" if exit_code else "Completed"}
         }
+        if finished_at is not None:
+            state["terminated"]["finishedAt"] = finished_at
     elif phase == "Running":
         state = {"running": {"startedAt": NOW_TEXT}}
     else:
@@ -111,6 +125,11 @@ def pod(
     status: Obj = {"phase": phase, "containerStatuses": [container]}
     if reason:
         status["reason"] = reason
+    if disruption:
+        status["conditions"] = [
+            {"type": "DisruptionTarget", "status": "True", "reason": disruption,
+             "lastTransitionTime": NOW_TEXT}
+        ]  # fmt: skip
     built["status"] = status
     return built
 

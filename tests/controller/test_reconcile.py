@@ -165,11 +165,11 @@ def test_a_name_taken_by_a_foreign_pod_is_an_error_and_a_warning_event() -> None
 
 
 def test_a_retryable_failure_is_recreated_with_its_restart_history() -> None:
-    world = World(job())
+    world = World(job(restart_scope="Replica"))
     world.reconciler.reconcile(KEY)
     world.sync_from_api()
     world.set_pod_status(
-        "mnist-worker-1", pod(job(), "worker-1", phase="Failed", exit_code=137)["status"]
+        "mnist-worker-1", pod(job(restart_scope="Replica"), "worker-1", phase="Failed", exit_code=137)["status"]
     )
     world.sync_from_api()
     world.reconciler.reconcile(KEY)
@@ -322,11 +322,11 @@ def test_a_status_conflict_keeps_every_finalizer() -> None:
 
 
 def test_a_pod_the_controller_recreates_is_released_just_before_its_delete() -> None:
-    world = World(job())
+    world = World(job(restart_scope="Replica"))
     world.reconciler.reconcile(KEY)
     world.sync_from_api()
     world.set_pod_status(
-        "mnist-worker-1", pod(job(), "worker-1", phase="Failed", exit_code=137)["status"]
+        "mnist-worker-1", pod(job(restart_scope="Replica"), "worker-1", phase="Failed", exit_code=137)["status"]
     )
     world.sync_from_api()
     before = len(world.api.requests)
@@ -342,14 +342,14 @@ def test_a_pod_the_controller_recreates_is_released_just_before_its_delete() -> 
 
 
 def test_a_pod_deleted_while_the_controller_was_down_is_counted_then_released() -> None:
-    world = World(job())
+    world = World(job(restart_scope="Replica"))
     world.reconciler.reconcile(KEY)
     world.sync_from_api()
     worker = pods_path("ns", "mnist-worker-1")
     # Someone deletes it; the finalizer holds it; its kubelet reports exit 143.
     world.api.request("DELETE", worker, body={})
     world.set_pod_status(
-        "mnist-worker-1", pod(job(), "worker-1", phase="Failed", exit_code=143)["status"]
+        "mnist-worker-1", pod(job(restart_scope="Replica"), "worker-1", phase="Failed", exit_code=143)["status"]
     )
     assert worker in world.api.objects
     world.sync_from_api()

@@ -294,7 +294,7 @@ def test_a_job_stored_without_validation_fails_with_the_violations_as_reason() -
 
 # -- restarts ---------------------------------------------------------------------------------
 def test_exit_code_137_recreates_the_pod_and_shows_restarting() -> None:
-    stored, _ = step(job(), [])
+    stored, _ = step(job(restart_scope="Replica"), [])
     stored, _ = step(stored, pods_all(stored))
     failed = pod(stored, "worker-1", phase="Failed", exit_code=137)
     _, outcome = step(stored, [*pods_all(stored)[:3], failed])
@@ -310,7 +310,7 @@ def test_exit_code_137_recreates_the_pod_and_shows_restarting() -> None:
 
 
 def test_an_evicted_pod_is_recreated_under_exit_code() -> None:
-    stored, _ = step(job(), [])
+    stored, _ = step(job(restart_scope="Replica"), [])
     evicted = pod(stored, "server-0", phase="Failed", reason="Evicted")
     _, outcome = step(
         stored,
@@ -335,7 +335,12 @@ def test_in_place_restarts_under_on_failure_count_toward_the_backoff_limit() -> 
 
 def test_the_third_retryable_failure_with_backoff_limit_2_fails_the_job() -> None:
     stored, _ = step(
-        job(replicas={"Scheduler": 1, "Worker": 1}, run_policy={"backoffLimit": 2}), []
+        job(
+            replicas={"Scheduler": 1, "Worker": 1},
+            run_policy={"backoffLimit": 2},
+            restart_scope="Replica",
+        ),
+        [],
     )
     for restarts_before in (0, 1):
         failed = pod(
@@ -358,7 +363,7 @@ def test_the_third_retryable_failure_with_backoff_limit_2_fails_the_job() -> Non
 
 def test_a_restart_persisted_before_its_pod_was_deleted_is_not_counted_twice() -> None:
     """The controller died after writing restartCount 1 but before deleting the failed pod."""
-    stored, _ = step(job(), [])
+    stored, _ = step(job(restart_scope="Replica"), [])
     failed = pod(stored, "worker-0", phase="Failed", exit_code=137)
     stored, outcome = step(
         stored,
@@ -375,7 +380,7 @@ def test_a_restart_persisted_before_its_pod_was_deleted_is_not_counted_twice() -
 
 def test_a_slot_emptied_while_the_controller_was_down_inherits_the_persisted_restarts() -> None:
     """The controller died between deleting the failed pod and creating its replacement."""
-    stored, _ = step(job(), [])
+    stored, _ = step(job(restart_scope="Replica"), [])
     failed = pod(stored, "worker-0", phase="Failed", exit_code=137)
     others = [pod(stored, "scheduler-0"), pod(stored, "server-0"), pod(stored, "worker-1")]
     stored, _ = step(stored, [*others, failed])
@@ -518,7 +523,7 @@ def untracked(p: Obj) -> Obj:
 
 
 def test_a_worker_deleted_by_someone_else_that_ended_143_counts_as_a_restart() -> None:
-    stored, _ = step(job(), [])
+    stored, _ = step(job(restart_scope="Replica"), [])
     stored, _ = step(stored, pods_all(stored))
     held = pod(stored, "worker-1", phase="Failed", exit_code=143, terminating=True)
     stored, outcome = step(stored, [*pods_all(stored)[:3], held])
@@ -665,7 +670,7 @@ def test_a_job_whose_cause_is_fixed_in_time_goes_on_to_running() -> None:
 
 
 def test_an_oom_kill_is_retried_under_exit_code_and_named_in_the_final_backoff_failure() -> None:
-    train = job(restart_policy="ExitCode", run_policy={"backoffLimit": 1})
+    train = job(restart_policy="ExitCode", restart_scope="Replica", run_policy={"backoffLimit": 1})
     oom = pods_all(train)
     oom[-1] = pod(train, desired_slots(train)[-1].key, phase="Failed", exit_code=137,
                   reason="OOMKilled")  # fmt: skip
@@ -684,7 +689,7 @@ def test_an_oom_kill_is_retried_under_exit_code_and_named_in_the_final_backoff_f
 
 
 def test_an_end_the_runtime_lost_is_retried_under_exit_code_whatever_the_code() -> None:
-    train = job(restart_policy="ExitCode")
+    train = job(restart_policy="ExitCode", restart_scope="Replica")
     lost = pods_all(train)
     lost[-1] = pod(train, desired_slots(train)[-1].key, phase="Failed", exit_code=255)
     lost[-1]["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = "Unknown"
