@@ -442,7 +442,8 @@ class Reconciler:
         self, key: str, uid: str, plan: Plan, outcome: Outcome, deleted: Sequence[str]
     ) -> None:
         """Keep the restart history of pods removed for good (not recreated) in memory."""
-        recreated = {view.name for view in outcome.recreate}
+        # A stale pod's history went on with its slot when its attempt ended.
+        recreated = {view.name for view in (*outcome.recreate, *outcome.stale)}
         removed = sum(
             observe(pod).slot_restarts
             for pod in plan.delete_pods

@@ -37,8 +37,10 @@ from shared.constants import (
     V1,
     V1BETA1,
     CleanPodPolicy,
+    DisruptionPolicy,
     JobMode,
     RestartPolicy,
+    RestartScope,
 )
 
 OUTPUT = PROJECT_ROOT / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
@@ -66,7 +68,8 @@ RUN_POLICY_FIELDS: dict[str, dict[str, Any]] = {
         "format": "int64",
     },
     "backoffLimit": _non_negative(
-        "Restarts and recreations allowed before the job fails (BackoffLimitExceeded); default 6."
+        "Restarts allowed before the job fails (BackoffLimitExceeded); default 6. A restart "
+        "caused by a disruption counts only under disruptionPolicy Count."
     ),
 }
 
@@ -85,6 +88,12 @@ def _run_policy() -> dict[str, Any]:
                 "type": "string",
                 "description": "The controller that manages this job; empty means this operator.",
             },
+            "disruptionPolicy": _enum(
+                [p.value for p in DisruptionPolicy],
+                "Whether a restart caused by a disruption (a pod ended with the DisruptionTarget "
+                "condition: drain, preemption, taint eviction) counts against backoffLimit: "
+                "Ignore (default) or Count.",
+            ),
             "schedulingPolicy": {
                 "type": "object",
                 "description": (
@@ -108,6 +117,13 @@ def _replica_spec(template: dict[str, Any], *, with_label: bool) -> dict[str, An
             "Always/OnFailure: the kubelet restarts the container in place; Never: a failure "
             "fails the job; ExitCode (default): the operator recreates the pod when the mxnet "
             "container's exit code is retryable (128+signal) and fails the job otherwise.",
+        ),
+        "restartScope": _enum(
+            [s.value for s in RestartScope],
+            "What a retryable end of this replica restarts: Job (every pod ends, then all are "
+            "made again as a new attempt; the default of MXTrain replicas, which ps-lite cannot "
+            "take back alone) or Replica (its pod alone is made again; the default of MXTune "
+            "replicas). The Scheduler is always Job.",
         ),
         "template": copy.deepcopy(template),
     }
@@ -165,6 +181,26 @@ def _replica_statuses() -> dict[str, Any]:
     return {"type": "object", "additionalProperties": status}
 
 
+def _restart_entry() -> dict[str, Any]:
+    text = {"type": "string"}
+    return {
+        "type": "object",
+        "properties": {
+            "time": {"type": "string", "format": "date-time"},
+            "scope": {**text, "description": "Job (a new attempt) or Replica (its pod alone)."},
+            "attempt": _non_negative("The attempt that ran after this restart."),
+            "replicaType": text,
+            "index": _non_negative("The replica's index."),
+            "pod": {**text, "description": "The pod whose end caused the restart."},
+            "podUID": text,
+            "exitCode": {"type": "integer", "format": "int32"},
+            "reason": {**text, "description": "The kubelet's or the pod's reason (OOMKilled...)."},
+            "disruption": {**text, "description": "The DisruptionTarget reason, if any."},
+            "countedAgainstBackoff": {"type": "boolean"},
+        },
+    }
+
+
 def _status(*, replica_statuses_key: str) -> dict[str, Any]:
     condition = {
         "type": "object",
@@ -190,8 +226,19 @@ def _status(*, replica_statuses_key: str) -> dict[str, Any]:
             },
             replica_statuses_key: _replica_statuses(),
             "restartCount": _non_negative(
-                "Restarts and recreations so far (counts to backoffLimit)."
+                "Restarts so far: whole-job ones, pods made again, in-place ones."
             ),
+            "attempt": _non_negative(
+                "Whole-job restarts so far: the attempt whose pods run (0 or absent: the first)."
+            ),
+            "disruptionRestarts": _non_negative(
+                "Restarts, of restartCount, caused by a disruption (DisruptionTarget)."
+            ),
+            "restarts": {
+                "type": "array",
+                "description": "The newest restarts (at most 10): which replica ended how.",
+                "items": _restart_entry(),
+            },
             "startTime": {"type": "string", "format": "date-time"},
             "completionTime": {"type": "string", "format": "date-time"},
             "lastReconcileTime": {"type": "string", "format": "date-time"},
@@ -276,7 +323,7 @@ PRINTER_COLUMNS = [
         "description": "The current state of the job.",
     },
     {"name": "Mode", "type": "string", "jsonPath": ".spec.jobMode"},
-    {"name": "Restarts", "type": "integer", "jsonPath": ".status.restartCount", "priority": 1},
+    {"name": "Restarts", "type": "integer", "jsonPath": ".status.restartCount"},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 

@@ -10,6 +10,18 @@ loss=...`` for Katib's metrics collector) and finally a SHA-256 of their paramet
 ``dist_sync`` every worker pulls the same weights after every step, so the digests of all
 workers must be equal.
 
+With ``--checkpoint-dir`` (a volume every worker mounts: a PersistentVolumeClaim), worker 0
+saves the parameters after every epoch, and a worker that starts where a checkpoint exists
+resumes after its epoch (``resumed from checkpoint epoch 3``). The operator restarts an MXTrain
+job as a whole when a replica ends retryably (ps-lite cannot take a lone replacement back), so
+every worker of the new attempt reads the same checkpoint and they go on together. Every
+worker ends with ``final accuracy ...`` over its shard.
+
+``--fail-at-epoch`` makes worker ``--fail-rank`` end itself during that epoch, once (not in an
+attempt that resumed past it), the way ``--fail-with`` says: ``sigkill`` (exit 137, as the OOM
+killer or a lost node would end it) or ``oom`` (it allocates until its memory limit's OOM kill):
+``make demo DEMO_ARGS=--kill-worker`` shows a job resumed and Succeeded after it.
+
 Run it with ``python -m train_dist`` (the example image puts ``examples/scripts`` on PYTHONPATH).
 """
 
@@ -18,7 +30,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -37,7 +51,51 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=32, help="per-worker batch size")
     parser.add_argument("--lr", type=float, default=0.1, help="SGD learning rate")
     parser.add_argument("--seed", type=int, default=42, help="seed of the synthetic data")
+    parser.add_argument("--checkpoint-dir", default="", help="save and resume here (a volume)")
+    parser.add_argument("--epoch-pause", type=float, default=0.0, help="seconds after an epoch")
+    parser.add_argument("--fail-at-epoch", type=int, default=0, help="end a worker in it, once")
+    parser.add_argument("--fail-rank", type=int, default=1, help="the worker that ends itself")
+    parser.add_argument("--fail-with", choices=("sigkill", "oom"), default="sigkill")
     return parser.parse_args(argv)
+
+
+CHECKPOINT_INDEX = "latest.json"
+
+
+def latest_checkpoint(directory: str) -> tuple[int, str] | None:
+    """The epoch and parameter file of the newest complete checkpoint, if any."""
+    if not directory:
+        return None
+    try:
+        with open(os.path.join(directory, CHECKPOINT_INDEX)) as index:
+            found = json.load(index)
+    except (OSError, ValueError):
+        return None
+    return int(found["epoch"]), os.path.join(directory, str(found["params"]))
+
+
+def save_checkpoint(directory: str, net: Any, epoch: int) -> None:
+    """The parameters of ``epoch``, then the index naming them: a reader never sees a half."""
+    name = f"epoch-{epoch}.params"
+    net.save_parameters(os.path.join(directory, name + ".tmp"))
+    os.replace(os.path.join(directory, name + ".tmp"), os.path.join(directory, name))
+    index = os.path.join(directory, CHECKPOINT_INDEX)
+    with open(index + ".tmp", "w") as out:
+        json.dump({"epoch": epoch, "params": name}, out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(index + ".tmp", index)
+
+
+def end_itself(how: str) -> None:
+    """Die as a killed process does: SIGKILL, or an allocation past the memory limit."""
+    print(f"ending this worker now ({how})", flush=True)
+    if how == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    hoard = []
+    while True:  # each chunk written, not only reserved, until the kernel's OOM kill
+        hoard.append(bytearray(64 << 20))
+        hoard[-1][::4096] = b"x" * len(hoard[-1][::4096])
 
 
 def wait_for_name(host: str, timeout: float = 120) -> str:
@@ -71,6 +129,12 @@ def parameter_digest(params: Any) -> str:
         digest.update(name.encode())
         digest.update(params[name].data().asnumpy().tobytes())
     return digest.hexdigest()
+
+
+def shard_accuracy(mx: Any, net: Any, features: Any, labels: Any) -> float:
+    """The trained network's accuracy over the worker's whole shard."""
+    predicted = net(mx.nd.array(features)).argmax(axis=1).asnumpy()
+    return float((predicted == labels).mean())
 
 
 def katib_metrics(epoch: int, *, loss: float, accuracy: float) -> str:
@@ -113,11 +177,21 @@ def train(args: argparse.Namespace) -> None:
     net.add(gluon.nn.Dense(args.hidden, activation="relu"), gluon.nn.Dense(args.classes))
     net.initialize(mx.init.Xavier())
     net.hybridize()
+    first = 1
+    checkpoint = latest_checkpoint(args.checkpoint_dir)
+    if checkpoint is not None:
+        done, params = checkpoint
+        net(mx.nd.array(features[:1]))  # the shapes, so the saved values can be set
+        net.load_parameters(params)
+        first = done + 1
+        print(f"resumed from checkpoint epoch {done}", flush=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": args.lr}, kvstore=kv)
-    for epoch in range(1, args.epochs + 1):
+    for epoch in range(first, args.epochs + 1):
         total, count, correct = 0.0, 0, 0
-        for data, label in loader:
+        for batch, (data, label) in enumerate(loader):
+            if epoch == args.fail_at_epoch and rank == args.fail_rank and first == 1 and batch == 1:
+                end_itself(args.fail_with)
             with autograd.record():
                 output = net(data)
                 loss = loss_fn(output, label)
@@ -131,7 +205,11 @@ def train(args: argparse.Namespace) -> None:
             flush=True,
         )
         print(katib_metrics(epoch, loss=total / count, accuracy=correct / count), flush=True)
+        if args.checkpoint_dir and rank == 0:
+            save_checkpoint(args.checkpoint_dir, net, epoch)
+        time.sleep(args.epoch_pause)
     mx.nd.waitall()
+    print(f"final accuracy {shard_accuracy(mx, net, features[shard], labels[shard]):.4f}")
     print(f"final parameters sha256 {parameter_digest(net.collect_params())}", flush=True)
 
 

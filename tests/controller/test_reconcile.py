@@ -13,7 +13,7 @@ from controller.expectations import Expectations
 from controller.informers import Store
 from controller.kube import Conflict, mxjobs_path, pods_path, services_path
 from controller.metrics import Metrics
-from controller.observed import RESTARTS_BEFORE_ANNOTATION
+from controller.observed import ATTEMPT_ANNOTATION, RESTARTS_BEFORE_ANNOTATION
 from controller.reconcile import NameConflictError, Reconciler
 from controller.status import compute_status
 from shared.constants import LABEL_JOB_NAME, TRACKING_FINALIZER
@@ -179,6 +179,30 @@ def test_a_retryable_failure_is_recreated_with_its_restart_history() -> None:
     world.reconciler.reconcile(KEY)
     replacement = world.api.objects[pods_path("ns", "mnist-worker-1")]
     assert replacement["metadata"]["annotations"][RESTARTS_BEFORE_ANNOTATION] == "1"
+
+
+def test_a_retryable_failure_restarts_the_whole_job_status_first_then_every_pod() -> None:
+    world = World(job())
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    world.set_pod_status(
+        "mnist-worker-1", pod(job(), "worker-1", phase="Failed", exit_code=137)["status"]
+    )
+    world.sync_from_api()
+    world.api.requests.clear()
+    world.reconciler.reconcile(KEY)
+    writes = [(r.method, r.path.rsplit("/", 1)[-1]) for r in world.api.writes()]
+    assert writes[0] == ("PUT", "status")  # the restart is written before any pod goes
+    deleted = sorted(name for method, name in writes if method == "DELETE")
+    assert deleted == ["mnist-scheduler-0", "mnist-server-0", "mnist-worker-0", "mnist-worker-1"]
+    assert not any(method == "POST" and "pods" in name for method, name in writes)
+    assert world.api.objects[mxjobs_path("ns", "mnist")]["status"]["attempt"] == 1
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    made = [o for p, o in world.api.objects.items() if "/pods/" in p]
+    assert len(made) == 4
+    assert {o["metadata"]["annotations"][ATTEMPT_ANNOTATION] for o in made} == {"1"}
+    assert world.api.objects[mxjobs_path("ns", "mnist")]["status"]["restartCount"] == 1
 
 
 def test_ttl_expiry_deletes_the_job_with_a_uid_precondition() -> None:
