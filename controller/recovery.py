@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from controller.observed import PodView
 from shared.constants import RestartScope
-from shared.spec import as_mapping, is_int
+from shared.spec import is_int
 
 HISTORY_LIMIT: Final = 10
 """Restarts kept in ``status.restarts`` (the newest; ``restartCount`` counts them all)."""

@@ -152,7 +152,8 @@ class Outcome:
     """Tracked pods that have ended and that this status counts: once it is written, their
     tracking finalizer goes (controller/tracking.py)."""
     stale: tuple[PodView, ...] = ()
-    """Pods of an earlier attempt of a job restarted as a whole: they go (controller/recovery.py)."""
+    """Pods of an earlier attempt of a job restarted as a whole: they go
+    (controller/recovery.py)."""
     attempt: int = 0
     """The attempt the pods created now belong to (``status.attempt``)."""
     hold_creations: bool = False

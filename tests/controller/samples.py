@@ -101,9 +101,7 @@ def pod(
 ) -> Obj:
     """The pod of slot ``key`` with a kubelet-like status (``disruption``: the reason of its
     ``DisruptionTarget`` condition)."""
-    built = build_pod(
-        job_obj, slot(job_obj, key), restarts_before=restarts_before, attempt=attempt
-    )
+    built = build_pod(job_obj, slot(job_obj, key), restarts_before=restarts_before, attempt=attempt)
     built["metadata"]["uid"] = uid or f"pod-{key}"
     built["metadata"]["resourceVersion"] = "20"
     if terminating:

@@ -31,6 +31,8 @@ from tests.controller.samples import (
 
 Obj = dict[str, Any]
 KEY = "ns/mnist"
+LONE = job(restart_scope="Replica")
+"""A job whose Server and Workers are replaced alone (``restartScope: Replica``)."""
 
 
 def names(objects: list[Obj]) -> list[str]:
@@ -169,7 +171,7 @@ def test_a_retryable_failure_is_recreated_with_its_restart_history() -> None:
     world.reconciler.reconcile(KEY)
     world.sync_from_api()
     world.set_pod_status(
-        "mnist-worker-1", pod(job(restart_scope="Replica"), "worker-1", phase="Failed", exit_code=137)["status"]
+        "mnist-worker-1", pod(LONE, "worker-1", phase="Failed", exit_code=137)["status"]
     )
     world.sync_from_api()
     world.reconciler.reconcile(KEY)
@@ -350,7 +352,7 @@ def test_a_pod_the_controller_recreates_is_released_just_before_its_delete() -> 
     world.reconciler.reconcile(KEY)
     world.sync_from_api()
     world.set_pod_status(
-        "mnist-worker-1", pod(job(restart_scope="Replica"), "worker-1", phase="Failed", exit_code=137)["status"]
+        "mnist-worker-1", pod(LONE, "worker-1", phase="Failed", exit_code=137)["status"]
     )
     world.sync_from_api()
     before = len(world.api.requests)
@@ -373,7 +375,7 @@ def test_a_pod_deleted_while_the_controller_was_down_is_counted_then_released() 
     # Someone deletes it; the finalizer holds it; its kubelet reports exit 143.
     world.api.request("DELETE", worker, body={})
     world.set_pod_status(
-        "mnist-worker-1", pod(job(restart_scope="Replica"), "worker-1", phase="Failed", exit_code=143)["status"]
+        "mnist-worker-1", pod(LONE, "worker-1", phase="Failed", exit_code=143)["status"]
     )
     assert worker in world.api.objects
     world.sync_from_api()

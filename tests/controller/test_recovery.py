@@ -6,11 +6,11 @@ import copy
 import datetime
 from typing import Any
 
+from controller.desired import build_service, desired_slots
 from controller.observed import ATTEMPT_ANNOTATION, observe
 from controller.plan import plan_actions
 from controller.recovery import HISTORY_LIMIT, consequences, with_entries
 from controller.status import Outcome, compute_status
-from controller.desired import build_service, desired_slots
 from tests.controller.samples import NOW, job, later, pod, pods_all
 
 Obj = dict[str, Any]

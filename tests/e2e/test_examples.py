@@ -32,6 +32,7 @@ def _id(path: Path) -> str:
 def test_the_seed_jobs_exist_in_both_versions_next_to_the_runnable_cpu_examples() -> None:
     assert {_id(p) for p in EXAMPLE_FILES} == {
         "v1/train/mx_job_dist_cpu.yaml",
+        "v1/train/mx_job_dist_cpu_resume.yaml",
         "v1/train/mx_job_dist_gpu.yaml",
         "v1/tune/mx_job_tune_cpu.yaml",
         "v1/tune/mx_job_tune_gpu.yaml",

@@ -1,12 +1,13 @@
-"""A worker disrupted by the cluster on the real node: ``kubectl drain`` and the scheduler's
-preemption.
+"""A real MXNet job disrupted by the cluster on the real node: ``kubectl drain``, the
+scheduler's preemption, a lost node.
 
-In both cases the worker's pod is deleted from outside with a grace period: its process gets
-SIGTERM (exit 143, retryable under ``restartPolicy: ExitCode``) and the pod says who ended it in
-its ``DisruptionTarget`` condition. The operator recreates the replica (a restart, counted
-against ``backoffLimit``), names the disruption in the job's ``Restarting`` condition, and the
-job Succeeds once the node takes the new pod (after ``uncordon``, or once the preemptor ended).
-:class:`~tests.helpers.pod_creations.PodCreations` counts the pods: one per attempt.
+Each test runs the resumable train example (real MXNet 1.9.1 ``dist_sync`` with a checkpoint
+volume: tests/e2e/recovery_jobs.py) and has the cluster end worker 1's pod once worker 0 saved
+a checkpoint. The pod says who ended it in its ``DisruptionTarget`` condition; ps-lite cannot
+take a lone replacement back, so the operator restarts the job as a whole (attempt 1), without
+counting the restart against ``backoffLimit`` (``disruptionPolicy: Ignore``), and the workers
+resume after the checkpoint: the job must Succeed with its accuracy and every pod made twice.
+A job behind a PodDisruptionBudget is not disrupted at all.
 """
 
 from __future__ import annotations
@@ -20,9 +21,17 @@ from typing import Any
 
 import pytest
 
+from controller.observed import ATTEMPT_ANNOTATION
 from controller.quantity import parse
 from tests.e2e.admission_traffic import single_worker_job
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
+from tests.e2e.recovery_jobs import (
+    assert_restarted_once_and_resumed,
+    checkpoint_claim,
+    resumable_job,
+    run_disrupted,
+    summary,
+)
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
@@ -42,104 +51,11 @@ def condition(status: dict[str, Any], ctype: str) -> dict[str, Any]:
     return next((c for c in status.get("conditions", []) if c["type"] == ctype), {})
 
 
-def worker_until_told(installed: InstalledCluster, name: str) -> dict[str, Any]:
-    """A job whose worker works until SIGTERM (and, like a training program, stops on it: a PID 1
-    without a handler would ignore it and be killed at the end of the grace period), unless it
-    starts after :func:`tell_to_finish`, when it exits 0 at once. The first attempt is thus
-    always the one disrupted, however slow the node, and the replacement always succeeds."""
-    image = installed.cluster.images.examples.ref
-    work = ("import os, signal, sys, time; "
-            "signal.signal(signal.SIGTERM, lambda *_: sys.exit(143)); "
-            "sys.exit(0) if os.environ.get('FINISH') else time.sleep(3600)")  # fmt: skip
-    job = single_worker_job(name, image, ["python", "-c", work])
-    worker = job["spec"]["mxReplicaSpecs"]["Worker"]
-    worker["restartPolicy"] = "ExitCode"
-    worker["template"]["spec"]["containers"][0]["env"] = [
-        {
-            "name": "FINISH",
-            "valueFrom": {
-                "configMapKeyRef": {"name": f"{name}-plan", "key": "finish", "optional": True}
-            },
-        }
-    ]
-    return job
-
-
-def tell_to_finish(installed: InstalledCluster, namespace: str, name: str) -> None:
-    """Containers of job ``name`` started from now on exit 0 (the env is read at their start)."""
-    installed.api.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body={
-        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-plan"},
-        "data": {"finish": "yes"}})  # fmt: skip
-
-
-def run_until_restarted(
-    installed: InstalledCluster, namespace: str, job: dict[str, Any], disrupt: Any
-) -> dict[str, Any]:
-    """Create ``job``, disrupt its running worker, and return the job's status once restarted."""
-    name = job["metadata"]["name"]
-    installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
-    wait_for("the worker running", lambda: status_of(installed, namespace, name).get("state"),
-             lambda state: state == "Running", timeout=120)  # fmt: skip
-    tell_to_finish(installed, namespace, name)
-    disrupt()
-    return wait_for(
-        "the job restarting", lambda: status_of(installed, namespace, name),
-        lambda status: status.get("restartCount", 0) >= 1, timeout=120,
-    )  # fmt: skip
-
-
 def finish(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
     return wait_for(
         f"MXJob {name} to finish", lambda: status_of(installed, namespace, name),
         lambda status: status.get("state") in ("Succeeded", "Failed"), timeout=180,
     )  # fmt: skip
-
-
-def rerun_once(
-    restarted: dict[str, Any], final: dict[str, Any], creations: PodCreations, *, pod: str,
-    disruption: str,
-) -> str:  # fmt: skip
-    """The Restarting message, once shown to name the disruption, and the job to have run the
-    replica twice (one pod per attempt) to success."""
-    message = str(condition(restarted, "Restarting").get("message", ""))
-    assert disruption in message and "exited with code 143" in message, restarted
-    assert final["state"] == "Succeeded" and final["restartCount"] == 1, final
-    assert sorted(n for n, _ in creations.seen) == [pod] * 2
-    return message
-
-
-def test_a_drained_worker_is_recreated_and_the_job_succeeds_after_uncordon(
-    real_cluster: InstalledCluster,
-) -> None:
-    node, kubectl = real_cluster.node.settings.node_name, real_cluster.plane.kubectl
-    namespace = namespace_for(real_cluster, "disrupt-drain")
-    creations = PodCreations(real_cluster.api, namespace)
-    started = time.monotonic()
-    try:
-        restarted = run_until_restarted(
-            real_cluster, namespace, worker_until_told(real_cluster, "drained"),
-            lambda: kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
-                            "--pod-selector=training.kubeflow.org/job-name=drained",
-                            "--timeout=90s", timeout=100),
-        )  # fmt: skip
-        pending = wait_for(
-            "the new pod unschedulable on the cordoned node",
-            lambda: real_cluster.api.request(
-                "GET", f"/api/v1/namespaces/{namespace}/pods/drained-worker-0")["status"],
-            lambda status: status.get("phase") == "Pending", timeout=60,
-        )  # fmt: skip
-        kubectl("uncordon", node)
-        final = finish(real_cluster, namespace, "drained")
-    finally:
-        kubectl("uncordon", node, check=False)
-        creations.stop()
-    message = rerun_once(restarted, final, creations, pod="drained-worker-0",
-                         disruption="EvictionByEvictionAPI")  # fmt: skip
-    assert pending.get("phase") == "Pending"
-    remove_namespace(real_cluster, namespace)
-    print(f"\ndrain: worker evicted, recreated (restart 1 of 6: {message!r}), held Pending while "
-          f"cordoned, Succeeded after uncordon, {time.monotonic() - started:.1f} s in all, "
-          f"2 pods made")  # fmt: skip
 
 
 def budget_of(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
@@ -219,44 +135,6 @@ def free_millicores(installed: InstalledCluster) -> int:
         for c in p["spec"]["containers"]
     )  # fmt: skip
     return int((parse(node["status"]["allocatable"]["cpu"]).value - requested) * 1000)
-
-
-@pytest.mark.usefixtures("priority_classes")
-def test_a_preempted_worker_is_recreated_and_the_job_succeeds_after_the_preemptor(
-    real_cluster: InstalledCluster,
-) -> None:
-    namespace = namespace_for(real_cluster, "disrupt-preempt")
-    creations = PodCreations(real_cluster.api, namespace)
-    share = f"{free_millicores(real_cluster) * 6 // 10}m"  # two such pods do not fit together
-    job = worker_until_told(real_cluster, "preempted")
-    template = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]
-    template["priorityClassName"] = LOW
-    template["containers"][0]["resources"]["requests"]["cpu"] = share
-    preemptor = {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "preemptor"},
-        "spec": {"priorityClassName": HIGH, "restartPolicy": "Never", "containers": [{
-            "name": "busy", "image": real_cluster.cluster.images.examples.ref,
-            "command": ["python", "-c", "import time; time.sleep(10)"],
-            "resources": {"requests": {"cpu": share, "memory": "32Mi"}}}]},
-    }  # fmt: skip
-    started = time.monotonic()
-    try:
-        restarted = run_until_restarted(
-            real_cluster, namespace, job,
-            lambda: real_cluster.plane.kubectl("create", "-n", namespace, "-f", "-",
-                                               input_text=json.dumps(preemptor)),
-        )  # fmt: skip
-        final = finish(real_cluster, namespace, "preempted")
-    finally:
-        creations.stop()
-    preemptor_made = ("preemptor", next(u for n, u in creations.seen if n == "preemptor"))
-    creations.seen.discard(preemptor_made)
-    message = rerun_once(restarted, final, creations, pod="preempted-worker-0",
-                         disruption="PreemptionByScheduler")  # fmt: skip
-    remove_namespace(real_cluster, namespace)
-    print(f"preemption: worker ({share} CPU, priority 100) preempted by a pod of priority "
-          f"1000000, recreated (restart 1: {message!r}), Succeeded after the preemptor, "
-          f"{time.monotonic() - started:.1f} s in all")  # fmt: skip
 
 
 def pod_of(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
@@ -343,18 +221,94 @@ def another_ready_node(real_cluster: InstalledCluster) -> Iterator[str]:
         )
 
 
-@pytest.mark.usefixtures("another_ready_node")
-def test_a_lost_node_evicts_the_worker_by_taint_and_the_job_reruns_it_once_back(
+WORKER_1 = "training.kubeflow.org/replica-type=worker,training.kubeflow.org/replica-index=1"
+
+
+def test_a_drained_workers_job_restarts_as_a_whole_and_resumes_after_uncordon(
     real_cluster: InstalledCluster,
 ) -> None:
-    """The kubelet stopped past the node grace period: the node goes NotReady, taint-eviction
-    deletes the worker (it tolerates ``unreachable`` for 5 s only), which stays Terminating
-    while no kubelet confirms its end. The kubelet back, the container gets SIGTERM, its end is
-    counted, and the replica is made again."""
+    node, kubectl = real_cluster.node.settings.node_name, real_cluster.plane.kubectl
+    namespace = namespace_for(real_cluster, "disrupt-drain")
+    job = resumable_job(real_cluster, "drained")
+    drain = ("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+             f"--pod-selector=training.kubeflow.org/job-name=drained,{WORKER_1}",
+             "--timeout=90s")  # fmt: skip
+    held: dict[str, Any] = {}
+
+    def drain_then_uncordon() -> None:
+        kubectl(*drain, timeout=100)
+        held.update(wait_for(
+            "the new attempt's pods Pending on the cordoned node",
+            lambda: real_cluster.api.request("GET", f"/api/v1/namespaces/{namespace}/pods",
+                query=[("labelSelector", "training.kubeflow.org/job-name=drained")])["items"],
+            lambda pods: len(pods) == 4 and all(
+                p["metadata"].get("annotations", {}).get(ATTEMPT_ANNOTATION) == "1"
+                and p["status"].get("phase") == "Pending" for p in pods), timeout=120,
+        )[0])  # fmt: skip
+        kubectl("uncordon", node)
+
+    try:
+        with checkpoint_claim(real_cluster, namespace) as checkpoints:
+            run = run_disrupted(real_cluster, namespace, job, checkpoints, drain_then_uncordon)
+    finally:
+        kubectl("uncordon", node, check=False)
+    result = assert_restarted_once_and_resumed(
+        run, replica="Worker-1", disruption="EvictionByEvictionAPI"
+    )
+    assert held, "the new attempt was made before the drained pod's attempt had ended"
+    remove_namespace(real_cluster, namespace)
+    print(summary("drain of worker 1, uncordoned once the new attempt was Pending", run, result))
+
+
+@pytest.mark.usefixtures("priority_classes")
+def test_a_preempted_workers_job_restarts_as_a_whole_and_resumes_after_the_preemptor(
+    real_cluster: InstalledCluster,
+) -> None:
+    """The workers run at priority 100, the scheduler and the server at 1000000 (never
+    victims): a pod of priority 1000000 that fits only in place of one worker preempts it."""
+    namespace = namespace_for(real_cluster, "disrupt-preempt")
+    job = resumable_job(real_cluster, "preempted")
+    replicas = job["spec"]["mxReplicaSpecs"]
+    for rtype, priority in (("Scheduler", HIGH), ("Server", HIGH), ("Worker", LOW)):
+        replicas[rtype]["template"]["spec"]["priorityClassName"] = priority
+    worker_cpu = parse(
+        replicas["Worker"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+    ).value
+    made: list[str] = []
+
+    def preempt() -> None:
+        share = f"{free_millicores(real_cluster) + int(worker_cpu * 1000) // 2}m"
+        made.append(share)
+        real_cluster.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "preemptor"},
+            "spec": {"priorityClassName": HIGH, "restartPolicy": "Never", "containers": [{
+                "name": "busy", "image": real_cluster.cluster.images.examples.ref,
+                "command": ["python", "-c", "import time; time.sleep(15)"],
+                "resources": {"requests": {"cpu": share, "memory": "32Mi"}}}]}}))  # fmt: skip
+
+    with checkpoint_claim(real_cluster, namespace) as checkpoints:
+        run = run_disrupted(real_cluster, namespace, job, checkpoints, preempt)
+    run.made.remove("preemptor")
+    entry = run.final["restarts"][0]
+    result = assert_restarted_once_and_resumed(
+        run, replica=f"Worker-{entry['index']}", disruption="PreemptionByScheduler"
+    )
+    remove_namespace(real_cluster, namespace)
+    print(summary(f"a worker preempted by a pod of {made[0]} CPU", run, result))
+
+
+@pytest.mark.usefixtures("another_ready_node")
+def test_a_lost_nodes_evicted_worker_restarts_the_job_which_resumes_once_it_is_back(
+    real_cluster: InstalledCluster,
+) -> None:
+    """The kubelet stopped past the node grace period: the node goes NotReady and taint
+    eviction deletes worker 1 (it tolerates ``unreachable`` for 5 s only), which stays
+    Terminating while no kubelet confirms its end. The kubelet back, its end is counted, the job
+    restarts as a whole and resumes."""
     namespace = namespace_for(real_cluster, "disrupt-lost")
-    creations = PodCreations(real_cluster.api, namespace)
-    job = worker_until_told(real_cluster, "lost")
-    job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["tolerations"] = [
+    job = resumable_job(real_cluster, "lost")
+    worker = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["tolerations"] = [
         {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
          "tolerationSeconds": 5} for taint in ("unreachable", "not-ready")
     ]  # fmt: skip
@@ -364,24 +318,24 @@ def test_a_lost_node_evicts_the_worker_by_taint_and_the_job_reruns_it_once_back(
     def evicted_while_not_ready() -> bool:
         if "not_ready" not in seen and node_ready(real_cluster) != "True":
             seen["not_ready"] = time.monotonic() - started
-        deleted = bool(pod_of(real_cluster, namespace, "lost-worker-0")["metadata"].get(
-            "deletionTimestamp"))  # fmt: skip
+        pods = real_cluster.api.request("GET", f"/api/v1/namespaces/{namespace}/pods",
+            query=[("labelSelector", "training.kubeflow.org/job-name=lost,"
+                    "training.kubeflow.org/replica-type=worker")])["items"]  # fmt: skip
+        deleted = any(p["metadata"].get("deletionTimestamp") for p in pods)
         if deleted and "evicted" not in seen:
             seen["evicted"] = time.monotonic() - started
         return deleted
 
-    try:
-        restarted = run_until_restarted(
-            real_cluster, namespace, job,
-            lambda: real_cluster.node.restart("kubelet", down_until=evicted_while_not_ready),
-        )  # fmt: skip
-        final = finish(real_cluster, namespace, "lost")
-    finally:
-        creations.stop()
+    def lose_the_node() -> None:
+        real_cluster.node.restart("kubelet", down_until=evicted_while_not_ready)
+
+    with checkpoint_claim(real_cluster, namespace) as checkpoints:
+        run = run_disrupted(real_cluster, namespace, job, checkpoints, lose_the_node)
     assert "not_ready" in seen and "evicted" in seen, seen
-    message = rerun_once(restarted, final, creations, pod="lost-worker-0",
-                         disruption="DeletionByTaintManager")  # fmt: skip
+    entry = run.final["restarts"][0]
+    result = assert_restarted_once_and_resumed(
+        run, replica=f"Worker-{entry['index']}", disruption="DeletionByTaintManager"
+    )
     remove_namespace(real_cluster, namespace)
-    print(f"node lost: NotReady {seen['not_ready']:.1f} s and the worker deleted by taint "
-          f"{seen['evicted']:.1f} s after the create; kubelet back, {message!r}; Succeeded, "
-          f"{time.monotonic() - started:.1f} s in all, 2 pods made")  # fmt: skip
+    print(summary(f"node lost (NotReady at {seen['not_ready']:.1f} s, worker evicted by taint at "
+                  f"{seen['evicted']:.1f} s)", run, result))  # fmt: skip
