@@ -8,11 +8,13 @@ runs here on MXNet's ``local`` kvstore in place of ``dist_sync`` (no ps-lite clu
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -128,8 +130,9 @@ def test_a_worker_prints_each_epoch_for_people_and_for_katib() -> None:
     assert worker.returncode == 0, worker.stdout + worker.stderr
     assert lines[0] == "role worker: scheduler localhost:9091, 1 server(s), 1 worker(s)"
     assert lines[1] == "worker rank 0 of 1 (DMLC_WORKER_ID=0)"
-    epochs = lines[2:-2]
+    epochs = lines[2:-3]
     assert len(epochs) == 6, lines
+    assert re.fullmatch(r"final accuracy 0\.\d{4}", lines[-3]), lines
     for epoch, (human, katib) in enumerate(zip(epochs[::2], epochs[1::2], strict=True), start=1):
         shown = HUMAN_EPOCH.match(human)
         assert shown, human
@@ -142,3 +145,29 @@ def test_a_worker_prints_each_epoch_for_people_and_for_katib() -> None:
     assert len(losses) == 3 and losses[-1] < losses[0], lines
     assert DIGEST.match(lines[-2]), lines
     assert lines[-1] == "worker done"
+
+
+def test_a_worker_resumes_after_the_newest_checkpoint(tmp_path: Path) -> None:
+    args = ["--samples", "512", "--batch-size", "16", "--checkpoint-dir", str(tmp_path)]
+    first = run_worker(["--epochs", "2", *args])
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert json.loads((tmp_path / "latest.json").read_text()) == {
+        "epoch": 2, "params": "epoch-2.params"
+    }  # fmt: skip
+    assert not list(tmp_path.glob("*.tmp"))
+    again = run_worker(["--epochs", "4", *args])
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "resumed from checkpoint epoch 2" in again.stdout
+    shown = [int(m.group(1)) for m in re.finditer(r"^epoch (\d+)/4 ", again.stdout, re.M)]
+    assert shown == [3, 4], again.stdout
+
+
+def test_a_worker_told_to_fail_ends_itself_once_by_sigkill(tmp_path: Path) -> None:
+    args = ["--samples", "512", "--batch-size", "16", "--checkpoint-dir", str(tmp_path)]
+    failing = ["--epochs", "3", "--fail-at-epoch", "2", "--fail-rank", "0", *args]
+    killed = run_worker(failing)
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    assert "ending this worker now (sigkill)" in killed.stdout
+    resumed = run_worker(failing)  # resumed past epoch 1: epoch 2 runs through this time
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "resumed from checkpoint epoch 1" in resumed.stdout
