@@ -8,10 +8,13 @@ which replica this process is. The roles:
 - ``tunerserver``: ``python -m tvm.exec.rpc_server`` registered with the tracker under the
   tuner-server key; servers that share a host (every pod of the local test kubelet does) search a
   port range upwards from their own port, so they never collide;
-- ``tuner``: asks the tracker for every TunerServer at once (the tracker hands a server to one
-  client at a time, so held sessions are distinct servers), builds a few schedules of a small
-  matrix multiplication with TVM, and measures each on a server over RPC after checking its result
-  against NumPy; it prints the fastest and exits 0.
+- ``tuner``: waits until every TunerServer has registered, builds a few schedules of a small
+  matrix multiplication with TVM, and measures each on a server over RPC after checking its
+  result against NumPy; it prints the fastest and exits 0. Like TVM's own RPC runners, it asks
+  the tracker for a server per measurement, so a server or a tracker that is replaced meanwhile
+  (the operator replaces each MXTune replica alone) costs a retry, not the run: a measurement
+  whose session or tracker connection breaks is tried again, on a fresh connection to the
+  tracker, for ``--retry-seconds``.
 
 Each process binds the address its own Service name resolves to: the pod's IP in a cluster,
 127.0.0.1 under the local test kubelet. Run it with ``python -m start_tune`` (the example image
@@ -200,6 +203,42 @@ def measure(remote: Any, library: Path, size: int) -> float:
     return float(timer(a, b, c).mean)
 
 
+class Measurements:
+    """Measurements through the tracker, each on a server it hands out, retried on failure."""
+
+    def __init__(self, task: Task, args: argparse.Namespace) -> None:
+        self.rpc = tvm_module("tvm.rpc")
+        self.tracker_url, self.tracker_port = task.tracker
+        self.key = task.server_key
+        self.args = args
+        self.tracker: Any = None
+        self.retries = 0
+
+    def connect(self) -> Any:
+        if self.tracker is None:
+            wait_for_port(resolve(self.tracker_url), self.tracker_port, self.args.retry_seconds)
+            self.tracker = self.rpc.connect_tracker(self.tracker_url, self.tracker_port)
+        return self.tracker
+
+    def measure(self, library: Path) -> float:
+        """Seconds per run of ``library`` on a server the tracker hands out."""
+        deadline = time.monotonic() + self.args.retry_seconds
+        while True:
+            try:
+                session = self.connect().request(
+                    self.key, session_timeout=self.args.session_timeout
+                )
+                return measure(session, library, self.args.size)
+            except (OSError, RuntimeError, ValueError) as error:
+                # TVMError is a RuntimeError: a session or a tracker that went away.
+                if time.monotonic() > deadline:
+                    raise
+                self.retries += 1
+                self.tracker = None
+                print(f"retrying {library.name} after: {type(error).__name__}: {error}", flush=True)
+                time.sleep(1)
+
+
 def run_tuner(task: Task, args: argparse.Namespace) -> int:
     rpc = tvm_module("tvm.rpc")
     tracker_url, tracker_port = task.tracker
@@ -217,20 +256,21 @@ def run_tuner(task: Task, args: argparse.Namespace) -> int:
         f"tracker {tracker_url}:{tracker_port}: {servers} servers under key {key!r}: {addresses}",
         flush=True,
     )
-    # Held at once, each request gets a different server.
-    sessions = [tracker.request(key, session_timeout=args.session_timeout) for _ in range(servers)]
-    print(f"got {len(sessions)} sessions through the tracker", flush=True)
+    measurements = Measurements(task, args)
     with tempfile.TemporaryDirectory(prefix="tune-") as work_dir:
         candidates = build_candidates(args.size, args.tiles, Path(work_dir))
         results: list[tuple[float, str]] = []
-        # Round-robin over the servers, as a tuner spreads measurements over its devices.
-        for number, (name, library) in enumerate(candidates):
-            server = number % len(sessions)
-            seconds = measure(sessions[server], library, args.size)
-            print(f"server {server}: {name} checked, {seconds * 1e6:.1f} us per run", flush=True)
+        for name, library in candidates:
+            seconds = measurements.measure(library)
+            print(f"{name} checked, {seconds * 1e6:.1f} us per run", flush=True)
             results.append((seconds, name))
+            time.sleep(args.measure_pause)
     best_seconds, best = min(results)
-    print(f"best schedule {best}: {best_seconds * 1e6:.1f} us per run on key {key!r}", flush=True)
+    print(
+        f"best schedule {best}: {best_seconds * 1e6:.1f} us per run on key {key!r}; "
+        f"{len(results)} schedules checked, {measurements.retries} retries",
+        flush=True,
+    )
     return 0
 
 
@@ -245,6 +285,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--session-timeout", type=float, default=300, help="seconds an RPC session may last"
+    )
+    parser.add_argument(
+        "--retry-seconds", type=float, default=120, help="how long a measurement is retried"
+    )
+    parser.add_argument(
+        "--measure-pause", type=float, default=0.0, help="seconds between two measurements"
     )
     return parser.parse_args(argv)
 
