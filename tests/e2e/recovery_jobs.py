@@ -112,7 +112,7 @@ def resumable_job(
     *,
     fail_at: int = 0,
     fail_with: str = "sigkill",
-    epoch_pause: float = 1.0,
+    epoch_pause: float = 2.0,
 ) -> dict[str, Any]:
     """The example, named ``name``, fitted to the node; ``fail_at``: a worker ends itself in
     that epoch, once (train_dist's ``--fail-at-epoch``)."""
@@ -188,6 +188,14 @@ class Resumed:
     digests: frozenset[str]
 
 
+def cause(run: Run) -> dict[str, Any]:
+    """The restart history's one entry: the end that restarted the job."""
+    restarts = run.final.get("restarts", [])
+    assert len(restarts) == 1, f"one restart expected, the job ended so: {run.final}"
+    found: dict[str, Any] = restarts[0]
+    return found
+
+
 def resumed(run: Run) -> Resumed:
     """The resumed epoch (equal on every worker), the lowest final accuracy, the digests."""
     epochs, accuracies, digests = set(), [], set()
@@ -212,7 +220,7 @@ def assert_restarted_once_and_resumed(
     final = run.final
     assert final.get("state") == "Succeeded", [c.get("message") for c in final["conditions"]]
     assert final.get("restartCount") == 1 and final.get("attempt") == 1, final
-    [entry] = final["restarts"]
+    entry = cause(run)
     assert f"{entry['replicaType']}-{entry['index']}" == replica, entry
     assert entry["scope"] == "Job" and entry["attempt"] == 1, entry
     if disruption is not None:

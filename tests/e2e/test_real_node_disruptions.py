@@ -27,6 +27,7 @@ from tests.e2e.admission_traffic import single_worker_job
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
 from tests.e2e.recovery_jobs import (
     assert_restarted_once_and_resumed,
+    cause,
     checkpoint_claim,
     resumable_job,
     run_disrupted,
@@ -289,7 +290,7 @@ def test_a_preempted_workers_job_restarts_as_a_whole_and_resumes_after_the_preem
     with checkpoint_claim(real_cluster, namespace) as checkpoints:
         run = run_disrupted(real_cluster, namespace, job, checkpoints, preempt)
     run.made.remove("preemptor")
-    entry = run.final["restarts"][0]
+    entry = cause(run)
     result = assert_restarted_once_and_resumed(
         run, replica=f"Worker-{entry['index']}", disruption="PreemptionByScheduler"
     )
@@ -306,7 +307,9 @@ def test_a_lost_nodes_evicted_worker_restarts_the_job_which_resumes_once_it_is_b
     Terminating while no kubelet confirms its end. The kubelet back, its end is counted, the job
     restarts as a whole and resumes."""
     namespace = namespace_for(real_cluster, "disrupt-lost")
-    job = resumable_job(real_cluster, "lost")
+    # Training outlasts the node's loss (20 s of grace, 5 s of toleration): its containers run
+    # on while the kubelet is away.
+    job = resumable_job(real_cluster, "lost", epoch_pause=10)
     worker = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]
     worker["tolerations"] = [
         {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
@@ -332,7 +335,7 @@ def test_a_lost_nodes_evicted_worker_restarts_the_job_which_resumes_once_it_is_b
     with checkpoint_claim(real_cluster, namespace) as checkpoints:
         run = run_disrupted(real_cluster, namespace, job, checkpoints, lose_the_node)
     assert "not_ready" in seen and "evicted" in seen, seen
-    entry = run.final["restarts"][0]
+    entry = cause(run)
     result = assert_restarted_once_and_resumed(
         run, replica=f"Worker-{entry['index']}", disruption="DeletionByTaintManager"
     )

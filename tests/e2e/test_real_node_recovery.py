@@ -17,6 +17,7 @@ import pytest
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
 from tests.e2e.recovery_jobs import (
     assert_restarted_once_and_resumed,
+    cause,
     checkpoint_claim,
     events_of,
     kill_container,
@@ -36,7 +37,7 @@ def test_a_worker_oom_killed_mid_training_restarts_the_job_which_resumes_and_suc
     job = resumable_job(real_cluster, "oom", fail_at=3, fail_with="oom")
     with checkpoint_claim(real_cluster, namespace) as checkpoints:
         run = run_disrupted(real_cluster, namespace, job, checkpoints, lambda: None, after_epoch=0)
-    entry = run.final["restarts"][0]
+    entry = cause(run)
     assert entry["reason"] == "OOMKilled" and entry["exitCode"] == 137, entry
     result = assert_restarted_once_and_resumed(run, replica=f"Worker-{entry['index']}")
     assert entry["countedAgainstBackoff"] is True and "disruptionRestarts" not in run.final
