@@ -71,9 +71,12 @@ class Checkpoints:
 
 
 @contextmanager
-def checkpoint_claim(installed: InstalledCluster, namespace: str) -> Iterator[Checkpoints]:
-    """The example's claim in ``namespace``, bound to a new volume; the volume goes after."""
-    volume = f"{namespace}-checkpoints"
+def checkpoint_claim(
+    installed: InstalledCluster, namespace: str, *, claim_name: str = CLAIM
+) -> Iterator[Checkpoints]:
+    """The example's claim (or one named ``claim_name``) in ``namespace``, bound to a new
+    volume; the claim and the volume go after."""
+    volume = f"{namespace}-{claim_name}"
     directory = installed.node.settings.state_dir.parent / "volumes" / volume
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(directory, 0o777)  # the examples image runs as a user of its own
@@ -82,19 +85,23 @@ def checkpoint_claim(installed: InstalledCluster, namespace: str) -> Iterator[Ch
         "spec": {"capacity": {"storage": "64Mi"}, "accessModes": ["ReadWriteOnce"],
                  "storageClassName": STORAGE_CLASS, "persistentVolumeReclaimPolicy": "Retain",
                  "hostPath": {"path": str(directory), "type": "Directory"},
-                 "claimRef": {"namespace": namespace, "name": CLAIM}}}))  # fmt: skip
-    claim = {**load_claim(), "spec": {**load_claim()["spec"], "storageClassName": STORAGE_CLASS,
-                                      "volumeName": volume}}  # fmt: skip
+                 "claimRef": {"namespace": namespace, "name": claim_name}}}))  # fmt: skip
+    example = load_claim()
+    claim = {**example, "metadata": {"name": claim_name},
+             "spec": {**example["spec"], "storageClassName": STORAGE_CLASS,
+                      "volumeName": volume}}  # fmt: skip
     installed.plane.kubectl("apply", "-n", namespace, "-f", "-", input_text=json.dumps(claim))
     wait_for(
         "the checkpoint claim bound",
         lambda: installed.api.request(
-            "GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{CLAIM}"),
+            "GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim_name}"),
         lambda found: found.get("status", {}).get("phase") == "Bound", timeout=60,
     )  # fmt: skip
     try:
         yield Checkpoints(directory, volume)
     finally:
+        installed.plane.kubectl("delete", "pvc", "-n", namespace, claim_name,
+                                "--ignore-not-found", "--wait=false")  # fmt: skip
         installed.plane.kubectl("delete", "pv", volume, "--ignore-not-found", "--wait=false")
 
 
@@ -113,6 +120,7 @@ def resumable_job(
     fail_at: int = 0,
     fail_with: str = "sigkill",
     epoch_pause: float = 2.0,
+    claim_name: str = CLAIM,
 ) -> dict[str, Any]:
     """The example, named ``name``, fitted to the node; ``fail_at``: a worker ends itself in
     that epoch, once (train_dist's ``--fail-at-epoch``)."""
@@ -124,6 +132,8 @@ def resumable_job(
     args[args.index("--epoch-pause") + 1] = str(epoch_pause)
     if fail_at:
         args += ["--fail-at-epoch", str(fail_at), "--fail-with", fail_with]
+    volumes = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"]
+    volumes[0]["persistentVolumeClaim"]["claimName"] = claim_name
     fitted: dict[str, Any] = node_fit(installed.cluster, job).job
     return fitted
 

@@ -90,7 +90,7 @@ def test_every_invalid_example_is_refused_with_a_message_naming_its_field(
     assert listed.strip() == ""
 
 
-def test_get_mxjobs_shows_state_mode_and_age_columns_from_status(
+def test_get_mxjobs_shows_state_mode_restarts_and_age_columns_from_status(
     control_plane: ControlPlane, local_operator: RunningOperator, api: Api, namespace: str
 ) -> None:
     control_plane.kubectl("apply", "-n", namespace, "-f", str(SEED_JOB))
@@ -101,13 +101,14 @@ def test_get_mxjobs_shows_state_mode_and_age_columns_from_status(
             "status": {
                 "state": "Running",
                 "conditions": [{"type": "Running", "status": "True", "reason": "MXJobRunning"}],
+                "restartCount": 2,
             }
         },
         content_type="application/merge-patch+json",
     )
     table = control_plane.kubectl("get", "mxjobs", "-n", namespace).stdout.splitlines()
-    assert table[0].split() == ["NAME", "STATE", "MODE", "AGE"]
-    assert table[1].split()[:3] == ["mxnet-job", "Running", "MXTrain"]
+    assert table[0].split() == ["NAME", "STATE", "MODE", "RESTARTS", "AGE"]
+    assert table[1].split()[:4] == ["mxnet-job", "Running", "MXTrain", "2"]
     short = control_plane.kubectl("get", "mxj", "-n", namespace, "-o", "name").stdout
     assert short.strip() == "mxjob.kubeflow.org/mxnet-job"
     category = control_plane.kubectl("get", "kubeflow", "-n", namespace, "-o", "name").stdout

@@ -20,6 +20,7 @@ import pytest
 from localkube.thirdparty.training_operator import LocalTrainingOperator
 from tests.e2e.failing_jobs import condition, create, events_of, mxjob, oom_job, unpullable_job
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
+from tests.e2e.recovery_jobs import checkpoint_claim, resumable_job, status_of
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
@@ -107,3 +108,75 @@ def test_training_operator_keeps_an_unpullable_job_created_and_retries_oom_past_
           f"{sorted(pull.condition_types)} throughout, no end; OOM kill with backoffLimit 1: "
           f"{oom_pods} pods made, conditions {sorted(oom.condition_types)}, never Failed, "
           f"Restarting says {oom.restarting!r}")  # fmt: skip
+
+
+RECOVERY_WINDOW = 90.0
+"""Seconds both disrupted jobs are watched after their disruption: three times what this
+operator takes to bring the same job to Succeeded (test_real_node_recovery.py,
+test_real_node_disruptions.py)."""
+
+
+def test_training_operator_recreates_a_lost_mxnet_worker_alone_and_the_job_hangs(
+    training_operator: InstalledCluster,
+) -> None:
+    """The resumable train example under v1.8.1: worker 1 OOM-killed in epoch 3 in one job,
+    drained after checkpoint 2 in the other. v1.8.1 recreates the worker alone; ps-lite never
+    takes it back, so neither job ends."""
+    installed, kubectl = training_operator, training_operator.plane.kubectl
+    node = installed.node.settings.node_name
+    creations = PodCreations(installed.api, NAMESPACE)
+    oom = theirs(resumable_job(installed, "their-oom", fail_at=3, fail_with="oom",
+                               claim_name="oom-checkpoints"))  # fmt: skip
+    seen: dict[str, dict[str, Any]] = {}
+    try:
+        with (
+            checkpoint_claim(installed, NAMESPACE, claim_name="oom-checkpoints"),
+            checkpoint_claim(installed, NAMESPACE, claim_name="drain-checkpoints") as drain_dir,
+        ):
+            create(installed, NAMESPACE, oom)
+            wait_for("their-oom's pods bound", lambda: installed.api.request(
+                "GET", f"/api/v1/namespaces/{NAMESPACE}/pods",
+                query=[("labelSelector", "training.kubeflow.org/job-name=their-oom")])["items"],
+                lambda pods: len(pods) == 4 and all(p["spec"].get("nodeName") for p in pods),
+                timeout=60)  # fmt: skip
+            # Fitted to what the first job left: both run side by side.
+            drained = resumable_job(installed, "their-drain", claim_name="drain-checkpoints")
+            create(installed, NAMESPACE, theirs(drained))
+            wait_for("checkpoint 2 of their-drain", drain_dir.epoch, lambda e: e >= 2, timeout=180)
+            disrupted = time.monotonic()
+            kubectl(
+                "drain",
+                node,
+                "--ignore-daemonsets",
+                "--delete-emptydir-data",
+                "--pod-selector=training.kubeflow.org/job-name=their-drain,"
+                "training.kubeflow.org/replica-type=worker,"
+                "training.kubeflow.org/replica-index=1",
+                "--timeout=90s",
+                timeout=100,
+            )
+            kubectl("uncordon", node)
+            while time.monotonic() - disrupted < RECOVERY_WINDOW:
+                for name in ("their-oom", "their-drain"):
+                    seen[name] = status_of(installed, NAMESPACE, name)
+                time.sleep(2)
+            for name in ("their-oom", "their-drain"):
+                kubectl("delete", "mxjob", "-n", NAMESPACE, name, "--wait", "--timeout=120s",
+                        timeout=130)  # fmt: skip
+    finally:
+        kubectl("uncordon", node, check=False)
+        creations.stop()
+    made = {name: sorted(p for p, _ in creations.seen if p.startswith(f"{name}-"))
+            for name in seen}  # fmt: skip
+    for name, status in seen.items():
+        assert not {"Succeeded", "Failed"} & set(true_conditions(status)), (name, status)
+        worker = f"{name}-worker-1"
+        assert made[name].count(worker) == 2 and len(made[name]) == 5, made[name]
+    print(f"\ntraining-operator v1.8.1, {RECOVERY_WINDOW:.0f} s after the disruption: "
+          + "; ".join(f"{name}: conditions True {true_conditions(status)}, restartCount "
+                      f"{status.get('restartCount', 0)}, {len(made[name])} pods made "
+                      f"(worker 1 twice), no end" for name, status in seen.items()))  # fmt: skip
+
+
+def true_conditions(status: dict[str, Any]) -> list[str]:
+    return [c["type"] for c in status.get("conditions", []) if c.get("status") == "True"]
