@@ -11,6 +11,7 @@ import time
 from functools import partial
 from typing import Any
 
+from controller.observed import ATTEMPT_ANNOTATION
 from localkube.base.api import Api
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
@@ -24,6 +25,7 @@ from tests.e2e.controller_fixtures import (
     kubectl_state,
     mxjob,
     names,
+    phase,
     pods,
     services,
     status,
@@ -109,7 +111,7 @@ def test_job_runs_to_succeeded_and_kubectl_shows_each_state(
     )
 
 
-def test_worker_killed_with_137_is_recreated_and_the_job_then_succeeds(
+def test_worker_killed_with_137_restarts_the_whole_job_which_then_succeeds(
     api: Api,
     namespace: str,
     control_plane: ControlPlane,
@@ -131,12 +133,23 @@ def test_worker_killed_with_137_is_recreated_and_the_job_then_succeeds(
     )
     assert restarting["reason"] == "MXJobRestarting"
     assert "retry-worker-0" in restarting["message"] and "137" in restarting["message"]
-    after = wait_pods_running(api, namespace, "retry", names("retry", *ALL))
+    assert "as a whole (attempt 1)" in restarting["message"]
+    after = wait_for(
+        "every pod made again in attempt 1 and Running",
+        lambda: pods(api, namespace, job="retry"),
+        lambda found: set(found) == names("retry", *ALL) and all(
+            p["metadata"].get("annotations", {}).get(ATTEMPT_ANNOTATION) == "1"
+            and phase(p) == "Running" for p in found.values()
+        ),
+        timeout=30,
+    )  # fmt: skip
     assert after["retry-worker-0"]["metadata"]["uid"] != old_uid
     for other in ("retry-scheduler-0", "retry-server-0", "retry-worker-1"):
-        assert after[other]["metadata"]["uid"] == before[other]["metadata"]["uid"]
+        assert after[other]["metadata"]["uid"] != before[other]["metadata"]["uid"]
     running = wait_state(api, namespace, "retry", "Running")
-    assert running["restartCount"] == 1
+    assert running["restartCount"] == 1 and running["attempt"] == 1
+    [entry] = running["restarts"]
+    assert (entry["replicaType"], entry["index"], entry["exitCode"]) == ("Worker", 0, 137)
     assert kubectl_state(control_plane, namespace, "retry") == "Running"
 
     kubelet.terminate(namespace, "retry-scheduler-0", exit_code=0)

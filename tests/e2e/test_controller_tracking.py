@@ -92,9 +92,9 @@ def test_a_worker_deleted_while_the_controller_is_down_counts_as_a_restart(
     after = wait_pods_running(api, namespace, "gone", names("gone", *ALL))
     assert after["gone-worker-0"]["metadata"]["uid"] != held["metadata"]["uid"]
     assert _finalizers(after["gone-worker-0"]) == [TRACKING_FINALIZER]
-    for name in ("gone-scheduler-0", "gone-server-0", "gone-worker-1"):
-        assert after[name]["metadata"]["uid"] == running[name]["metadata"]["uid"]
-    wait_state(api, namespace, "gone", "Running")
+    for name in ("gone-scheduler-0", "gone-server-0", "gone-worker-1"):  # the whole job restarted
+        assert after[name]["metadata"]["uid"] != running[name]["metadata"]["uid"]
+    assert wait_state(api, namespace, "gone", "Running")["attempt"] == 1
     assert (
         second.metric(
             "training_operator_jobs_restarted_total", job_namespace=namespace, framework="mxnet"
