@@ -24,6 +24,8 @@ import yaml
 
 from gen_crd_openapi import Inliner
 from gen_crd_rules import spec_rules
+from gen_crd_status import non_negative as _non_negative
+from gen_crd_status import status_schema
 from localkube.base.api import Api
 from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.controlplane import ControlPlane
@@ -48,10 +50,6 @@ OUTPUT = PROJECT_ROOT / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
 
 def _enum(values: list[str], description: str) -> dict[str, Any]:
     return {"type": "string", "enum": values, "description": description}
-
-
-def _non_negative(description: str) -> dict[str, Any]:
-    return {"type": "integer", "format": "int32", "minimum": 0, "description": description}
 
 
 RUN_POLICY_FIELDS: dict[str, dict[str, Any]] = {
@@ -168,84 +166,6 @@ def _opaque_template() -> dict[str, Any]:
     }
 
 
-def _replica_statuses() -> dict[str, Any]:
-    status = {
-        "type": "object",
-        "properties": {
-            "active": _non_negative("Pods of this type that are pending or running."),
-            "succeeded": _non_negative("Pods of this type that exited 0."),
-            "failed": _non_negative("Pods of this type that failed."),
-            "selector": {"type": "string", "description": "Label selector of these pods."},
-        },
-    }
-    return {"type": "object", "additionalProperties": status}
-
-
-def _restart_entry() -> dict[str, Any]:
-    text = {"type": "string"}
-    return {
-        "type": "object",
-        "properties": {
-            "time": {"type": "string", "format": "date-time"},
-            "scope": {**text, "description": "Job (a new attempt) or Replica (its pod alone)."},
-            "attempt": _non_negative("The attempt that ran after this restart."),
-            "replicaType": text,
-            "index": _non_negative("The replica's index."),
-            "pod": {**text, "description": "The pod whose end caused the restart."},
-            "podUID": text,
-            "exitCode": {"type": "integer", "format": "int32"},
-            "reason": {**text, "description": "The kubelet's or the pod's reason (OOMKilled...)."},
-            "disruption": {**text, "description": "The DisruptionTarget reason, if any."},
-            "countedAgainstBackoff": {"type": "boolean"},
-        },
-    }
-
-
-def _status(*, replica_statuses_key: str) -> dict[str, Any]:
-    condition = {
-        "type": "object",
-        "required": ["type", "status"],
-        "properties": {
-            "type": {"type": "string"},
-            "status": {"type": "string"},
-            "reason": {"type": "string"},
-            "message": {"type": "string"},
-            "lastUpdateTime": {"type": "string", "format": "date-time"},
-            "lastTransitionTime": {"type": "string", "format": "date-time"},
-        },
-    }
-    return {
-        "type": "object",
-        "description": "The observed state of the job, written by the controller.",
-        "properties": {
-            "conditions": {"type": "array", "items": condition},
-            "state": {
-                "type": "string",
-                "description": "The current state: Created, Running, Restarting, Suspended, "
-                "Succeeded or Failed.",
-            },
-            replica_statuses_key: _replica_statuses(),
-            "restartCount": _non_negative(
-                "Restarts so far: whole-job ones, pods made again, in-place ones."
-            ),
-            "attempt": _non_negative(
-                "Whole-job restarts so far: the attempt whose pods run (0 or absent: the first)."
-            ),
-            "disruptionRestarts": _non_negative(
-                "Restarts, of restartCount, caused by a disruption (DisruptionTarget)."
-            ),
-            "restarts": {
-                "type": "array",
-                "description": "The newest restarts (at most 10): which replica ended how.",
-                "items": _restart_entry(),
-            },
-            "startTime": {"type": "string", "format": "date-time"},
-            "completionTime": {"type": "string", "format": "date-time"},
-            "lastReconcileTime": {"type": "string", "format": "date-time"},
-        },
-    }
-
-
 def _common_spec_fields() -> dict[str, Any]:
     return {
         "jobMode": {
@@ -309,7 +229,7 @@ def _version_schema(version: str, template: dict[str, Any]) -> dict[str, Any]:
                     "properties": spec_properties,
                     "x-kubernetes-validations": spec_rules(),
                 },
-                "status": _status(replica_statuses_key=replica_statuses_key),
+                "status": status_schema(replica_statuses_key=replica_statuses_key),
             },
         }
     }

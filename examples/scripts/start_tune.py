@@ -8,13 +8,13 @@ which replica this process is. The roles:
 - ``tunerserver``: ``python -m tvm.exec.rpc_server`` registered with the tracker under the
   tuner-server key; servers that share a host (every pod of the local test kubelet does) search a
   port range upwards from their own port, so they never collide;
-- ``tuner``: waits until every TunerServer has registered, builds a few schedules of a small
+- ``tuner``: asks the tracker for every TunerServer at once (the tracker hands a server to one
+  client at a time, so held sessions are distinct servers), builds a few schedules of a small
   matrix multiplication with TVM, and measures each on a server over RPC after checking its
-  result against NumPy; it prints the fastest and exits 0. Like TVM's own RPC runners, it asks
-  the tracker for a server per measurement, so a server or a tracker that is replaced meanwhile
-  (the operator replaces each MXTune replica alone) costs a retry, not the run: a measurement
-  whose session or tracker connection breaks is tried again, on a fresh connection to the
-  tracker, for ``--retry-seconds``.
+  result against NumPy; it prints the fastest and exits 0. A server or a tracker replaced
+  meanwhile (the operator replaces each MXTune replica alone) costs a retry, not the run: a
+  measurement whose session breaks is tried again on a new session the tracker hands out (a
+  new tracker connection too), for ``--retry-seconds``.
 
 Each process binds the address its own Service name resolves to: the pod's IP in a cluster,
 127.0.0.1 under the local test kubelet. Run it with ``python -m start_tune`` (the example image
@@ -204,36 +204,45 @@ def measure(remote: Any, library: Path, size: int) -> float:
 
 
 class Measurements:
-    """Measurements through the tracker, each on a server it hands out, retried on failure."""
+    """Measurements round-robin over one held session per server, each session asked of the
+    tracker; a session (or the tracker) that breaks is asked for again, and the measurement
+    retried, for ``--retry-seconds``."""
 
-    def __init__(self, task: Task, args: argparse.Namespace) -> None:
+    def __init__(self, task: Task, args: argparse.Namespace, servers: int) -> None:
         self.rpc = tvm_module("tvm.rpc")
         self.tracker_url, self.tracker_port = task.tracker
         self.key = task.server_key
         self.args = args
         self.tracker: Any = None
+        self.sessions: list[Any] = [None] * servers
         self.retries = 0
 
-    def connect(self) -> Any:
-        if self.tracker is None:
-            wait_for_port(resolve(self.tracker_url), self.tracker_port, self.args.retry_seconds)
-            self.tracker = self.rpc.connect_tracker(self.tracker_url, self.tracker_port)
-        return self.tracker
+    def session(self, slot: int) -> Any:
+        if self.sessions[slot] is None:
+            if self.tracker is None:
+                wait_for_port(resolve(self.tracker_url), self.tracker_port, self.args.retry_seconds)
+                self.tracker = self.rpc.connect_tracker(self.tracker_url, self.tracker_port)
+            timeout = self.args.session_timeout
+            self.sessions[slot] = self.tracker.request(self.key, session_timeout=timeout)
+        return self.sessions[slot]
 
-    def measure(self, library: Path) -> float:
-        """Seconds per run of ``library`` on a server the tracker hands out."""
+    def open_all(self) -> None:
+        """One session per server, held at once: each request gets a different server."""
+        for slot in range(len(self.sessions)):
+            self.session(slot)
+
+    def measure(self, slot: int, library: Path) -> float:
+        """Seconds per run of ``library`` on the server of ``slot``."""
         deadline = time.monotonic() + self.args.retry_seconds
         while True:
             try:
-                session = self.connect().request(
-                    self.key, session_timeout=self.args.session_timeout
-                )
-                return measure(session, library, self.args.size)
+                return measure(self.session(slot), library, self.args.size)
             except (OSError, RuntimeError, ValueError) as error:
-                # TVMError is a RuntimeError: a session or a tracker that went away.
+                # TVMError is a RuntimeError: a server or a tracker that went away.
                 if time.monotonic() > deadline:
                     raise
                 self.retries += 1
+                self.sessions[slot] = None
                 self.tracker = None
                 print(f"retrying {library.name} after: {type(error).__name__}: {error}", flush=True)
                 time.sleep(1)
@@ -256,13 +265,17 @@ def run_tuner(task: Task, args: argparse.Namespace) -> int:
         f"tracker {tracker_url}:{tracker_port}: {servers} servers under key {key!r}: {addresses}",
         flush=True,
     )
-    measurements = Measurements(task, args)
+    measurements = Measurements(task, args, servers)
+    measurements.open_all()
+    print(f"got {servers} sessions through the tracker", flush=True)
     with tempfile.TemporaryDirectory(prefix="tune-") as work_dir:
         candidates = build_candidates(args.size, args.tiles, Path(work_dir))
         results: list[tuple[float, str]] = []
-        for name, library in candidates:
-            seconds = measurements.measure(library)
-            print(f"{name} checked, {seconds * 1e6:.1f} us per run", flush=True)
+        # Round-robin over the servers, as a tuner spreads measurements over its devices.
+        for number, (name, library) in enumerate(candidates):
+            server = number % servers
+            seconds = measurements.measure(server, library)
+            print(f"server {server}: {name} checked, {seconds * 1e6:.1f} us per run", flush=True)
             results.append((seconds, name))
             time.sleep(args.measure_pause)
     best_seconds, best = min(results)

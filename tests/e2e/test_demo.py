@@ -10,6 +10,7 @@ reaches the pods through it. A second run replaces that kubelet, and ``dev-down`
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import LocalOperator
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.scenarios.demo import KUBELET_LOG
-from localkube.scenarios.jobwatch import DEMO_NAMESPACE
+from localkube.scenarios.jobwatch import DEMO_NAMESPACE, EXAMPLES
 
 WORKER = "dist-train-cpu-worker-0"
 
@@ -102,3 +103,14 @@ def test_kubectl_logs_works_after_the_demo_exits_until_dev_down(state_dir: Path)
     logs = plane.kubectl("logs", "-n", DEMO_NAMESPACE, WORKER, "--tail=1", check=False)
     assert logs.returncode == 0, logs.stderr
     assert logs.stdout.strip() == "worker done"
+
+    # The resumable example with a worker killed mid-training, on the same plane: the job
+    # restarts as a whole, resumes from its checkpoint and Succeeds.
+    resume = EXAMPLES / "v1" / "train" / "mx_job_dist_cpu_resume.yaml"
+    killed = localkube("localkube.scenarios.demo", "--state-dir", str(state_dir), "--job",
+                       str(resume), "--kill-worker")  # fmt: skip
+    assert killed.returncode == 0, killed.stdout[-3000:] + killed.stderr[-3000:]
+    shown = killed.stdout
+    assert "ending this worker now (sigkill)" in shown and "MXJob Restarting" in shown, shown
+    assert shown.count("resumed from checkpoint epoch 2") == 2, shown
+    assert re.search(r"dist-train-cpu-resume\s+Succeeded\s+MXTrain\s+1\s", shown), shown

@@ -34,7 +34,7 @@ from localkube.plane.controlplane import ControlPlane, ControlPlaneError
 from localkube.plane.operator import LocalOperator, OperatorError
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.realnode.cluster import REAL_NODE_SUBDIR
-from localkube.scenarios import node_demo
+from localkube.scenarios import checkpoints, node_demo
 from localkube.scenarios.jobwatch import (
     DEFAULT_JOB,
     DEMO_NAMESPACE,
@@ -175,6 +175,7 @@ def run(
     timeout: float,
     out: TextIO,
     real_scheduling: bool = False,
+    kill_worker: bool = False,
 ) -> int:
     progress = Progress(out)
     progress.event("starting the control plane, the webhook and the controller (make dev-up)")
@@ -192,6 +193,14 @@ def run(
         f"{operator.controller_pid}, logs in {plane.logs}/"
     )
     job = on_free_ports(load_job(job_file))
+    moved = "ports moved to free loopback ports"
+    if checkpoints.claims_of(job):
+        directory = checkpoints.fresh_directory(plane.dir / "demo" / "checkpoints")
+        job = checkpoints.on_host_directory(job, directory)
+        moved += f", its claim's mount given as {directory}"
+    if kill_worker:
+        job = checkpoints.with_killed_worker(job)
+        moved += f", worker rank 1 killed in epoch {checkpoints.KILL_EPOCH}"
     name = str(job["metadata"]["name"])
     api = Api.from_kubeconfig(plane.kubeconfig)
     ensure_namespace(api, namespace)
@@ -206,7 +215,7 @@ def run(
     shown = (
         job_file.relative_to(PROJECT_ROOT) if job_file.is_relative_to(PROJECT_ROOT) else job_file
     )
-    progress.event(f"kubectl apply -f {shown} (ports moved to free loopback ports)")
+    progress.event(f"kubectl apply -f {shown} ({moved})")
     applied = plane.kubectl(
         "apply", "-n", namespace, "-f", "-", input_text=json.dumps(job), check=False
     )
@@ -249,6 +258,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the operator and the job in containers on the real node (needs root)",
     )
+    parser.add_argument(
+        "--kill-worker",
+        action="store_true",
+        help="a worker of train_dist ends itself (SIGKILL) in epoch 3, once: the job restarts "
+        "as a whole and resumes from its checkpoint (the resumable example)",
+    )
     args = parser.parse_args(argv)
     if args.real_node:
         return node_demo.run(
@@ -257,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             namespace=args.namespace,
             timeout=args.timeout,
             out=sys.stdout,
+            kill_worker=args.kill_worker,
         )
     state_dir = args.state_dir / "real-scheduling" if args.real_scheduling else args.state_dir
     return run(
@@ -266,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         timeout=args.timeout,
         out=sys.stdout,
         real_scheduling=args.real_scheduling,
+        kill_worker=args.kill_worker,
     )
 
 

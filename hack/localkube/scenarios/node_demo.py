@@ -35,6 +35,7 @@ from localkube.kubelet import crilog
 from localkube.plane.controlplane import ControlPlaneError
 from localkube.realnode.cluster import SYSTEM_NAMESPACE, RealCluster
 from localkube.realnode.settings import RealNodeError
+from localkube.scenarios import checkpoints
 from localkube.scenarios.jobwatch import (
     MAIN_CONTAINER,
     Progress,
@@ -257,10 +258,18 @@ def run_job(
     timeout: float,
     progress: Progress,
     out: TextIO,
+    kill_worker: bool = False,
+    volumes: Path | None = None,
 ) -> tuple[dict[str, Any], float]:
     """Apply ``job_file`` (fitted to the node) in ``namespace``, follow it to its end, print
-    its outcome; the job's status and the seconds from ``kubectl apply`` to its end."""
+    its outcome; the job's status and the seconds from ``kubectl apply`` to its end.
+
+    The claims the job mounts are made from ``examples/volumes`` on directories under
+    ``volumes`` (:mod:`localkube.scenarios.checkpoints`); ``kill_worker``: a worker ends itself
+    once mid-training."""
     job = load_job(job_file)
+    if kill_worker:
+        job = checkpoints.with_killed_worker(job)
     available = [image.ref for image in cluster.images.all()]
     missing = missing_images(job, available=available)
     if missing:
@@ -273,6 +282,10 @@ def run_job(
     ensure_namespace(api, namespace)
     if delete_previous(api, namespace, name):
         progress.event(f"deleted the MXJob {name} of a previous run")
+    if checkpoints.claims_of(job):
+        root = volumes or cluster.node.settings.state_dir.parent / "volumes"
+        made = checkpoints.make_claims(plane, api, job=job, namespace=namespace, root=root)
+        progress.event(f"claims {', '.join(made)} bound to fresh directories under {root}")
     fit = node_fit(cluster, job)
     inside = job_file.is_relative_to(PROJECT_ROOT)
     shown = job_file.relative_to(PROJECT_ROOT) if inside else job_file
@@ -306,7 +319,15 @@ def stop_command(state_dir: Path) -> str:
     return f"python -m localkube dev-down --state-dir {parent}"
 
 
-def run(job_file: Path, *, state_dir: Path, namespace: str, timeout: float, out: TextIO) -> int:
+def run(
+    job_file: Path,
+    *,
+    state_dir: Path,
+    namespace: str,
+    timeout: float,
+    out: TextIO,
+    kill_worker: bool = False,
+) -> int:
     """The whole demo on the real node; 0 when the MXJob Succeeded."""
     progress = Progress(out)
     try:
@@ -319,8 +340,9 @@ def run(job_file: Path, *, state_dir: Path, namespace: str, timeout: float, out:
             f" containers in namespace {SYSTEM_NAMESPACE}"
         )
         status, job_seconds = run_job(
-            cluster, job_file, namespace=namespace, timeout=timeout, progress=progress, out=out
-        )
+            cluster, job_file, namespace=namespace, timeout=timeout, progress=progress, out=out,
+            kill_worker=kill_worker, volumes=state_dir / "volumes",
+        )  # fmt: skip
     except (ImageBuildError, RealNodeError, ControlPlaneError, ValueError) as error:
         progress.line(f"the demo on the real node failed: {error}")
         return 1
