@@ -112,7 +112,7 @@ crd: venv binaries ## regenerate manifests/crd/ (and the Helm chart's copy) from
 lint: venv ## ruff (lint + format check), hadolint (Dockerfiles)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/hadolint Dockerfile.webhook Dockerfile.controller examples/Dockerfile
+	$(VENV)/bin/hadolint Dockerfile.webhook Dockerfile.controller examples/Dockerfile examples/Dockerfile.tvm
 
 # The SDK driver is checked against the packages it runs with (.venv-sdk), not the operator's.
 typecheck: venv sdk-venv ## mypy (strict on shared/, webhook/, controller/, certs/)

@@ -52,6 +52,10 @@ EXAMPLES_REF = "docker.io/mxjob/mxnet-examples:1.9.1-cpu"
 """The name ``examples/v1/train/mx_job_dist_cpu.yaml`` gives its image."""
 
 
+TVM_EXAMPLES_REF = "docker.io/mxjob/tvm-examples:0.27-cpu"
+"""The name ``examples/v1/tune/mx_job_tune_cpu.yaml`` gives its image."""
+
+
 class ImageBuildError(RuntimeError):
     """An image could not be built; the message names the image, the step and buildah's output."""
 
@@ -105,6 +109,18 @@ DOCKERFILE_IMAGES = (
         fixed_tag=EXAMPLES_REF.rsplit(":", 1)[1],
     ),
 )
+
+
+TVM_EXAMPLES = DockerfileImage(
+    name="tvm-examples",
+    dockerfile=PROJECT_ROOT / "examples" / "Dockerfile.tvm",
+    context=PROJECT_ROOT / "examples",
+    ignore_file=PROJECT_ROOT / "examples" / "Dockerfile.tvm.dockerignore",
+    repository=TVM_EXAMPLES_REF.rsplit(":", 1)[0],
+    fixed_tag=TVM_EXAMPLES_REF.rsplit(":", 1)[1],
+)
+"""The tuning example's image: built (:func:`ensure_extra_image`) and imported by the tests
+that run it on the real node only, since few do and TVM makes it large."""
 
 
 # -- buildah ---------------------------------------------------------------------------------------

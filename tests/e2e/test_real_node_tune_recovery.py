@@ -1,0 +1,114 @@
+"""The TVM tune example on the real node, in containers, with a TunerServer or the TunerTracker
+SIGKILLed mid-tuning.
+
+TVM's tracker takes a new server under its key, and servers register again with a new tracker
+(docs/reliability.md, "What a retry restarts"), so an MXTune replica is replaced alone
+(``restartScope: Replica``): the killed pod is made again and nothing else is touched. The
+tuner holds a session per server; one that breaks is asked of the tracker again
+(examples/scripts/start_tune.py). Each job must Succeed with every candidate kernel checked
+against NumPy on a server, one restart counted, and only the killed replica made twice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from localkube.images.build import TVM_EXAMPLES, ensure_extra_image
+from localkube.realnode import containerd
+from localkube.realnode.node import node_bin_dir
+from localkube.scenarios.jobwatch import EXAMPLES, load_job
+from localkube.scenarios.node_demo import node_fit
+from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
+from tests.e2e.recovery_jobs import kill_container, status_of
+from tests.helpers.pod_creations import PodCreations
+from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.timeout(900)
+
+TUNE_JOB = EXAMPLES / "v1" / "tune" / "mx_job_tune_cpu.yaml"
+TILES = ["1", "2", "4", "8", "16", "32", "64", "128"]
+CHECKED = re.compile(r"^server (\d): tile=(\d+) checked, ([0-9.]+) us per run$", re.M)
+
+
+@pytest.fixture(scope="module")
+def tvm_examples(real_cluster: InstalledCluster) -> Iterator[str]:
+    """The tune example's image, built (cached per machine) and imported into the node."""
+    image = ensure_extra_image(TVM_EXAMPLES)
+    socket = real_cluster.node.containerd_paths.socket
+    containerd.import_image(node_bin_dir(), socket, image.archive)
+    yield image.ref
+
+
+def tune_job(installed: InstalledCluster, name: str) -> dict[str, Any]:
+    """The example, named ``name``, trying 8 tile sizes with a 2 s pause between measurements
+    (so a kill lands mid-tuning), fitted to the node."""
+    job = load_job(TUNE_JOB)
+    job["metadata"]["name"] = name
+    tuner = job["spec"]["mxReplicaSpecs"]["Tuner"]["template"]["spec"]["containers"][0]
+    tuner["args"] = ["--size", "128", "--tiles", *TILES, "--measure-pause", "2"]
+    fitted: dict[str, Any] = node_fit(installed.cluster, job).job
+    return fitted
+
+
+def tuner_log(installed: InstalledCluster, namespace: str, name: str) -> str:
+    done = installed.plane.kubectl("logs", "-n", namespace, f"{name}-tuner-0", check=False)
+    return str(done.stdout)
+
+
+def tune_through_a_kill(installed: InstalledCluster, name: str, replica: str) -> str:
+    """Run the example, SIGKILL ``replica``'s container after the first measurement, check the
+    outcome; a line of figures."""
+    namespace = namespace_for(installed, f"recover-{name}")
+    creations = PodCreations(installed.api, namespace)
+    started = time.monotonic()
+    try:
+        job = tune_job(installed, name)
+        installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
+        wait_for("the first measurement", lambda: tuner_log(installed, namespace, name),
+                 lambda log: CHECKED.search(log) is not None, timeout=240)  # fmt: skip
+        killed_after = time.monotonic() - started
+        assert kill_container(f"{name}-{replica}")
+        final = wait_for(
+            f"MXJob {name} to finish", lambda: status_of(installed, namespace, name),
+            lambda status: status.get("state") in ("Succeeded", "Failed"), timeout=300,
+        )  # fmt: skip
+        seconds = time.monotonic() - started
+    finally:
+        creations.stop()
+    log = tuner_log(installed, namespace, name)
+    assert final["state"] == "Succeeded", (final, log[-3000:])
+    assert final["restartCount"] == 1 and "attempt" not in final, final
+    [entry] = final["restarts"]
+    assert (entry["scope"], entry["pod"], entry["exitCode"]) == (
+        "Replica", f"{name}-{replica}", 137
+    ), entry  # fmt: skip
+    made = sorted(pod for pod, _ in creations.seen)
+    slots = ["tuner-0", "tunerserver-0", "tunerserver-1", "tunertracker-0", replica]
+    assert made == sorted(f"{name}-{slot}" for slot in slots), made
+    measured = CHECKED.findall(log)
+    assert [tile for _, tile, _ in measured] == TILES, log  # each checked against NumPy
+    assert {server for server, _, _ in measured} == {"0", "1"}, log
+    best = re.search(r"best schedule tile=(\d+): ([0-9.]+) us per run.*, (\d+) retries", log)
+    assert best, log
+    remove_namespace(installed, namespace)
+    return (
+        f"{replica} SIGKILLed {killed_after:.1f} s after the create, after the first "
+        f"measurement: Succeeded {seconds:.1f} s after the create, {len(made)} pods made "
+        f"({replica} twice), 1 restart; {len(measured)} kernels checked on both servers, "
+        f"{best.group(3)} measurement(s) retried, best tile={best.group(1)} at "
+        f"{best.group(2)} us per run"
+    )
+
+
+@pytest.mark.usefixtures("tvm_examples")
+@pytest.mark.parametrize("replica", ["tunerserver-1", "tunertracker-0"])
+def test_a_killed_tune_replica_is_replaced_alone_and_the_tuning_succeeds(
+    real_cluster: InstalledCluster, replica: str
+) -> None:
+    print(tune_through_a_kill(real_cluster, f"tune-{replica.split('-', maxsplit=1)[0]}", replica))
