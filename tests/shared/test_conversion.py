@@ -530,3 +530,12 @@ def test_a_train_job_with_every_difference_round_trips_and_shows_them_in_v1beta1
     assert read["status"] == {"mxReplicaStatuses": {"Worker": {"active": 3}}}
     assert stash_of(read) == {"from": V1, "runPolicy": {"suspend": False}}
     assert convert(read, V1) == found
+
+
+def test_restart_scopes_and_the_disruption_policy_survive_v1beta1_both_ways() -> None:
+    original = train_job(runPolicy={"backoffLimit": 2, "disruptionPolicy": "Count"})
+    original["spec"]["mxReplicaSpecs"]["Worker"]["restartScope"] = "Replica"
+    older = convert(original, "v1beta1")
+    assert older["spec"]["mxReplicaSpecs"]["Worker"]["restartScope"] == "Replica"
+    assert older["spec"]["backoffLimit"] == 2 and "runPolicy" not in older["spec"]
+    assert convert(older, "v1") == original

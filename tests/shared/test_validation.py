@@ -799,3 +799,29 @@ def test_a_pod_start_timeout_annotation_that_is_not_whole_seconds_is_refused_by_
         'metadata.annotations["mxjob-operator.kubeflow.org/pod-start-timeout-seconds"]'
     )
     assert "whole number of seconds" in violation.message and repr(value) in violation.message
+
+
+def test_restart_scope_and_disruption_policy_name_their_allowed_values() -> None:
+    bad = train_job(runPolicy={"disruptionPolicy": "Sometimes"})
+    bad["spec"]["mxReplicaSpecs"]["Worker"]["restartScope"] = "Pod"
+    paths = {v.path: v.message for v in validate(bad)}
+    assert '"Job", "Replica" (got "Pod")' in paths["spec.mxReplicaSpecs.Worker.restartScope"]
+    assert '"Ignore", "Count"' in paths["spec.runPolicy.disruptionPolicy"]
+
+
+def test_a_scheduler_restarted_alone_is_refused_naming_why() -> None:
+    found = train_job()
+    found["spec"]["mxReplicaSpecs"]["Scheduler"]["restartScope"] = "Replica"
+    [violation] = validate(found)
+    assert violation.path == "spec.mxReplicaSpecs.Scheduler.restartScope"
+    assert "must be 'Job'" in violation.message and "ps-lite" in violation.message
+
+
+def test_every_replica_may_choose_its_scope_but_the_scheduler() -> None:
+    found = train_job(runPolicy={"disruptionPolicy": "Count"})
+    for rtype, scope in (("Scheduler", "Job"), ("Server", "Replica"), ("Worker", "Replica")):
+        found["spec"]["mxReplicaSpecs"][rtype]["restartScope"] = scope
+    assert validate(found) == []
+    tune = tune_job()
+    tune["spec"]["mxReplicaSpecs"]["TunerTracker"]["restartScope"] = "Job"
+    assert validate(tune) == []
