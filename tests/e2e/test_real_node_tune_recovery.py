@@ -61,6 +61,18 @@ def tuner_log(installed: InstalledCluster, namespace: str, name: str) -> str:
     return str(done.stdout)
 
 
+def pod_states(installed: InstalledCluster, namespace: str) -> dict[str, Any]:
+    """Each pod's phase and container states: what a wait that timed out names."""
+    pods = installed.api.request("GET", f"/api/v1/namespaces/{namespace}/pods")["items"]
+    return {
+        p["metadata"]["name"]: (p["status"].get("phase"), [
+            c.get("state") for c in p["status"].get("containerStatuses", [])],
+            installed.plane.kubectl("logs", "-n", namespace, p["metadata"]["name"],
+                                    "--tail=8", check=False).stdout)
+        for p in pods
+    }  # fmt: skip
+
+
 def tune_through_a_kill(installed: InstalledCluster, name: str, replica: str) -> str:
     """Run the example, SIGKILL ``replica``'s container after the first measurement, check the
     outcome; a line of figures."""
@@ -70,8 +82,9 @@ def tune_through_a_kill(installed: InstalledCluster, name: str, replica: str) ->
     try:
         job = tune_job(installed, name)
         installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
-        wait_for("the first measurement", lambda: tuner_log(installed, namespace, name),
-                 lambda log: CHECKED.search(log) is not None, timeout=240)  # fmt: skip
+        wait_for("the first measurement", lambda: (tuner_log(installed, namespace, name),
+                                                   pod_states(installed, namespace)),
+                 lambda seen: CHECKED.search(seen[0]) is not None, timeout=240)  # fmt: skip
         killed_after = time.monotonic() - started
         assert kill_container(f"{name}-{replica}")
         final = wait_for(
