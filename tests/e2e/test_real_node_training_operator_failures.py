@@ -110,8 +110,8 @@ def test_training_operator_keeps_an_unpullable_job_created_and_retries_oom_past_
           f"Restarting says {oom.restarting!r}")  # fmt: skip
 
 
-RECOVERY_WINDOW = 90.0
-"""Seconds both disrupted jobs are watched after their disruption: three times what this
+RECOVERY_WINDOW = 60.0
+"""Seconds both disrupted jobs are watched after their disruption: twice what this
 operator takes to bring the same job to Succeeded (test_real_node_recovery.py,
 test_real_node_disruptions.py)."""
 
