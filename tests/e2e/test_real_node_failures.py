@@ -141,9 +141,11 @@ def test_a_worker_killed_by_the_oom_killer_is_restarted_then_fails_the_job_namin
     assert "exited with code 137" in failed["message"] and "OOMKilled" in failed["message"]
     assert final["status"]["restartCount"] == 1
     wait_for(
-        "a Warning Event naming the OOM kill and the recreation",
+        "a Warning Event naming the OOM kill and the restart",
         lambda: events_of(api, namespace, "oom"),
-        lambda events: any("OOMKilled" in e and "retryable, recreating it" in e for e in events),
+        lambda events: any(
+            "OOMKilled" in e and "retryable, restarting the whole job" in e for e in events
+        ),
         timeout=30,
     )
     made = sorted(name for name, _ in creations.seen)
