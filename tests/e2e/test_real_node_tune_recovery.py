@@ -1,11 +1,12 @@
-"""The TVM tune example on the real node, in containers, with a TunerServer or the TunerTracker
-SIGKILLed mid-tuning.
+"""The TVM tune example on the real node, in containers, with a TunerServer, the TunerTracker or
+the Tuner SIGKILLed mid-tuning.
 
 TVM's tracker takes a new server under its key, and servers register again with a new tracker
 (docs/reliability.md, "What a retry restarts"), so an MXTune replica is replaced alone
 (``restartScope: Replica``): the killed pod is made again and nothing else is touched. The
 tuner holds a session per server; one that breaks is asked of the tracker again
-(examples/scripts/start_tune.py). Each job must Succeed with every candidate kernel checked
+(examples/scripts/start_tune.py); a new tuner starts its measurements over, on servers the old
+one's sessions gave back. Each job must Succeed with every candidate kernel checked
 against NumPy on a server, one restart counted, and only the killed replica made twice.
 """
 
@@ -120,7 +121,7 @@ def tune_through_a_kill(installed: InstalledCluster, name: str, replica: str) ->
 
 
 @pytest.mark.usefixtures("tvm_examples")
-@pytest.mark.parametrize("replica", ["tunerserver-1", "tunertracker-0"])
+@pytest.mark.parametrize("replica", ["tunerserver-1", "tunertracker-0", "tuner-0"])
 def test_a_killed_tune_replica_is_replaced_alone_and_the_tuning_succeeds(
     real_cluster: InstalledCluster, replica: str
 ) -> None:
