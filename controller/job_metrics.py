@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controller.observed import PodView, observe
-from controller.status import Outcome, parse_time
+from controller.status import Outcome
+from shared.apitime import parse_time
 from shared.conditions import ConditionType, current_state, get_condition
 from shared.exitcodes import classify_exit
 from shared.spec import as_mapping

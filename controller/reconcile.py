@@ -68,10 +68,10 @@ from controller.status import (
     REMOVED_HISTORY,
     Outcome,
     compute_status,
-    format_time,
 )
 from controller.tracking import JSON_PATCH, release_patch
 from controller.workloads import WorkloadSync
+from shared.apitime import format_time
 from shared.constants import OPERATOR_NAME
 from shared.defaults import apply_defaults
 from shared.queueing import dispatched_by_multikueue, manager

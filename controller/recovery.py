@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from controller.observed import PodView
+from shared.apitime import parse_time
 from shared.constants import RestartScope
 from shared.spec import is_int
 
@@ -73,13 +74,7 @@ def split_attempts(views: Sequence[PodView], attempt: int) -> tuple[list[PodView
 
 
 def _moment(view: PodView) -> datetime.datetime | None:
-    if view.ended_at is None:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(view.ended_at.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+    return parse_time(view.ended_at)
 
 
 def first_ended(views: Sequence[PodView]) -> PodView:

@@ -55,6 +55,7 @@ from controller.recovery import (
     with_entries,
 )
 from controller.tracking import accounted, settle_views
+from shared.apitime import format_time, parse_time
 from shared.conditions import ConditionType, Reason, current_state, get_condition, set_condition
 from shared.constants import (
     CleanPodPolicy,
@@ -159,23 +160,6 @@ class Outcome:
     hold_creations: bool = False
     """A whole-job restart is under way: no pod is made until every pod of the ended attempt
     is gone (never two live pods for one slot)."""
-
-
-# -- time -----------------------------------------------------------------------------------------
-def format_time(moment: datetime.datetime) -> str:
-    """RFC 3339 in UTC with seconds, the format of the API's ``Time``."""
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: object) -> datetime.datetime | None:
-    """An API ``Time`` (or ``MicroTime``) as an aware datetime; None when absent or malformed."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -864,6 +848,14 @@ def _limit_text(sync: _Sync, view: PodView | None) -> str:
     return f"restart {counted} of at most {sync.limit}."
 
 
+def _announce(sync: _Sync, *, condition: str, event: str) -> None:
+    """The Restarting condition's message, and the Warning Event that says what restarts."""
+    sync.condition(
+        ConditionType.RESTARTING, status=True, reason=Reason.RESTARTING, message=condition
+    )
+    sync.events.append(EventSpec("Warning", Reason.RESTARTING, event))
+
+
 def _restart_job(sync: _Sync) -> None:
     """A ``Job``-scoped retryable end: the whole job restarts as the next attempt."""
     cause = first_ended(sync.job_causes)
@@ -872,19 +864,11 @@ def _restart_job(sync: _Sync) -> None:
     sync.events.append(
         EventSpec("Warning", EXITED_WITH_CODE, f"{why}: retryable, restarting the whole job.")
     )
-    sync.condition(
-        ConditionType.RESTARTING,
-        status=True,
-        reason=Reason.RESTARTING,
-        message=f"MXJob {sync.name} is restarting as a whole (attempt {attempt}) because {why}.",
-    )
-    sync.events.append(
-        EventSpec(
-            "Warning",
-            Reason.RESTARTING,
-            f"Restarting the whole job as attempt {attempt}: every pod ends, then all are made "
-            f"again; {_limit_text(sync, cause)}",
-        )
+    _announce(
+        sync,
+        condition=f"MXJob {sync.name} is restarting as a whole (attempt {attempt}) because {why}.",
+        event=f"Restarting the whole job as attempt {attempt}: every pod ends, then all are made "
+        f"again; {_limit_text(sync, cause)}",
     )
     # Every pod of the ended attempt goes; each slot's own history goes on with its new pod.
     sync.pending = [v for v in sync.views if v.replica_type is not None]
@@ -913,18 +897,10 @@ def _restart(sync: _Sync) -> None:
     limit_text = _limit_text(sync, sync.pending[0] if len(sync.pending) == 1 else None)
     if sync.pending:
         what = ", ".join(f"{_describe(v)} {_exit_text(v)}" for v in sync.pending)
-        sync.condition(
-            ConditionType.RESTARTING,
-            status=True,
-            reason=Reason.RESTARTING,
-            message=f"MXJob {sync.name} is restarting because {what}.",
-        )
-        sync.events.append(
-            EventSpec(
-                "Warning",
-                Reason.RESTARTING,
-                f"Restarting {len(sync.pending)} replica(s); {limit_text}",
-            )
+        _announce(
+            sync,
+            condition=f"MXJob {sync.name} is restarting because {what}.",
+            event=f"Restarting {len(sync.pending)} replica(s); {limit_text}",
         )
     elif (new_restarts := sync.needed - sync.restarts_so_far) > 0:
         sync.events.append(

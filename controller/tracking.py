@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, TypedDict, TypeVar
 
 from controller.observed import FAILED, PodView
+from shared.apitime import parse_time
 from shared.constants import TRACKING_FINALIZER
 from shared.spec import as_mapping
 
@@ -74,13 +75,7 @@ def release_patch(pod: Mapping[str, Any]) -> list[PatchOp] | None:
 
 
 def _deletion_time(view: PodView) -> datetime.datetime | None:
-    if view.deletion_timestamp is None:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(view.deletion_timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+    return parse_time(view.deletion_timestamp)
 
 
 def unreported_end_due(view: PodView, now: datetime.datetime) -> float | None:

@@ -27,7 +27,6 @@ from controller.kube import KubeClient, NotFound, mxjobs_path, resource_path
 from controller.metrics import Metrics
 from controller.podsets import PodSetConflictError, admitted_infos, started, stopped
 from controller.queueing import Step, decide
-from controller.status import format_time
 from controller.workload_objects import (
     FINALIZER,
     GROUP,
@@ -44,6 +43,7 @@ from controller.workload_status import (
     RECLAIMABLE_MANAGER,
     finished_apply,
 )
+from shared.apitime import format_time
 from shared.queueing import PRIORITY_CLASS_LABEL, prebuilt_workload
 from shared.spec import as_mapping
 

@@ -15,9 +15,8 @@ from controller.status import (
     REMOVED_HISTORY,
     Outcome,
     compute_status,
-    format_time,
-    parse_time,
 )
+from shared.apitime import format_time
 from tests.controller.samples import NOW, NOW_TEXT, job, later, pod, pods_all
 
 Obj = dict[str, Any]
@@ -452,11 +451,6 @@ def test_a_suspended_job_has_no_deadline() -> None:
     stored, _ = step(job(run_policy={"activeDeadlineSeconds": 5, "suspend": True}), [])
     _, outcome = step(stored, [], now=later(3600))
     assert not outcome.finished and outcome.requeue_after is None
-
-
-def test_times_round_trip() -> None:
-    assert parse_time(format_time(NOW)) == NOW
-    assert parse_time("not a time") is None
 
 
 # -- invariants over random histories ----------------------------------------------------------
