@@ -173,6 +173,23 @@ def test_a_broken_run_breaks_every_invariant_and_says_where(tmp_path: Path) -> N
     assert report.markdown() == (REPORTS / "broken-run.md").read_text()
 
 
+def test_a_new_attempts_pod_made_while_an_old_one_lived_is_premature(tmp_path: Path) -> None:
+    report, evidence = sound_run(tmp_path)
+    evidence.jobs["job-00"] = JobPlan("job-00", "retry", 1, (1.0, 1.0))
+    history = evidence.history
+    history.pod_seen["job-00-scheduler-0"]["s0"] = [(1, "Running", 0), (9, "Running", 0)]
+    history.pod_created_rv["s0"] = 1
+    history.pod_seen["job-00-scheduler-0"]["s1"] = [(12, "Running", 0)]
+    history.pod_created_rv["s1"] = 12
+    history.pod_seen["job-00-worker-0"]["u0"].append((4, "Failed", 0))
+    history.pod_seen["job-00-worker-0"]["u1"] = [(8, "Running", 0)]
+    history.pod_created_rv["u1"] = 8  # before the old scheduler's last event (9)
+    checked(report, evidence)
+    assert "job job-00: a new attempt's pod made while an old one lived" in (
+        report.invariants[1].problems
+    )
+
+
 def test_a_replacement_created_before_its_predecessor_failed_is_premature(
     tmp_path: Path,
 ) -> None:

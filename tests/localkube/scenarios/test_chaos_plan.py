@@ -24,13 +24,13 @@ def test_the_jobs_start_with_one_of_each_script_and_follow_the_seed() -> None:
     ]
 
 
-def test_a_retry_script_calls_for_a_second_worker_0() -> None:
+def test_a_retry_script_calls_for_a_second_pod_in_every_slot() -> None:
     plan = JobPlan("job-07", "retry", 2, (1.0, 1.0))
     assert plan.slots == ["job-07-scheduler-0", "job-07-worker-0", "job-07-worker-1"]
-    assert plan.expected_creations() == {
-        "job-07-scheduler-0": 1,
+    assert plan.expected_creations() == {  # the whole job restarts
+        "job-07-scheduler-0": 2,
         "job-07-worker-0": 2,
-        "job-07-worker-1": 1,
+        "job-07-worker-1": 2,
     }
     specs = plan.manifest()["spec"]["mxReplicaSpecs"]
     assert (specs["Scheduler"]["replicas"], specs["Worker"]["replicas"]) == (1, 2)

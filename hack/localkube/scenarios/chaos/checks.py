@@ -82,14 +82,19 @@ def audit_creations(audit_log: Path) -> tuple[Counter[str], Counter[str]]:
     return created, refused
 
 
+def _generations(history: History, name: str) -> list[str]:
+    """The uids of pod ``name``, in the order they were created."""
+    uids = history.pod_seen.get(name, {})
+    return sorted(uids, key=lambda u: history.pod_created_rv.get(u, uids[u][0][0]))
+
+
 def replacements(history: History) -> tuple[int, int, list[str]]:
     """Pods that replaced another in their slot: how many, how many were seen created after
     their predecessor Failed, and those created before it did."""
     count = verified = 0
     problems = []
     for name, uids in history.pod_seen.items():
-        ordered = sorted(uids, key=lambda u: history.pod_created_rv.get(u, uids[u][0][0]))
-        for previous, current in itertools.pairwise(ordered):
+        for previous, current in itertools.pairwise(_generations(history, name)):
             count += 1
             failed = [rv for rv, phase, _ in uids[previous] if phase == "Failed"]
             created_rv = history.pod_created_rv.get(current)
@@ -98,6 +103,24 @@ def replacements(history: History) -> tuple[int, int, list[str]]:
                 if created_rv <= min(failed):
                     problems.append(f"{name}: {current} created before {previous} failed")
     return count, verified, problems
+
+
+def attempts_apart(history: History, jobs: dict[str, JobPlan]) -> list[str]:
+    """A job restarted as a whole makes its new pods only once every old one is gone: no pod
+    of its second generation was created before the last event of one of its first."""
+    problems = []
+    for plan in jobs.values():
+        old_events: list[int] = []
+        new_created: list[int] = []
+        for slot in plan.slots:
+            uids = _generations(history, slot)
+            if uids:
+                old_events += [rv for rv, _, _ in history.pod_seen[slot][uids[0]]]
+            if len(uids) > 1 and uids[1] in history.pod_created_rv:
+                new_created.append(history.pod_created_rv[uids[1]])
+        if old_events and new_created and min(new_created) <= max(old_events):
+            problems.append(f"job {plan.name}: a new attempt's pod made while an old one lived")
+    return problems
 
 
 def pod_creations(e: Evidence) -> Invariant:
@@ -111,6 +134,7 @@ def pod_creations(e: Evidence) -> Invariant:
         if created[name] != expected[name]:
             problems.append(f"{name}: created {created[name]} times, scripted {expected[name]}")
     replaced, verified, premature = replacements(e.history)
+    premature += attempts_apart(e.history, e.jobs)
     return Invariant(
         "no two pods for one replica slot (no duplicate, no premature replacement)",
         not problems and not premature,

@@ -61,11 +61,9 @@ class JobPlan:
         ]
 
     def expected_creations(self) -> dict[str, int]:
-        """Pod creations per slot the script calls for."""
-        counts = dict.fromkeys(self.slots, 1)
-        if self.script == "retry":
-            counts[f"{self.name}-worker-0"] = 2
-        return counts
+        """Pod creations per slot the script calls for: a retry restarts the whole job (an
+        MXTrain job's default ``restartScope``), so every slot is made twice."""
+        return dict.fromkeys(self.slots, 2 if self.script == "retry" else 1)
 
     def manifest(self) -> dict[str, Any]:
         def replica(count: int) -> dict[str, Any]:
