@@ -170,12 +170,14 @@ def test_training_operator_recreates_a_lost_mxnet_worker_alone_and_the_job_hangs
             for name in seen}  # fmt: skip
     for name, status in seen.items():
         assert not {"Succeeded", "Failed"} & set(true_conditions(status)), (name, status)
-        worker = f"{name}-worker-1"
-        assert made[name].count(worker) == 2 and len(made[name]) == 5, made[name]
+        # One worker made again alone (the OOM kills worker rank 1, which ps-lite may give
+        # either pod): 5 pods, no other.
+        again = [pod for pod in set(made[name]) if made[name].count(pod) == 2]
+        assert len(made[name]) == 5 and len(again) == 1 and "-worker-" in again[0], made[name]
     print(f"\ntraining-operator v1.8.1, {RECOVERY_WINDOW:.0f} s after the disruption: "
           + "; ".join(f"{name}: conditions True {true_conditions(status)}, restartCount "
                       f"{status.get('restartCount', 0)}, {len(made[name])} pods made "
-                      f"(worker 1 twice), no end" for name, status in seen.items()))  # fmt: skip
+                      f"(one worker twice), no end" for name, status in seen.items()))  # fmt: skip
 
 
 def true_conditions(status: dict[str, Any]) -> list[str]:

@@ -114,7 +114,13 @@ def kustomization(images: Mapping[str, str]) -> dict[str, Any]:
             "options": {"disableNameSuffixHash": True}}],
         "patches": [{"patch": yaml.safe_dump({
             "$patch": "delete", "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "katib-ui", "namespace": NAMESPACE}})}],
+            "metadata": {"name": "katib-ui", "namespace": NAMESPACE}})},
+            # Katib's own namespace is not one of trials: labelled for injection, its pods would
+            # go through Katib's pod webhook, which the controller being created serves, and a
+            # ReplicaSet slower than the webhook's registration would wait for it forever.
+            {"patch": yaml.safe_dump({
+                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE,
+                "labels": {"katib.kubeflow.org/metrics-collector-injection": None}}})}],
     }  # fmt: skip
 
 
