@@ -47,6 +47,8 @@ RELEASED_IMAGES: Final = {
 }
 """The images Katib's manifests name, by the field of the built images that replaces each."""
 VOLUME_NAME: Final = "katib-postgres"
+INJECTION_LABEL: Final = "katib.kubeflow.org/metrics-collector-injection"
+"""The namespace label Katib's pod webhook and Experiment validator look for."""
 EXPERIMENT_PROBE: Final = {
     "apiVersion": "kubeflow.org/v1beta1",
     "kind": "Experiment",
@@ -115,12 +117,13 @@ def kustomization(images: Mapping[str, str]) -> dict[str, Any]:
         "patches": [{"patch": yaml.safe_dump({
             "$patch": "delete", "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "katib-ui", "namespace": NAMESPACE}})},
-            # Katib's own namespace is not one of trials: labelled for injection, its pods would
-            # go through Katib's pod webhook, which the controller being created serves, and a
-            # ReplicaSet slower than the webhook's registration would wait for it forever.
+            # Katib's namespace is labelled for injection once its pods run (wait_ready):
+            # labelled before, its pods would go through Katib's pod webhook, which the
+            # controller being created serves, and a ReplicaSet slower than the webhook's
+            # registration would wait for it forever.
             {"patch": yaml.safe_dump({
                 "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE,
-                "labels": {"katib.kubeflow.org/metrics-collector-injection": None}}})}],
+                "labels": {INJECTION_LABEL: None}}})}],
     }  # fmt: skip
 
 
@@ -180,6 +183,8 @@ def wait_ready(plane: ControlPlane, *, timeout: float) -> None:
         "-n", NAMESPACE, "rollout", "status", f"--timeout={timeout:g}s",
         *(f"deployment/{name}" for name in DEPLOYMENTS), timeout=timeout + 10,
     )  # fmt: skip
+    # As released: Katib's validator admits Experiments only in a namespace so labelled.
+    plane.kubectl("label", "namespace", NAMESPACE, f"{INJECTION_LABEL}=enabled", "--overwrite")
     deadline = time.monotonic() + timeout
     probe = json.dumps(EXPERIMENT_PROBE)
     while True:
