@@ -26,6 +26,7 @@ import yaml
 
 from localkube.scenarios.jobwatch import EXAMPLES, load_job
 from localkube.scenarios.node_demo import node_fit
+from tests.e2e.failing_jobs import mxjob
 from tests.e2e.real_node_fixtures import InstalledCluster
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
@@ -40,19 +41,8 @@ MIN_ACCURACY = 0.9
 restart and with one; a job that lost its training to a restart would end far lower."""
 
 
-def mxjob(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
-    found: dict[str, Any] = installed.api.request(
-        "GET", f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/{name}"
-    )
-    return found
-
-
 def status_of(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
-    return dict(mxjob(installed, namespace, name).get("status", {}))
-
-
-def condition(status: dict[str, Any], ctype: str) -> dict[str, Any]:
-    return next((c for c in status.get("conditions", []) if c["type"] == ctype), {})
+    return dict(mxjob(installed.api, namespace, name).get("status", {}))
 
 
 @dataclass(frozen=True)
@@ -273,15 +263,6 @@ def kill_container(pod: str) -> list[int]:
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     return pids
-
-
-def events_of(installed: InstalledCluster, namespace: str, name: str) -> list[str]:
-    """``reason: message`` of the Events about the MXJob ``name``."""
-    events = installed.api.request(
-        "GET", f"/api/v1/namespaces/{namespace}/events",
-        query=[("fieldSelector", f"involvedObject.name={name},involvedObject.kind=MXJob")],
-    )["items"]  # fmt: skip
-    return [f"{e['reason']}: {e['message']}" for e in events]
 
 
 def summary(case: str, run: Run, result: Resumed) -> str:

@@ -31,6 +31,7 @@ from tests.e2e.recovery_jobs import (
     checkpoint_claim,
     resumable_job,
     run_disrupted,
+    status_of,
     summary,
 )
 from tests.helpers.pod_creations import PodCreations
@@ -39,17 +40,6 @@ from tests.helpers.waiting import wait_for
 pytestmark = pytest.mark.timeout(900)
 
 LOW, HIGH = "mxjob-tests-low", "mxjob-tests-high"
-
-
-def status_of(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
-    job = installed.api.request(
-        "GET", f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/{name}"
-    )
-    return dict(job.get("status", {}))
-
-
-def condition(status: dict[str, Any], ctype: str) -> dict[str, Any]:
-    return next((c for c in status.get("conditions", []) if c["type"] == ctype), {})
 
 
 def finish(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:

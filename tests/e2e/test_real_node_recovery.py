@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.e2e.failing_jobs import events_of
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
 from tests.e2e.recovery_jobs import (
     assert_restarted_once_and_resumed,
     cause,
     checkpoint_claim,
-    events_of,
     kill_container,
     resumable_job,
     run_disrupted,
@@ -41,7 +41,7 @@ def test_a_worker_oom_killed_mid_training_restarts_the_job_which_resumes_and_suc
     assert entry["reason"] == "OOMKilled" and entry["exitCode"] == 137, entry
     result = assert_restarted_once_and_resumed(run, replica=f"Worker-{entry['index']}")
     assert entry["countedAgainstBackoff"] is True and "disruptionRestarts" not in run.final
-    events = events_of(real_cluster, namespace, "oom")
+    events = events_of(real_cluster.api, namespace, "oom")
     assert any("OOMKilled" in e and "restarting the whole job" in e for e in events), events
     remove_namespace(real_cluster, namespace)
     print(summary("worker OOM-killed in epoch 3 (1 GiB limit)", run, result))
