@@ -47,7 +47,7 @@ from bench.common import (
     jobs_main,
     ratio,
 )
-from controller.kube import ApiError, KubeClient, mxjobs_path
+from controller.runtime.client import ApiError, KubeClient, mxjobs_path
 from localkube.base.api import ensure_namespace
 from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from bench.common import jobs_main, ratio
-from controller.kube import KubeClient, mxjobs_path
+from controller.runtime.client import KubeClient, mxjobs_path
 from localkube.base.api import ensure_namespace
 from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane

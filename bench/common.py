@@ -27,7 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
-from controller.kube import KubeClient, Query, WatchStream
+from controller.runtime.client import KubeClient, Query, WatchStream
 from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.settings import ControlPlaneSettings

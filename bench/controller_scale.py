@@ -3,7 +3,7 @@
 On the benchmark's own control plane, with the webhook registered as installed:
 
 1. Baseline: a client creates the same pods and Services the controller will create (built by
-   ``controller.desired`` from the same defaulted jobs, without owner references so the garbage
+   ``controller.job.desired`` from the same defaulted jobs, without owner references so the garbage
    collector leaves them alone), from several threads, as fast as the API server accepts them:
    the API server's own limit on this machine. Its clock stops, as phase A's does, when the
    driver's watches have seen every object: both sides carry the same observer.
@@ -58,7 +58,7 @@ from bench.controller_scale_baselines import (
     raw_baseline,
 )
 from bench.controller_scale_phases import Side, delete_namespace, lifecycle_job, measure
-from controller.kube import KubeClient, pods_path, services_path
+from controller.runtime.client import KubeClient, pods_path, services_path
 from localkube.base.api import ensure_namespace
 from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane

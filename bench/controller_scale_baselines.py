@@ -18,8 +18,8 @@ from typing import Any
 
 from bench.common import CountingClient, component_cpu, watching
 from bench.controller_scale_phases import delete_namespace, lifecycle_job
-from controller.desired import build_pod, build_service, desired_slots
-from controller.kube import KubeClient, mxjobs_path, pods_path, services_path
+from controller.job.desired import build_pod, build_service, desired_slots
+from controller.runtime.client import KubeClient, mxjobs_path, pods_path, services_path
 from localkube.base.api import ensure_namespace
 from localkube.plane.controlplane import ControlPlane
 from shared.defaults import apply_defaults

@@ -31,7 +31,7 @@ from bench.common import (
     subtract,
     watching,
 )
-from controller.kube import ApiError, KubeClient, mxjobs_path, pods_path, services_path
+from controller.runtime.client import ApiError, KubeClient, mxjobs_path, pods_path, services_path
 from localkube.base.api import ensure_namespace
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane

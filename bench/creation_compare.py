@@ -47,7 +47,7 @@ from bench.admission_overhead import scale_job, webhook_reviews
 from bench.apiserver_profile import areas, profiled
 from bench.common import BENCH_DIR, apiserver_requests, bench_plane, emit, machine, ratio
 from bench.controller_scale import SizeRun, measure_peer, ours_side
-from controller.kube import KubeClient, mxjobs_path
+from controller.runtime.client import KubeClient, mxjobs_path
 from localkube.base.api import ensure_namespace
 from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane

@@ -16,7 +16,7 @@ def _times(runs: Sequence[Mapping[str, Any]]) -> list[str]:
         "",
         "Jobs of 1 scheduler, 1 server and 2 workers, submitted at once from 8 threads with the "
         "webhooks registered; phase A ends when every pod and Service exists (driver's watches). "
-        "Baseline: a client POSTing the same pods and Services (built by `controller.desired`, "
+        "Baseline: a client POSTing the same pods and Services (built by `controller.job.desired`, "
         "no owner references) from 8 threads as fast as the API server accepts them, its clock "
         "stopped the same way (when the driver's watches have seen every object). Phase B: "
         "the test kubelet binds and starts every pod; when every job is Running, every "

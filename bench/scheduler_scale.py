@@ -49,7 +49,7 @@ from bench.scheduler_scale_measure import (
     own_writes,
     reconciles,
 )
-from controller.kube import KubeClient
+from controller.runtime.client import KubeClient
 from localkube.base.api import ensure_namespace
 from localkube.base.processes import stop_process
 from localkube.plane.operator import LocalOperator

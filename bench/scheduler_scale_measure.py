@@ -33,7 +33,7 @@ from bench.common import (
     watching,
 )
 from bench.controller_scale_phases import RESOURCES, _condition, submit_jobs
-from controller.kube import KubeClient, mxjobs_path, pods_path, services_path
+from controller.runtime.client import KubeClient, mxjobs_path, pods_path, services_path
 from localkube.plane.controlplane import ControlPlane
 from localkube.thirdparty.kwok import EXIT_CODE_ANNOTATION
 

@@ -1,6 +1,6 @@
 """The next step for the webhook's certificates: pure decisions, no I/O.
 
-The controller's certificate keeper (controller/webhook_certificates.py) reads the Secret and the
+The controller's certificate keeper (controller/certificates/keeper.py) reads the Secret and the
 three ``caBundle`` fields, asks :func:`plan` what they must hold next, and writes that. The rules
 that keep every review answered while certificates change:
 

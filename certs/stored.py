@@ -1,7 +1,7 @@
 """What the webhook's certificate Secret holds, read defensively.
 
 The Secret (``kubernetes.io/tls``) made by the controller's certificate keeper
-(controller/webhook_certificates.py) holds:
+(controller/certificates/keeper.py) holds:
 
 - ``ca.crt``: the trust bundle, PEM certificates, the signing CA first; the webhook
   configurations' and the CRD's ``caBundle`` are exactly this;

@@ -1,10 +1,11 @@
-"""``mxjob-controller``: the console script (flags in :mod:`controller.settings`).
+"""``mxjob-controller``: the console script (flags in :mod:`controller.runtime.settings`).
 
 SIGTERM and SIGINT stop gracefully: in-flight reconciles finish and the Lease is released, so a
 rolling update hands over at once. A controller started while the API server is away
-waits for it (controller/startup.py) instead of exiting. The exit code is 0 after a requested stop
-and 1 when the Lease was lost (the process must not go on acting while another leader may); 2 when
-``--kueue-workloads`` is asked of a cluster whose Kueue cannot take it (controller/workloads.py).
+waits for it (controller/runtime/startup.py) instead of exiting. The exit code is 0 after a
+requested stop and 1 when the Lease was lost (the process must not go on acting while another leader
+may); 2 when ``--kueue-workloads`` is asked of a cluster whose Kueue cannot take it
+(controller/integrations/kueue/workload_sync.py).
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
-from controller.logconfig import configure
+from controller.integrations.kueue.workload_sync import KueueRouteError, check_route
 from controller.manager import Controller
-from controller.settings import from_args
-from controller.startup import await_api_server
-from controller.workloads import KueueRouteError, check_route
+from controller.runtime.logconfig import configure
+from controller.runtime.settings import from_args
+from controller.runtime.startup import await_api_server
 
 log = logging.getLogger("controller")
 

@@ -18,20 +18,24 @@ import threading
 import time
 from typing import Any
 
-from controller.election import ElectionSettings, LeaderElector
-from controller.events import EventRecorder
-from controller.expectations import Expectations, Kind
-from controller.gang_client import detect
-from controller.health import HttpEndpoints, Route, check_route, metrics_route
-from controller.informers import DELETED, Informer, InformerSettings, object_key, slim_pod
-from controller.kube import Conflict, KubeClient, mxjobs_path, pods_path, services_path
-from controller.metrics import Metrics
-from controller.reconcile import Reconciler, job_key
-from controller.settings import ControllerSettings
-from controller.webhook_certificates import CertificateTargets, WebhookCertificateKeeper
-from controller.workload_objects import JOB_UID_LABEL
-from controller.workloads import WorkloadSync, workload_owner_key, workloads_path
-from controller.workqueue import WorkQueue
+from controller.certificates.keeper import CertificateTargets, WebhookCertificateKeeper
+from controller.integrations.gang.podgroup_writes import detect
+from controller.integrations.kueue.workload import JOB_UID_LABEL
+from controller.integrations.kueue.workload_sync import (
+    WorkloadSync,
+    workload_owner_key,
+    workloads_path,
+)
+from controller.job.reconciler import Reconciler, job_key
+from controller.runtime.client import Conflict, KubeClient, mxjobs_path, pods_path, services_path
+from controller.runtime.election import ElectionSettings, LeaderElector
+from controller.runtime.events import EventRecorder
+from controller.runtime.expectations import Expectations, Kind
+from controller.runtime.health import HttpEndpoints, Route, check_route, metrics_route
+from controller.runtime.informers import DELETED, Informer, InformerSettings, object_key, slim_pod
+from controller.runtime.metrics import Metrics
+from controller.runtime.settings import ControllerSettings
+from controller.runtime.workqueue import WorkQueue
 from shared.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, WATCHED_OPERATOR_NAMES
 
 log = logging.getLogger(__name__)
@@ -140,7 +144,7 @@ class Controller:
         self, namespaces: tuple[str, ...] | None, informer_settings: InformerSettings
     ) -> Informer | None:
         """With ``--kueue-workloads``: the Workloads' informer, and the reconciler's
-        WorkloadSync over it (controller/workloads.py)."""
+        WorkloadSync over it (controller/integrations/kueue/workload_sync.py)."""
         if not self.settings.kueue_workloads:
             return None
         workloads = Informer(
@@ -170,7 +174,7 @@ class Controller:
             namespace = str(_meta(job).get("namespace") or "")
             self.metrics.job_counter_inc(self.metrics.jobs_deleted, namespace)
         # Also when deleted: the reconcile of a job the cache no longer has lets its pods go
-        # (controller/tracking.py), even if their last events came before this one.
+        # (controller/job/tracking.py), even if their last events came before this one.
         self.queue.add(key)
 
     def _on_workload(self, event_type: str, workload: Obj, old: Obj | None) -> None:

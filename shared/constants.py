@@ -131,7 +131,7 @@ LABEL_JOB_ROLE = "training.kubeflow.org/job-role"
 TRACKING_FINALIZER = "training.kubeflow.org/mxjob-tracking"
 """On every pod the controller creates, as ``batch.kubernetes.io/job-tracking`` on a Job's: the
 API server keeps a deleted pod (terminating, with its final phase) until the controller has
-written the status that counts how it ended and removes this entry (controller/tracking.py)."""
+written the status that counts how it ended and removes this entry (controller/job/tracking.py)."""
 
 ROLE_MASTER = "master"
 ROLE_WORKER = "worker"

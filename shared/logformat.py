@@ -1,8 +1,8 @@
 """Log line formats both processes share: one JSON object per line, or text for a terminal.
 
 Formatting only (a ``logging.Formatter`` turns a record into a string); where the lines go is
-configured by each process (``webhook.logconfig``, ``controller.logconfig``). Structured fields
-ride on ``extra={"fields": {...}}``: JSON emits them as keys, text as ``k=v`` pairs.
+configured by each process (``webhook.logconfig``, ``controller.runtime.logconfig``). Structured
+fields ride on ``extra={"fields": {...}}``: JSON emits them as keys, text as ``k=v`` pairs.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ integration of its own: it suspends, admits and evicts the job itself, and the o
 honours ``runPolicy.suspend``. Kueue from v0.11 dropped it; there the operator follows Kueue's
 contract for an *external framework* (``integrations.externalFrameworks``): this controller
 writes the job's Workload and starts or stops the job as Kueue admits or evicts it
-(controller/queueing.py), and the webhook creates queued jobs suspended. The second route is
-switched on in both processes by ``--kueue-workloads``.
+(controller/integrations/kueue/contract.py), and the webhook creates queued jobs suspended. The
+second route is switched on in both processes by ``--kueue-workloads``.
 
 Where the job's manager lives: MultiKueue's adapter for external kinds reads ``spec.managedBy``
 and only that path, and clears it on the copy it makes in a worker cluster. So the MultiKueue

@@ -1,7 +1,7 @@
 """No function is longer than a screen, so each one reads at a glance; no tooling module is
 longer than a sitting.
 
-Long decisions are split into named steps instead (``compute_status`` in controller/status.py
+Long decisions are split into named steps instead (``compute_status`` in controller/job/status.py
 is a sequence of small phases over one state object). This holds every function and method of
 the product packages, the development tooling (``hack/``) and the benchmarks (``bench/``) to
 :data:`LIMIT` lines, counted from ``def`` to its last line (docstring and comments included; a

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from controller import settings as controller_settings
-from controller.metrics import Metrics
+from controller.runtime import settings as controller_settings
+from controller.runtime.metrics import Metrics
 from webhook import settings as webhook_settings
 from webhook.metrics import WebhookMetrics
 

@@ -27,7 +27,7 @@ PRODUCT = ("shared", "webhook", "controller", "certs")
 ALLOWED: dict[str, tuple[tuple[str, ...], str | None]] = {
     "shared": ((), None),
     "webhook": (("shared",), "webhook"),
-    # The certificate keeper (controller/webhook_certificates.py) issues with certs/authority.py,
+    # The certificate keeper (controller/certificates/keeper.py) issues with certs/authority.py,
     # which needs only cryptography; certs/cli.py's PyYAML is never imported by the controller.
     "controller": (("shared", "certs"), "controller"),
     "certs": ((), "certs"),
@@ -53,7 +53,8 @@ def _imported_top_levels(package: str) -> set[str]:
 
 
 def test_the_wheel_holds_the_product_packages_only() -> None:
-    assert PROJECT["tool"]["setuptools"]["packages"] == list(PRODUCT)
+    found = PROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert found == [name for package in PRODUCT for name in (package, f"{package}.*")]
     assert "package-dir" not in PROJECT["tool"]["setuptools"]
 
 
@@ -86,6 +87,11 @@ def _wheel_files() -> set[str]:
 def test_the_wheel_carries_no_test_support() -> None:
     files = _wheel_files()
     assert {"webhook/reviews.py", "controller/main.py", "shared/py.typed"} <= files
+    # Every room of the controller's house is in the wheel, not only its top.
+    assert {
+        "controller/job/reconciler.py",
+        "controller/integrations/kueue/workload_sync.py",
+    } <= files
     # Reviews as the API server sends them are test support: tests/webhook/reviews_samples.py.
     assert "webhook/testing.py" not in files
     support = {f for f in files if Path(f).stem in ("testing", "conftest") or "/test" in f}

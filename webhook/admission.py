@@ -140,7 +140,8 @@ def mutate(request: AdmissionRequest, *, kueue_workloads: bool = False) -> Admis
     """The mutating webhook's answer: refuse an invalid MXJob, else patch in the defaults.
 
     With ``kueue_workloads``, a queued job is created suspended: it waits for Kueue to admit
-    its Workload (controller/queueing.py), as Kueue's own webhooks do for the kinds they know.
+    its Workload (controller/integrations/kueue/contract.py), as Kueue's own webhooks do for the
+    kinds they know.
     """
     judged = _judge(request, kueue_workloads=kueue_workloads)
     if not isinstance(judged, tuple):
@@ -157,7 +158,7 @@ def mutate(request: AdmissionRequest, *, kueue_workloads: bool = False) -> Admis
     # one (tests/fuzz checks that property). Re-validating cost 40 % of a mutate review
     # (bench/findings.md). What another mutating webhook makes of the job afterwards is judged
     # when this one is reinvoked (reinvocationPolicy IfNeeded), and by the controller before it
-    # runs anything (controller/status.py, MXJobFailedValidation).
+    # runs anything (controller/job/status.py, MXJobFailedValidation).
     target = defaulted if version == constants.V1 else conversion.convert(defaulted, version)
     return allowed(request["uid"], patch=make_patch(sent, target))
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonpatch
 
-from controller.kube import ApiError, KubeClient, Query, error_for
+from controller.runtime.client import ApiError, KubeClient, Query, error_for
 
 
 @dataclass

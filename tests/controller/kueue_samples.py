@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.workload_objects import Priority, build_workload, condition
+from controller.integrations.kueue.workload import Priority, build_workload, condition
 from shared.queueing import QUEUE_NAME_LABEL
 from tests.controller.samples import NOW_TEXT, job
 

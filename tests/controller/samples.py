@@ -1,7 +1,7 @@
 """MXJobs and pods as the controller sees them, for the controller's unit tests.
 
 Jobs come defaulted (as the mutating webhook stores them) with the metadata the API server adds;
-pods are built by ``controller.desired`` and given the status a kubelet would write.
+pods are built by ``controller.job.desired`` and given the status a kubelet would write.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import copy
 import datetime
 from typing import Any
 
-from controller.desired import Slot, build_pod, build_service, desired_slots
+from controller.job.desired import Slot, build_pod, build_service, desired_slots
 from shared.defaults import apply_defaults
 
 Obj = dict[str, Any]

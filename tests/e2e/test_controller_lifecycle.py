@@ -11,7 +11,7 @@ import time
 from functools import partial
 from typing import Any
 
-from controller.observed import ATTEMPT_ANNOTATION
+from controller.job.observed import ATTEMPT_ANNOTATION
 from localkube.base.api import Api
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane

@@ -79,7 +79,7 @@ def _submit(stage: Scene, namespace: str, *, gang_scheduler: str) -> int:
 
 def _stop(stage: Scene, namespace: str, pid: int) -> None:
     """Delete the jobs while the controller still runs: their pods carry its tracking finalizer,
-    which only a running controller lets go of (controller/tracking.py)."""
+    which only a running controller lets go of (controller/job/tracking.py)."""
     try:
         clear(stage.api, namespace, JOBS)
     finally:

@@ -3,7 +3,7 @@
 The session installs ``manifests/overlays/in-cluster`` with nothing run beforehand: no
 ``python -m certs``, no cert-manager. The controller (real containers, leader-elected) makes the
 CA and serving certificate into the Secret the webhook pods mount, writes the CA into every
-``caBundle`` (controller/webhook_certificates.py) and keeps them current. Each change below runs
+``caBundle`` (controller/certificates/keeper.py) and keeps them current. Each change below runs
 while ``admission_traffic`` streams valid and invalid MXJobs through kube-apiserver where the
 issue is that a review could fail: a ``caBundle`` that did not verify what a webhook pod serves
 would refuse valid ones (``failurePolicy: Fail``).

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from controller.observed import ATTEMPT_ANNOTATION
-from controller.quantity import parse
+from controller.integrations.gang.quantity import parse
+from controller.job.observed import ATTEMPT_ANNOTATION
 from tests.e2e.admission_traffic import single_worker_job
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
 from tests.e2e.recovery_jobs import (

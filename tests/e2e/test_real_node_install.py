@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from controller.election import ElectionSettings
+from controller.runtime.election import ElectionSettings
 from localkube.base.paths import PROJECT_ROOT
 from localkube.realnode.cluster import SYSTEM_NAMESPACE
 from tests.e2e.admission_traffic import admission_traffic, single_worker_job
@@ -177,8 +177,8 @@ def test_a_killed_leader_container_hands_over_to_the_standby_and_a_job_runs_once
         timeout=60,
     )
     takeover = time.monotonic() - killed
-    # The restarted container frees its dead predecessor's Lease (controller/election.py), so
-    # the standby does not wait out a whole lease duration. That needs the kubelet to restart it
+    # The restarted container frees its dead predecessor's Lease (controller/runtime/election.py),
+    # so the standby does not wait out a whole lease duration. That needs the kubelet to restart it
     # at once, as it does a container's first exit; after an earlier one it backs off 10 s
     # first, and the standby then takes the Lease when it expires.
     duration = lease_duration(real_cluster)

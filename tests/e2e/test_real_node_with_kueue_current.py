@@ -5,10 +5,10 @@ Kueue is built from its release source and installed from its own ``config/``
 ``integrations.externalFrameworks``; it has no MXJob integration of its own. The operator is
 installed with ``manifests/components/kueue-workloads``: its webhook creates queued jobs
 suspended and its controller writes each job's Workload, starts the job when Kueue admits it,
-stops it when Kueue evicts it and marks the Workload finished (controller/queueing.py). Kueue
-runs with a short ``waitForPodsReady`` (20 s, one requeue) so its timeout path ends in seconds.
-Every test also checks Kueue's own view (Workloads, LocalQueue and ClusterQueue usage) against
-the jobs.
+stops it when Kueue evicts it and marks the Workload finished
+(controller/integrations/kueue/contract.py). Kueue runs with a short ``waitForPodsReady`` (20 s, one
+requeue) so its timeout path ends in seconds. Every test also checks Kueue's own view (Workloads,
+LocalQueue and ClusterQueue usage) against the jobs.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from controller.desired import build_pod, desired_slots
+from controller.job.desired import build_pod, desired_slots
 from shared.constants import LABEL_JOB_ROLE
 from shared.defaults import apply_defaults
 from shared.validation import format_violations, validate

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.metrics import Metrics
+from controller.runtime.metrics import Metrics
 from localkube.base.builds import BuildError
 from localkube.thirdparty import prometheus
 from tests.e2e.real_node_fixtures import require

@@ -1,4 +1,5 @@
-"""The JSON client the tooling uses: the controller's own (``controller.kube``), under short names.
+"""The JSON client the tooling uses: the controller's own (``controller.runtime.client``), under
+short names.
 
 Tests, the test kubelet and ``make demo`` talk to the API server exactly as the operator does:
 plain dicts, raw watch streams, typed errors (``NotFound``, ``Conflict``, ``AlreadyExists``,
@@ -10,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import time
 
-from controller.kube import AlreadyExists, ApiError, Conflict, Gone, NotFound
-from controller.kube import KubeClient as Api
+from controller.runtime.client import AlreadyExists, ApiError, Conflict, Gone, NotFound
+from controller.runtime.client import KubeClient as Api
 
 __all__ = ["AlreadyExists", "Api", "ApiError", "Conflict", "Gone", "NotFound", "ensure_namespace"]
 

@@ -27,7 +27,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TextIO
 
-from controller import quantity
+from controller.integrations.gang import quantity
 from localkube.base.api import Api, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
 from localkube.images.build import ImageBuildError, ProjectImages, ensure_images

@@ -17,7 +17,7 @@ The stages (:func:`stages`):
 - :data:`EXIT_STAGE`, this project's: a Running pod that carries :data:`EXIT_CODE_ANNOTATION`
   ends with every container terminated with that exit code, ``Succeeded`` for 0 and ``Failed``
   otherwise. The controller reads exit codes from ``containerStatuses``
-  (``controller/observed.py``), so the driver decides how each pod ends by annotating it.
+  (``controller/job/observed.py``), so the driver decides how each pod ends by annotating it.
 
 No node heartbeats: this plane runs no node-lifecycle controller, so nothing would mark a silent
 node NotReady, and heartbeats would only add writes to what is measured.

@@ -132,7 +132,8 @@ class ManagerCluster:
         self.kubelet = TestKubelet(self.api, node_name="manager-node", exec_settings=settings)
         self.kubelet.start()
         # Kueue first: with the kueue-workloads component the controller refuses to start on a
-        # cluster that serves no Kueue Workload API (controller/workloads.py).
+        # cluster that serves no Kueue Workload API
+        # (controller/integrations/kueue/workload_sync.py).
         self.seconds_kueue_ready = self.install_kueue(home, timeout=timeout)
         self.seconds_operator_ready = self.install_operator(timeout=timeout)
         return self

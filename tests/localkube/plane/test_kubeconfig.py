@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 from certs import CertificateAuthority
-from controller.kube import KubeClient
+from controller.runtime.client import KubeClient
 from localkube.plane.kubeconfig import write_kubeconfig
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from controller import quantity
+from controller.integrations.gang import quantity
 from localkube.kubelet.crilog import encode
 from localkube.scenarios.jobwatch import DEFAULT_JOB, load_job
 from localkube.scenarios.node_demo import (

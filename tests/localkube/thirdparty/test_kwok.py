@@ -52,7 +52,7 @@ def test_the_exit_stage_ends_only_running_pods_the_driver_annotated() -> None:
     assert keys[f'.metadata.annotations["{EXIT_CODE_ANNOTATION}"]'] == "Exists"
     assert keys[".metadata.deletionTimestamp"] == "DoesNotExist"
     template = EXIT_STAGE["spec"]["next"]["statusTemplate"]
-    # The exit code the controller reads (controller/observed.py) and the phase it implies.
+    # The exit code the controller reads (controller/job/observed.py) and the phase it implies.
     assert "exitCode: {{ $code }}" in template
     assert 'phase: {{ if eq $code "0" }}Succeeded{{ else }}Failed{{ end }}' in template
 

@@ -1,0 +1,57 @@
+"""The job's PodDisruptionBudget made to exist before its pods
+(:mod:`controller.integrations.budget.pdb` builds it): created when missing, its spec updated when
+the gang's size changed, and one left by an earlier job of the same name deleted (the next reconcile
+creates the job's own).
+
+A budget that cannot be written does not hold the pods back: the job runs as it would without
+one, and the error is retried with the reconcile's back-off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from controller.integrations.budget.pdb import PLURAL, budget_update, build_budget, owned_by
+from controller.runtime.client import AlreadyExists, Conflict, KubeClient, NotFound, resource_path
+from shared.spec import as_mapping
+
+log = logging.getLogger(__name__)
+
+
+def budget_path(namespace: str, name: str | None = None) -> str:
+    return resource_path(
+        group="policy", version="v1", plural=PLURAL, namespace=namespace, name=name
+    )
+
+
+def ensure_budget(
+    client: KubeClient, job: Mapping[str, Any], *, labels: Mapping[str, str]
+) -> list[str]:
+    """Make the job's budget exist with the gang's size; return the writes made
+    (``poddisruptionbudgets``, ``…:update`` or ``…:delete``, for API-write metrics)."""
+    wanted = build_budget(job, labels=labels)
+    namespace, name = str(wanted["metadata"]["namespace"]), str(wanted["metadata"]["name"])
+    path = budget_path(namespace, name)
+    try:
+        existing: Mapping[str, Any] = client.request("GET", path)
+    except NotFound:
+        with contextlib.suppress(AlreadyExists):  # made meanwhile: the next reconcile checks it
+            client.request("POST", budget_path(namespace), body=wanted)
+            log.info("%s/%s: PodDisruptionBudget created", namespace, name)
+            return [PLURAL]
+        return []
+    if not owned_by(existing, job):
+        uid = as_mapping(existing.get("metadata")).get("uid")
+        with contextlib.suppress(NotFound, Conflict):
+            client.request("DELETE", path, body={"preconditions": {"uid": uid}})
+            return [f"{PLURAL}:delete"]
+        return []
+    update = budget_update(existing, wanted)
+    if update is None:
+        return []
+    client.request("PUT", path, body=update)
+    log.info("%s/%s: PodDisruptionBudget updated", namespace, name)
+    return [f"{PLURAL}:update"]

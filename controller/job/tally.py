@@ -1,0 +1,162 @@
+"""What the per-job metrics count, computed from objects: pure, so each rule is a unit test.
+
+The registry lives in ``controller.runtime.metrics``; this module only decides what to add to it,
+from what a reconcile decided and has written. Counting where status is written is what keeps a
+controller restart from counting twice: a reconcile counts only what its own status write
+changed (a job's first Running condition, its end, the growth of ``restartCount``), and the next
+process reads that written status back and finds nothing new to count. A process killed between
+the write and the count loses that one observation; none is ever counted twice.
+
+Labels are low-cardinality by design: the job's namespace (``job_namespace``, as
+training-operator's counters have it, so it does not clash with the ``namespace`` target label
+Prometheus gives the operator's own pod), a state, an exit-code class. Never a job's name.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from controller.job.observed import PodView, observe
+from controller.job.status import Outcome
+from shared.apitime import parse_time
+from shared.conditions import ConditionType, current_state, get_condition
+from shared.exitcodes import classify_exit
+from shared.spec import as_mapping
+
+NEW: Final = "New"
+"""The state of a job the controller has not yet written a status for (no condition True)."""
+JOB_STATES: Final = (NEW, "Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
+"""Every value of ``mxjob_controller_jobs{state}``: ``status.state`` (``shared.conditions``)."""
+UNKNOWN: Final = "Unknown"
+EXIT_CLASSES: Final = ("Succeeded", "Permanent", "Retryable", UNKNOWN)
+"""``shared.exitcodes.ExitClass`` values, and ``Unknown`` for an in-place restart whose run's
+exit code cannot be told apart from another pod's (see :func:`restarts_by_exit_class`)."""
+REQUEUED: Final = "Requeued"
+"""Kueue's Workload condition set when an evicted Workload is queued again."""
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str(as_mapping(obj.get("metadata")).get("namespace") or "")
+
+
+def _conditions(status: object) -> list[Mapping[str, Any]]:
+    found = as_mapping(status).get("conditions")
+    return [c for c in found if isinstance(c, Mapping)] if isinstance(found, list) else []
+
+
+def job_state(job: Mapping[str, Any]) -> str:
+    """The job's state from its conditions (not ``status.state``, which an older writer may
+    have left out), :data:`NEW` before its first status."""
+    return current_state(_conditions(job.get("status"))) or NEW
+
+
+def jobs_by_state(jobs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
+    """(namespace, state) → jobs, every state of :data:`JOB_STATES` present for each namespace
+    that has a job, so a state that empties reads 0 instead of vanishing."""
+    counts: dict[tuple[str, str], int] = {}
+    for job in jobs:
+        namespace = _namespace(job)
+        if (namespace, NEW) not in counts:
+            counts.update({(namespace, state): 0 for state in JOB_STATES})
+        key = (namespace, job_state(job))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def first_running(old_status: object, new_status: object) -> bool:
+    """The job runs for the first time: Running is True now and there was no Running condition
+    before (after a restart or a resume the condition exists, False)."""
+    new = get_condition(_conditions(new_status), ConditionType.RUNNING)
+    before = get_condition(_conditions(old_status), ConditionType.RUNNING)
+    return before is None and new is not None and new.get("status") == "True"
+
+
+def seconds_since(value: object, now: datetime.datetime) -> float | None:
+    """Seconds from an API time to ``now`` (never negative: clocks differ), None without one."""
+    moment = parse_time(value)
+    return None if moment is None else max(0.0, (now - moment).total_seconds())
+
+
+def restarts_by_exit_class(
+    *, new_restarts: int, recreated: Sequence[PodView], views: Sequence[PodView]
+) -> dict[str, int]:
+    """``new_restarts`` split by the exit-code class of the run that ended; the values sum to it.
+
+    A recreated pod's class is its exit code's (no exit code: evicted or preempted, which
+    ``shared.exitcodes`` calls retryable). The rest are in-place restarts by the kubelet; the pods
+    tell only their last run's exit code, and not which of them restarted since the last count,
+    so they get the class the in-place restarted pods share, or :data:`UNKNOWN` when they differ.
+    """
+    found: dict[str, int] = {}
+    left = max(0, new_restarts)
+    for view in recreated[:left]:
+        name = classify_exit(view.exit_code).value
+        found[name] = found.get(name, 0) + 1
+    left -= min(left, len(recreated))
+    if left:
+        ids = {v.uid for v in recreated}
+        classes = {
+            classify_exit(v.last_exit_code).value if v.last_exit_code is not None else UNKNOWN
+            for v in views
+            if v.in_place_restarts > 0 and v.uid not in ids
+        }
+        name = classes.pop() if len(classes) == 1 else UNKNOWN
+        found[name] = found.get(name, 0) + left
+    return found
+
+
+@dataclass(frozen=True)
+class JobTally:
+    """What one reconcile's written status adds to the job metrics."""
+
+    namespace: str
+    created: bool = False
+    ended: str | None = None
+    """``Succeeded`` or ``Failed`` when the job finished in this reconcile."""
+    started_after: float | None = None
+    """Seconds from creation to the first Running condition, when it was set now."""
+    ended_after: float | None = None
+    """Seconds from creation to the end, when the job finished now."""
+    restarts: dict[str, int] = field(default_factory=dict)
+    """New restarts by exit-code class."""
+
+
+def tally(
+    job: Mapping[str, Any],
+    outcome: Outcome,
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    now: datetime.datetime,
+) -> JobTally:
+    """The metrics of one reconcile of ``job`` (its status before the write) that wrote
+    ``outcome.status``; ``pods`` are the job's own pods from the cache."""
+    created_at = as_mapping(job.get("metadata")).get("creationTimestamp")
+    started = first_running(job.get("status"), outcome.status)
+    restarts: dict[str, int] = {}
+    if outcome.new_restarts > 0:
+        in_place = outcome.new_restarts > len(outcome.recreate)
+        restarts = restarts_by_exit_class(
+            new_restarts=outcome.new_restarts,
+            recreated=outcome.recreate,
+            views=[observe(p) for p in pods] if in_place else [],
+        )
+    return JobTally(
+        namespace=_namespace(job),
+        created=outcome.created,
+        ended=outcome.became,
+        started_after=seconds_since(created_at, now) if started else None,
+        ended_after=seconds_since(created_at, now) if outcome.became else None,
+        restarts=restarts,
+    )
+
+
+def admission_wait_seconds(workload: Mapping[str, Any], now: datetime.datetime) -> float | None:
+    """Seconds a job's Workload waited for admission, as Kueue measures its own wait time: from
+    the Workload's creation, or from its last ``Requeued`` transition after an eviction."""
+    requeued = get_condition(_conditions(workload.get("status")), REQUEUED)
+    if requeued is not None and parse_time(requeued.get("lastTransitionTime")) is not None:
+        return seconds_since(requeued.get("lastTransitionTime"), now)
+    return seconds_since(as_mapping(workload.get("metadata")).get("creationTimestamp"), now)

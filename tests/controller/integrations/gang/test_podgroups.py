@@ -1,0 +1,265 @@
+"""controller.integrations.gang.podgroups: a job → its Workload and PodGroup, what its pods carry,
+when it waits."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from controller.integrations.gang.podgroups import (
+    GangScheduler,
+    build_crd_pod_group,
+    build_pod_group,
+    build_workload,
+    crd_pod_group_update,
+    delays_pods,
+    gang_waiting,
+    min_available,
+    min_resources,
+    pod_group_matches,
+    workload_matches,
+)
+from controller.job.desired import build_pod, desired_slots
+from tests.controller.samples import job, pods_all
+
+LABELS = {"training.kubeflow.org/job-name": "mnist"}
+
+
+def test_min_available_defaults_to_every_replica_of_the_job() -> None:
+    assert min_available(job()) == 4
+    assert min_available(job(replicas={"Scheduler": 1, "Worker": 7})) == 8
+
+
+@pytest.mark.parametrize(("given", "expected"), [(2, 2), (4, 4), (0, 4), (9, 4), ("2", 4)])
+def test_min_available_is_taken_when_it_is_a_count_within_the_job(
+    given: object, expected: int
+) -> None:
+    sample = job(run_policy={"schedulingPolicy": {"minAvailable": given}})
+    assert min_available(sample) == expected
+
+
+def test_workload_and_pod_group_are_owned_by_the_job_and_name_one_gang() -> None:
+    sample = job(run_policy={"schedulingPolicy": {"minAvailable": 3}})
+    workload = build_workload(sample, labels=LABELS)
+    group = build_pod_group(sample, labels=LABELS)
+    for obj in (workload, group):
+        assert obj["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+        assert obj["metadata"]["name"] == "mnist" and obj["metadata"]["namespace"] == "ns"
+        assert obj["metadata"]["labels"] == LABELS
+        (owner,) = obj["metadata"]["ownerReferences"]
+        assert owner["uid"] == "job-uid" and owner["controller"] and owner["kind"] == "MXJob"
+    assert workload["spec"]["controllerRef"] == {
+        "apiGroup": "kubeflow.org",
+        "kind": "MXJob",
+        "name": "mnist",
+    }
+    (template,) = workload["spec"]["podGroupTemplates"]
+    assert template["schedulingPolicy"] == {"gang": {"minCount": 3}}
+    assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+    assert group["spec"]["podGroupTemplateRef"] == {
+        "workload": {"workloadName": "mnist", "podGroupTemplateName": template["name"]}
+    }
+
+
+def test_existing_objects_match_only_the_same_job_and_minimum() -> None:
+    sample = job()
+    group, workload = build_pod_group(sample, labels=LABELS), build_workload(sample, labels=LABELS)
+    assert pod_group_matches(group, sample) and workload_matches(workload, sample)
+    resized = job(replicas={"Scheduler": 1, "Server": 1, "Worker": 4})
+    assert not pod_group_matches(group, resized) and not workload_matches(workload, resized)
+    successor = job(uid="another-uid")
+    assert not pod_group_matches(group, successor) and not workload_matches(workload, successor)
+
+
+def test_pods_join_the_gang_only_under_native() -> None:
+    sample = job()
+    slot = desired_slots(sample)[0]
+    assert build_pod(sample, slot, gang="native")["spec"]["schedulingGroup"] == {
+        "podGroupName": "mnist"
+    }
+    assert "schedulingGroup" not in build_pod(sample, slot)["spec"]
+
+
+def test_a_job_waits_for_its_gang_while_fewer_than_min_available_are_placed() -> None:
+    sample = job()
+    unplaced = pods_all(sample)
+    for pod in unplaced:
+        pod["spec"].pop("nodeName", None)
+    message = gang_waiting(sample, unplaced, "native")
+    assert message is not None and "0 of 4 pods placed" in message
+    assert gang_waiting(sample, unplaced, "none") is None
+    assert gang_waiting(sample, unplaced[:3], "native") is None, "not every pod created yet"
+    placed = copy.deepcopy(unplaced)
+    for pod in placed:
+        pod["spec"]["nodeName"] = "node-1"
+    assert gang_waiting(sample, placed, "native") is None
+
+
+# -- volcano and scheduler-plugins: what training-operator v1.8.1 writes ------------------------
+# The expectations below are read off training-operator's module: common/job.go (the spec),
+# common/scheduling.go (metadata), common/util.go (CalcPGMinResources), control/podgroup_control.go
+# (what pods carry).
+
+
+def gpu_job(**kwargs: Any) -> dict[str, Any]:
+    """Scheduler (250m CPU, 64Mi), Server (requests absent: its limits count), 2 GPU Workers."""
+    sample = job(**kwargs)
+    specs = sample["spec"]["mxReplicaSpecs"]
+    specs["Scheduler"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "250m", "memory": "64Mi"}
+    }
+    specs["Server"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "1", "memory": "1Gi"}
+    }
+    specs["Worker"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "1", "memory": "512Mi"},
+        "limits": {"nvidia.com/gpu": "1"},
+    }
+    return sample
+
+
+def test_volcano_pod_group_is_training_operators() -> None:
+    sample = gpu_job()
+    sample["metadata"]["annotations"] = {"team": "vision"}
+    assert build_crd_pod_group(sample, "volcano") == {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": "mnist",
+            "namespace": "ns",
+            "annotations": {"team": "vision"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "kubeflow.org/v1",
+                    "kind": "MXJob",
+                    "name": "mnist",
+                    "uid": "job-uid",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        # Requests of every pod, a container's limits when it has no requests (the Server's);
+        # the Workers' GPU is only a limit, so it is not counted.
+        "spec": {
+            "minMember": 4,
+            "queue": "default",
+            "minResources": {"cpu": "3250m", "memory": "2112Mi"},
+        },
+    }
+
+
+def test_scheduler_plugins_pod_group_is_training_operators() -> None:
+    sample = gpu_job(run_policy={"schedulingPolicy": {"scheduleTimeoutSeconds": 60}})
+    group = build_crd_pod_group(sample, "scheduler-plugins")
+    assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    assert "annotations" not in group["metadata"]
+    assert group["metadata"]["ownerReferences"][0]["uid"] == "job-uid"
+    assert group["spec"] == {
+        "minMember": 4,
+        "minResources": {"cpu": "3250m", "memory": "2112Mi"},
+        "scheduleTimeoutSeconds": 60,
+    }
+
+
+def test_scheduling_policy_fields_go_where_training_operator_puts_them() -> None:
+    policy = {
+        "minAvailable": 2,
+        "queue": "research",
+        "priorityClass": "high",
+        "minResources": {"cpu": "8", "nvidia.com/gpu": "2"},
+        "scheduleTimeoutSeconds": 30,
+    }
+    sample = gpu_job(run_policy={"schedulingPolicy": policy})
+    assert build_crd_pod_group(sample, "volcano")["spec"] == {
+        "minMember": 2,
+        "queue": "research",
+        "priorityClassName": "high",
+        "minResources": {"cpu": "8", "nvidia.com/gpu": "2"},
+    }
+    assert build_crd_pod_group(sample, "scheduler-plugins")["spec"] == {
+        "minMember": 2,
+        "minResources": {"cpu": "8", "nvidia.com/gpu": "2"},
+        "scheduleTimeoutSeconds": 30,
+    }
+
+
+def test_min_resources_counts_the_first_min_available_pods_by_priority() -> None:
+    sample = gpu_job(run_policy={"schedulingPolicy": {"minAvailable": 2}})
+    # Job order (no priorities): the Scheduler, then the Server.
+    assert min_resources(sample) == {"cpu": "1250m", "memory": "1088Mi"}
+    specs = sample["spec"]["mxReplicaSpecs"]
+    specs["Worker"]["template"]["spec"]["priorityClassName"] = "gpu-first"
+    assert min_resources(sample, priorities={"gpu-first": 1000}) == {
+        "cpu": "2",
+        "memory": "1Gi",
+    }
+
+
+def test_a_job_without_requests_has_empty_min_resources() -> None:
+    sample = job()
+    assert build_crd_pod_group(sample, "volcano")["spec"]["minResources"] == {}
+    assert "minResources" not in build_crd_pod_group(sample, "scheduler-plugins")["spec"]
+
+
+def test_an_existing_volcano_group_keeps_its_queue_and_is_updated_to_the_job() -> None:
+    sample = gpu_job()
+    group = build_crd_pod_group(sample, "volcano")
+    assert crd_pod_group_update(group, sample, "volcano") is None
+    moved = copy.deepcopy(group)
+    moved["spec"]["queue"] = "elsewhere"
+    assert crd_pod_group_update(moved, sample, "volcano") is None
+    resized = gpu_job(replicas={"Scheduler": 1, "Server": 1, "Worker": 4})
+    updated = crd_pod_group_update(moved, resized, "volcano")
+    assert updated is not None
+    assert updated["spec"]["minMember"] == 6 and updated["spec"]["queue"] == "elsewhere"
+    assert updated["metadata"] == moved["metadata"]
+
+
+def test_only_volcano_delays_pods_until_its_group_is_admitted() -> None:
+    group = build_crd_pod_group(job(), "volcano")
+    assert delays_pods(None, "volcano") and delays_pods(group, "volcano")
+    assert delays_pods({**group, "status": {"phase": "Pending"}}, "volcano")
+    for phase in ("Inqueue", "Running", "Unknown"):
+        assert not delays_pods({**group, "status": {"phase": phase}}, "volcano")
+    assert not delays_pods(None, "scheduler-plugins")
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "scheduler_name", "labels", "annotations"),
+    [
+        (
+            "volcano",
+            "volcano",
+            {},
+            {"scheduling.k8s.io/group-name": "mnist", "volcano.sh/task-spec": "worker"},
+        ),
+        (
+            "scheduler-plugins",
+            "scheduler-plugins-scheduler",
+            {"scheduling.x-k8s.io/pod-group": "mnist"},
+            {},
+        ),
+    ],
+)
+def test_pods_carry_the_scheduler_and_their_group(
+    scheduler: GangScheduler,
+    scheduler_name: str,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+) -> None:
+    sample = job()
+    worker = next(s for s in desired_slots(sample) if s.key == "worker-1")
+    pod = build_pod(sample, worker, gang=scheduler)
+    assert pod["spec"]["schedulerName"] == scheduler_name
+    assert "schedulingGroup" not in pod["spec"]
+    assert labels.items() <= pod["metadata"]["labels"].items()
+    assert annotations.items() <= (pod["metadata"].get("annotations") or {}).items()
+    plain = build_pod(sample, worker)
+    assert "schedulerName" not in plain["spec"]
+    assert set(pod["metadata"]["labels"]) - set(plain["metadata"]["labels"]) == set(labels)
+    # A scheduler named in the template is kept (training-operator warns, and does not override).
+    sample["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["schedulerName"] = "mine"
+    assert build_pod(sample, worker, gang=scheduler)["spec"]["schedulerName"] == "mine"

@@ -1,0 +1,155 @@
+"""controller/job/tally.py: what a reconcile's written status adds to the job metrics."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from controller.job.observed import observe
+from controller.job.status import Outcome, compute_status
+from controller.job.tally import (
+    JOB_STATES,
+    NEW,
+    UNKNOWN,
+    JobTally,
+    admission_wait_seconds,
+    first_running,
+    job_state,
+    jobs_by_state,
+    restarts_by_exit_class,
+    seconds_since,
+    tally,
+)
+from tests.controller.samples import NOW, NOW_TEXT, job, later, pod, pods_all
+
+
+def _condition(ctype: str, status: str = "True") -> dict[str, str]:
+    return {"type": ctype, "status": status, "lastTransitionTime": NOW_TEXT}
+
+
+def _with_conditions(*conditions: dict[str, str], namespace: str = "ns") -> dict[str, object]:
+    return job(namespace=namespace, status={"conditions": list(conditions)})
+
+
+# -- jobs by state --------------------------------------------------------------------------------
+def test_a_jobs_state_comes_from_its_conditions_and_is_new_before_any() -> None:
+    assert job_state(job()) == NEW
+    running = _with_conditions(_condition("Created"), _condition("Running"))
+    assert job_state(running) == "Running"
+    finished = _with_conditions(_condition("Running", "False"), _condition("Failed"))
+    assert job_state(finished) == "Failed"
+
+
+def test_jobs_are_counted_by_namespace_and_state_with_every_state_present() -> None:
+    jobs = [
+        _with_conditions(_condition("Running")),
+        _with_conditions(_condition("Running")),
+        _with_conditions(_condition("Succeeded"), namespace="team-b"),
+    ]
+    counts = jobs_by_state(jobs)
+    assert counts[("ns", "Running")] == 2 and counts[("team-b", "Succeeded")] == 1
+    assert set(counts) == {(ns, state) for ns in ("ns", "team-b") for state in JOB_STATES}
+    assert sum(counts.values()) == 3
+    assert jobs_by_state([]) == {}
+
+
+# -- first Running -------------------------------------------------------------------------------
+def test_only_the_first_running_condition_counts_as_a_start() -> None:
+    created = {"conditions": [_condition("Created")]}
+    running = {"conditions": [_condition("Created"), _condition("Running")]}
+    restarting = {"conditions": [_condition("Running", "False"), _condition("Restarting")]}
+    assert first_running(created, running)
+    assert first_running(None, running)
+    assert not first_running(running, running)  # already running: a second write counts nothing
+    assert not first_running(restarting, running)  # back after a restart: not a start
+    assert not first_running(created, created)
+
+
+def test_seconds_since_an_api_time_never_negative_and_none_without_one() -> None:
+    assert seconds_since(NOW_TEXT, later(90)) == 90
+    assert seconds_since(NOW_TEXT, later(-5)) == 0
+    assert seconds_since(None, NOW) is None and seconds_since("garbage", NOW) is None
+
+
+# -- restarts by exit class ----------------------------------------------------------------------
+def test_recreated_pods_count_by_their_exit_codes_class() -> None:
+    j = job()
+    evicted = observe(pod(j, "worker-0", phase="Failed", reason="Evicted"))
+    killed = observe(pod(j, "worker-1", phase="Failed", exit_code=137))
+    found = restarts_by_exit_class(new_restarts=2, recreated=[evicted, killed], views=[])
+    assert found == {"Retryable": 2}
+
+
+def test_in_place_restarts_take_the_class_the_restarted_pods_share_or_unknown() -> None:
+    j = job(restart_policy="OnFailure")
+    app_error = observe(pod(j, "worker-0", restarts=2, last_exit_code=1))
+    oom = observe(pod(j, "worker-1", restarts=1, last_exit_code=137))
+    untouched = observe(pod(j, "server-0"))
+    assert restarts_by_exit_class(new_restarts=1, recreated=[], views=[app_error, untouched]) == {
+        "Permanent": 1
+    }
+    assert restarts_by_exit_class(new_restarts=3, recreated=[], views=[app_error, oom]) == {
+        UNKNOWN: 3
+    }
+
+
+def test_the_classes_always_sum_to_the_new_restarts() -> None:
+    j = job()
+    killed = observe(pod(j, "worker-1", phase="Failed", exit_code=143))
+    in_place = observe(pod(j, "worker-0", restarts=1, last_exit_code=1))
+    mixed = restarts_by_exit_class(new_restarts=3, recreated=[killed], views=[killed, in_place])
+    assert mixed == {"Retryable": 1, "Permanent": 2}
+    assert restarts_by_exit_class(new_restarts=0, recreated=[killed], views=[]) == {}
+
+
+# -- the tally of one reconcile ------------------------------------------------------------------
+def _created_at(obj: dict[str, object], text: str = NOW_TEXT) -> dict[str, object]:
+    obj["metadata"]["creationTimestamp"] = text  # type: ignore[index]
+    return obj
+
+
+def test_a_job_that_starts_running_tallies_its_start_time_once() -> None:
+    created = _created_at(job(status={"conditions": [_condition("Created")]}))
+    pods = pods_all(created)
+    outcome = compute_status(created, pods, now=later(42))
+    assert outcome.status["state"] == "Running"
+    assert tally(created, outcome, pods, now=later(42)) == JobTally(
+        namespace="ns", started_after=42.0
+    )
+    # The status written, the next reconcile reads it back: nothing new.
+    written = {**created, "status": outcome.status}
+    again = compute_status(written, pods, now=later(50))
+    assert tally(written, again, pods, now=later(50)) == JobTally(namespace="ns")
+
+
+def test_a_job_that_ends_tallies_its_end_and_how_long_it_took() -> None:
+    conditions = [_condition("Created"), _condition("Running")]
+    running = _created_at(job(status={"conditions": conditions}))
+    pods = [pod(running, "scheduler-0", phase="Succeeded", exit_code=0)]
+    pods += [pod(running, key) for key in ("server-0", "worker-0", "worker-1")]
+    outcome = compute_status(running, pods, now=later(3600))
+    assert outcome.became == "Succeeded"
+    found = tally(running, outcome, pods, now=later(3600))
+    assert (found.ended, found.ended_after, found.started_after) == ("Succeeded", 3600.0, None)
+
+
+def test_a_first_reconcile_tallies_the_creation_and_a_restart_its_class() -> None:
+    fresh = job()
+    first = compute_status(fresh, [], now=NOW)
+    assert tally(fresh, first, [], now=NOW) == JobTally(namespace="ns", created=True)
+    outcome = dataclasses.replace(
+        Outcome(status={}),
+        new_restarts=1,
+        recreate=(observe(pod(fresh, "worker-0", phase="Failed", exit_code=137)),),
+    )
+    assert tally(fresh, outcome, [], now=NOW).restarts == {"Retryable": 1}
+
+
+# -- Kueue's admission wait ----------------------------------------------------------------------
+def test_admission_wait_runs_from_the_workloads_creation_or_its_last_requeue() -> None:
+    workload: dict[str, object] = {"metadata": {"creationTimestamp": NOW_TEXT}}
+    assert admission_wait_seconds(workload, later(30)) == 30
+    requeued_at = "2030-01-02T03:05:05Z"  # NOW + 60 s
+    workload["status"] = {"conditions": [
+        {"type": "Requeued", "status": "True", "lastTransitionTime": requeued_at}]}  # fmt: skip
+    assert admission_wait_seconds(workload, later(100)) == 40
+    assert admission_wait_seconds({}, NOW) is None

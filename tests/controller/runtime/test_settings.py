@@ -1,0 +1,151 @@
+"""Settings: flags win over MXJOB_CONTROLLER_* env, which wins over defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller.runtime.settings import ControllerSettings, from_args
+
+
+def test_defaults_suit_one_replica_in_a_cluster() -> None:
+    settings = from_args([], environ={})
+    assert settings.namespaces == () and settings.workers == 4
+    assert not settings.leader_elect and settings.identity
+    assert settings.pool_size == 4 + 3 + 4
+
+
+def test_flags_set_every_option() -> None:
+    settings = from_args(
+        [
+            "--kubeconfig",
+            "/k",
+            "--namespace",
+            "a",
+            "--namespace",
+            "b",
+            "--workers",
+            "8",
+            "--leader-elect",
+            "--lease-namespace",
+            "ops",
+            "--lease-duration",
+            "6",
+            "--renew-deadline",
+            "4",
+            "--retry-period",
+            "1",
+            "--metrics-bind-address",
+            ":9",
+            "--log-format",
+            "text",
+            "--identity",
+            "me",
+        ],
+        environ={},
+    )
+    assert settings == ControllerSettings(
+        kubeconfig=Path("/k"),
+        namespaces=("a", "b"),
+        workers=8,
+        leader_elect=True,
+        lease_namespace="ops",
+        lease_duration=6,
+        renew_deadline=4,
+        retry_period=1,
+        metrics_bind_address=":9",
+        log_format="text",
+        identity="me",
+    )
+    assert settings.pool_size == 8 + 6 + 4
+
+
+def test_environment_fills_what_flags_leave_out() -> None:
+    env = {
+        "MXJOB_CONTROLLER_WORKERS": "2",
+        "MXJOB_CONTROLLER_NAMESPACES": "x,y",
+        "MXJOB_CONTROLLER_LEADER_ELECT": "true",
+    }
+    settings = from_args(["--workers", "3"], environ=env)
+    assert (settings.workers, settings.namespaces, settings.leader_elect) == (3, ("x", "y"), True)
+
+
+def test_zero_workers_is_refused() -> None:
+    with pytest.raises(SystemExit):
+        from_args(["--workers", "0"], environ={})
+
+
+def test_old_address_flags_still_work_but_are_hidden_and_named_deprecated(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = from_args(["--metrics-address", ":1", "--health-address", ":2"], environ={})
+    assert (settings.metrics_bind_address, settings.health_probe_bind_address) == (":1", ":2")
+    err = capsys.readouterr().err
+    assert "--metrics-address is deprecated, use --metrics-bind-address" in err
+    assert "--health-address is deprecated, use --health-probe-bind-address" in err
+    with pytest.raises(SystemExit):
+        from_args(["--help"], environ={})
+    usage = capsys.readouterr().out
+    assert "--metrics-bind-address" in usage and "--health-probe-bind-address" in usage
+    assert "--metrics-address" not in usage and "--health-address" not in usage
+
+
+def test_old_address_environment_variables_still_work() -> None:
+    env = {
+        "MXJOB_CONTROLLER_METRICS_ADDRESS": ":1",
+        "MXJOB_CONTROLLER_HEALTH_PROBE_BIND_ADDRESS": ":3",
+        "MXJOB_CONTROLLER_HEALTH_ADDRESS": ":2",
+    }
+    settings = from_args([], environ=env)
+    assert (settings.metrics_bind_address, settings.health_probe_bind_address) == (":1", ":3")
+
+
+def test_gang_scheduler_is_auto_unless_told() -> None:
+    assert from_args([], environ={}).gang_scheduler == "auto"
+    assert from_args(["--gang-scheduler", "none"], environ={}).gang_scheduler == "none"
+    env = {"MXJOB_CONTROLLER_GANG_SCHEDULER": "native"}
+    assert from_args([], environ=env).gang_scheduler == "native"
+    with pytest.raises(SystemExit):
+        from_args(["--gang-scheduler", "kueue"], environ={})
+    with pytest.raises(SystemExit):
+        from_args([], environ={"MXJOB_CONTROLLER_GANG_SCHEDULER": "kueue"})
+
+
+def test_kueue_workloads_is_off_unless_turned_on_by_flag_or_environment() -> None:
+    assert from_args([], environ={}).kueue_workloads is False
+    assert from_args(["--kueue-workloads"], environ={}).kueue_workloads is True
+    env = {"MXJOB_CONTROLLER_KUEUE_WORKLOADS": "true"}
+    assert from_args([], environ=env).kueue_workloads is True
+    assert from_args(["--no-kueue-workloads"], environ=env).kueue_workloads is False
+
+
+def test_kueue_workloads_watches_workloads_too() -> None:
+    plain = from_args([], environ={})
+    routed = from_args(["--kueue-workloads"], environ={})
+    assert routed.pool_size == plain.pool_size + 1
+
+
+def test_webhook_certificates_are_managed_only_when_asked_with_their_own_check_interval() -> None:
+    assert from_args([], environ={}).manage_webhook_certificates is False
+    told = from_args(
+        ["--manage-webhook-certificates", "--certificate-check-interval", "2.5"], environ={}
+    )
+    assert told.manage_webhook_certificates is True
+    assert told.certificate_check_interval == 2.5
+    env = {"MXJOB_CONTROLLER_MANAGE_WEBHOOK_CERTIFICATES": "true",
+           "MXJOB_CONTROLLER_CERTIFICATE_NAMESPACE": "ops"}  # fmt: skip
+    from_env = from_args([], environ=env)
+    assert from_env.manage_webhook_certificates is True
+    assert from_env.certificate_namespace == "ops"
+
+
+def test_a_certificate_check_interval_that_is_not_positive_is_refused_by_name() -> None:
+    with pytest.raises(SystemExit, match="--certificate-check-interval must be positive"):
+        from_args(["--certificate-check-interval", "0"], environ={})
+
+
+def test_a_manage_certificates_environment_value_that_is_not_boolean_is_refused() -> None:
+    env = {"MXJOB_CONTROLLER_MANAGE_WEBHOOK_CERTIFICATES": "sometimes"}
+    with pytest.raises(SystemExit, match="not a boolean"):
+        from_args([], environ=env)
