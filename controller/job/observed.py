@@ -301,15 +301,3 @@ def _text(value: object) -> str | None:
 
 def _grace_seconds(value: object) -> int:
     return value if is_int(value) and value >= 0 else DEFAULT_TERMINATION_GRACE_SECONDS
-
-
-def controller_uid(obj: Mapping[str, Any]) -> str | None:
-    """The uid of the object's controlling owner, if it has one."""
-    refs = as_mapping(obj.get("metadata")).get("ownerReferences")
-    if not isinstance(refs, list):
-        return None
-    for ref in refs:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            uid = ref.get("uid")
-            return uid if isinstance(uid, str) else None
-    return None

@@ -45,7 +45,8 @@ from controller.job.desired import (
     build_service,
     job_labels,
 )
-from controller.job.observed import controller_uid, observe
+from controller.job.observed import observe
+from controller.job.ownership import controller_uid
 from controller.job.plan import Obj, Plan, object_name, plan_actions
 from controller.job.status import (
     DEFAULT_POD_START_TIMEOUT,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from controller.job.observed import controller_uid, observe
+from controller.job.observed import observe
+from controller.job.ownership import controller_uid
 from tests.controller.samples import job, pod, with_running_sidecar
 
 

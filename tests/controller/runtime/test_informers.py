@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from controller.job.observed import controller_uid, is_tracked, main_container_status, observe
+from controller.job.observed import is_tracked, main_container_status, observe
+from controller.job.ownership import controller_uid
 from controller.runtime.client import Gone
 from controller.runtime.informers import (
     DELETED,
