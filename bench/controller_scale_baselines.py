@@ -19,6 +19,7 @@ from typing import Any
 from bench.common import CountingClient, component_cpu, watching
 from bench.controller_scale_phases import delete_namespace, lifecycle_job
 from controller.job.desired import build_pod, build_service, desired_slots
+from controller.job.view import read_job
 from controller.runtime.client import KubeClient, mxjobs_path, pods_path, services_path
 from localkube.base.api import ensure_namespace
 from localkube.plane.controlplane import ControlPlane
@@ -33,8 +34,9 @@ def baseline_objects(namespace: str, jobs: int) -> list[tuple[str, dict[str, Any
     """
     objects: list[tuple[str, dict[str, Any]]] = []
     for number in range(jobs):
-        job = apply_defaults(lifecycle_job(f"job-{number}"))
-        job["metadata"].update(namespace=namespace, uid=str(uuid.uuid4()))
+        defaulted = apply_defaults(lifecycle_job(f"job-{number}"))
+        defaulted["metadata"].update(namespace=namespace, uid=str(uuid.uuid4()))
+        job = read_job(defaulted)
         for slot in desired_slots(job):
             for path, built in (
                 (pods_path(namespace), build_pod(job, slot)),

@@ -46,6 +46,7 @@ from certs.stored import (
     parse_bundle,
     read_stored,
 )
+from shared.apitime import format_time, parse_time
 
 ROTATE_ANNOTATION: Final = "mxjob-operator.kubeflow.org/rotate"
 SERVING_SINCE_ANNOTATION: Final = "mxjob-operator.kubeflow.org/serving-since"
@@ -107,19 +108,6 @@ class Plan:
 
 
 _SHA256: Final = hashes.SHA256()
-
-
-def _stamp(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_stamp(raw: str | None) -> datetime.datetime | None:
-    try:
-        return datetime.datetime.strptime(raw or "", "%Y-%m-%dT%H:%M:%SZ").replace(
-            tzinfo=datetime.UTC
-        )
-    except ValueError:
-        return None
 
 
 def _ours(certificate: x509.Certificate) -> bool:
@@ -280,7 +268,7 @@ def plan(observed: Observed, *, now: datetime.datetime, policy: RotationPolicy) 
     _serving_step(
         draft, observed, bundle_changed=bundle_changed, rotate=rotate, now=now, policy=policy
     )
-    serving_since = _parse_stamp(observed.annotations.get(SERVING_SINCE_ANNOTATION))
+    serving_since = parse_time(observed.annotations.get(SERVING_SINCE_ANNOTATION))
     if draft.serving is not previous_serving or serving_since is None:
         serving_since = now
     _drop_step(draft, serving_since=serving_since, now=now, policy=policy)
@@ -309,7 +297,7 @@ def _finish(
         TLS_KEY_KEY: draft.serving.key_pem,
     }
     annotations: dict[str, str | None] = {}
-    stamp = _stamp(serving_since)
+    stamp = format_time(serving_since)
     if observed.annotations.get(SERVING_SINCE_ANNOTATION) != stamp:
         annotations[SERVING_SINCE_ANNOTATION] = stamp
     if rotate is not None and (draft.rotate_done or rotate not in (ROTATE_SERVING, ROTATE_CA)):

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
-from controller.integrations.kueue.workload_sync import KueueRouteError, check_route
+from controller.integrations.kueue.workload_sync import KueueRouteError, verify_kueue_route
 from controller.manager import Controller
 from controller.runtime.logconfig import configure
 from controller.runtime.settings import from_args
@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if settings.kueue_workloads:
         try:
-            check_route(controller.client)
+            verify_kueue_route(controller.client)
         except KueueRouteError as error:
             log.error("%s", error)
             return 2

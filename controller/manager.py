@@ -13,25 +13,31 @@ once, then watches and the event writer stop.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import threading
 import time
 from typing import Any
 
 from controller.certificates.keeper import CertificateTargets, WebhookCertificateKeeper
+from controller.integrations.budget.integration import BudgetIntegration
+from controller.integrations.gang.integration import GangIntegration
 from controller.integrations.gang.podgroup_writes import detect
+from controller.integrations.kueue.integration import KueueIntegration
 from controller.integrations.kueue.workload import JOB_UID_LABEL
 from controller.integrations.kueue.workload_sync import (
     WorkloadSync,
+    kueue_workloads_path,
     workload_owner_key,
-    workloads_path,
 )
+from controller.job.hooks import Integration
 from controller.job.reconciler import Reconciler, job_key
+from controller.job.tally import jobs_by_state
 from controller.runtime.client import Conflict, KubeClient, mxjobs_path, pods_path, services_path
 from controller.runtime.election import ElectionSettings, LeaderElector
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations, Kind
-from controller.runtime.health import HttpEndpoints, Route, check_route, metrics_route
+from controller.runtime.health import HttpEndpoints, Route, metrics_route, probe_route
 from controller.runtime.informers import DELETED, Informer, InformerSettings, object_key, slim_pod
 from controller.runtime.metrics import Metrics
 from controller.runtime.settings import ControllerSettings
@@ -41,6 +47,10 @@ from shared.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, WATCHED_OPERAT
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
+
+def _utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
 
 
 def _meta(obj: Obj) -> dict[str, Any]:
@@ -93,7 +103,13 @@ class Controller:
             index_label=LABEL_JOB_NAME,
             settings=informer_settings,
         )
-        self.metrics.track_jobs(self.jobs.store.objects)
+        self.metrics.track_jobs(self.jobs.store.objects, by_state=jobs_by_state)
+        self.gang = GangIntegration(self.client, scheduler="none")
+        """Resolved at start (``--gang-scheduler=auto`` asks the API server what it serves)."""
+        self.workloads, kueue = self._kueue(namespaces, informer_settings)
+        # Kueue first: a job it writes (suspends, starts) is not looked at further. The budget
+        # before the gang, so a PodGroup that cannot be written still leaves its budget made.
+        budget = BudgetIntegration(self.client, scheduler=lambda: self.gang.scheduler)
         self.reconciler = Reconciler(
             self.client,
             jobs=self.jobs.store,
@@ -102,9 +118,10 @@ class Controller:
             expectations=self.expectations,
             recorder=self.recorder,
             metrics=self.metrics,
+            integrations=[*kueue, budget, self.gang],
+            now=_utc_now,
             pod_start_timeout=settings.pod_start_timeout,
         )
-        self.workloads = self._workloads(namespaces, informer_settings)
         self.jobs.add_handler(self._on_job)
         self.pods.add_handler(self._owned_handler("pods"))
         self.services.add_handler(self._owned_handler("services"))
@@ -140,31 +157,31 @@ class Controller:
             check_interval=settings.certificate_check_interval,
         )
 
-    def _workloads(
+    def _kueue(
         self, namespaces: tuple[str, ...] | None, informer_settings: InformerSettings
-    ) -> Informer | None:
-        """With ``--kueue-workloads``: the Workloads' informer, and the reconciler's
-        WorkloadSync over it (controller/integrations/kueue/workload_sync.py)."""
+    ) -> tuple[Informer | None, list[Integration]]:
+        """With ``--kueue-workloads``: the Workloads' informer, and the Kueue integration over
+        it (controller/integrations/kueue/workload_sync.py)."""
         if not self.settings.kueue_workloads:
-            return None
+            return None, []
         workloads = Informer(
             self.client,
             name="workloads",
-            path_for=workloads_path,
+            path_for=kueue_workloads_path,
             namespaces=namespaces,
             index_label=JOB_UID_LABEL,
             settings=informer_settings,
         )
         workloads.add_handler(self._on_workload)
-        self.reconciler.workload_sync = WorkloadSync(
+        sync = WorkloadSync(
             self.client,
             workloads=workloads.store,
             jobs=self.jobs.store,
             recorder=self.recorder,
             metrics=self.metrics,
-            now=self.reconciler.now,
+            now=_utc_now,
         )
-        return workloads
+        return workloads, [KueueIntegration(sync)]
 
     # -- informer handlers --------------------------------------------------------------------
     def _on_job(self, event_type: str, job: Obj, old: Obj | None) -> None:
@@ -224,8 +241,8 @@ class Controller:
 
     def _start_servers(self) -> None:
         health: dict[str, Route] = {
-            "/healthz": check_route(self._healthy),
-            "/readyz": check_route(self._ready),
+            "/healthz": probe_route(self._healthy),
+            "/readyz": probe_route(self._ready),
         }
         metrics: dict[str, Route] = {"/metrics": metrics_route(self.metrics.exposition)}
         health_address = self.settings.health_probe_bind_address
@@ -303,8 +320,8 @@ class Controller:
     # -- lifecycle ------------------------------------------------------------------------------
     def _resolve_gang_scheduler(self) -> None:
         choice = self.settings.gang_scheduler
-        self.reconciler.gang = detect(self.client) if choice == "auto" else choice
-        log.info("gang scheduler: %s (asked: %s)", self.reconciler.gang, choice)
+        self.gang.scheduler = detect(self.client) if choice == "auto" else choice
+        log.info("gang scheduler: %s (asked: %s)", self.gang.scheduler, choice)
 
     def start(self) -> None:
         """Start informers, the event writer and the HTTP endpoints (not the workers)."""

@@ -14,6 +14,12 @@ def format_time(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def format_micro_time(moment: datetime.datetime) -> str:
+    """RFC 3339 in UTC with microseconds, the format of the API's ``MicroTime`` (a Lease's
+    ``acquireTime`` and ``renewTime``): the API server refuses a ``Time`` there."""
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def parse_time(value: object) -> datetime.datetime | None:
     """An API ``Time`` (or ``MicroTime``) as an aware datetime; None when absent or malformed."""
     if not isinstance(value, str) or not value:

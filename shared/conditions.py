@@ -133,19 +133,6 @@ def is_true(conditions: Sequence[Mapping[str, Any]], type: str) -> bool:
     return condition is not None and condition.get("status") == TRUE
 
 
-def _conditions_of(status: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
-    found = (status or {}).get("conditions")
-    if not isinstance(found, list):
-        return []
-    return [c for c in found if isinstance(c, Mapping)]
-
-
-def is_finished(status: Mapping[str, Any] | None) -> bool:
-    """True once the job has Succeeded or Failed (a job status object, not a condition list)."""
-    conditions = _conditions_of(status)
-    return is_true(conditions, ConditionType.SUCCEEDED) or is_true(conditions, ConditionType.FAILED)
-
-
 def current_state(conditions: Sequence[Mapping[str, Any]]) -> str:
     """The `status.state` column: Failed/Succeeded when finished, else Suspended, Restarting,
     Running or Created, whichever is True first in that order; "" with no True condition."""

@@ -214,18 +214,6 @@ def _layout_mx_config(layout: JobLayout, type_name: str) -> str:
     )
 
 
-def mx_config(job: Mapping[str, Any], replica_type: str) -> str:
-    """The MX_CONFIG value of a replica template, with the index left as `$(MXJOB_REPLICA_INDEX)`.
-
-    Cluster and labels list every replica type of the job in canonical order (lower-case
-    keys; a label is the type's tuner-server key, "" where it has none, so scripts may index
-    `labels` by any type of the job), so the value is deterministic and defaulting stays
-    idempotent. The index is written unquoted: after the kubelet expands it the value is JSON
-    with an integer index.
-    """
-    return _layout_mx_config(job_layout(job), replica_type)
-
-
 def replica_env(job: Mapping[str, Any], replica_type: str) -> list[dict[str, Any]]:
     """The env entries injected, in this order, into the mxnet container of `replica_type`.
 

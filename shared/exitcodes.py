@@ -86,11 +86,6 @@ def classify_exit(exit_code: int | None) -> ExitClass:
     return ExitClass.RETRYABLE
 
 
-def is_retryable(exit_code: int | None) -> bool:
-    """True when a pod that ended with this exit code should be recreated."""
-    return classify_exit(exit_code) is ExitClass.RETRYABLE
-
-
 def describe_exit(exit_code: int | None) -> str:
     """Human text for an exit code, for events and condition messages."""
     if exit_code is None:

@@ -29,15 +29,6 @@ def replica_name(job_name: str, replica_type: str, index: int) -> str:
     return f"{job_name}-{replica_type.lower()}-{index}"
 
 
-def is_dns1035_label(value: object) -> bool:
-    """True when `value` is a DNS-1035 label, as Kubernetes requires of Service names."""
-    return (
-        isinstance(value, str)
-        and len(value) <= DNS1035_LABEL_MAX_LENGTH
-        and _DNS1035_LABEL.fullmatch(value) is not None
-    )
-
-
 def longest_replica_suffix(spec: object) -> str:
     """The longest `-<type>-<index>` suffix any replica of this spec gets ("" if none)."""
     longest = ""

@@ -30,7 +30,9 @@ ALLOWED: dict[str, tuple[tuple[str, ...], str | None]] = {
     # The certificate keeper (controller/certificates/keeper.py) issues with certs/authority.py,
     # which needs only cryptography; certs/cli.py's PyYAML is never imported by the controller.
     "controller": (("shared", "certs"), "controller"),
-    "certs": ((), "certs"),
+    # The certificate decisions read and write API times with shared/apitime.py; shared is in
+    # the base dependencies, so every process that has certs has it.
+    "certs": (("shared",), "certs"),
 }
 
 

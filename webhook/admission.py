@@ -216,11 +216,3 @@ def _diff(source: Any, target: Any, path: str, operations: list[dict[str, Any]])
         if before == value and type(before) is type(value):
             continue  # most of a job is unchanged: no pointer is built for it
         _diff(before, value, f"{path}/{_pointer_token(key)}", operations)
-
-
-def decode_patch(response: AdmissionResponse) -> list[JSONPatchOp]:
-    """The JSON Patch of a response (empty without one); the inverse of ``allowed(patch=...)``."""
-    encoded = response.get("patch")
-    if encoded is None:
-        return []
-    return cast(list[JSONPatchOp], json.loads(base64.b64decode(encoded)))

@@ -2,9 +2,9 @@
 
 One pod and one Service per replica index, both named ``<job>-<lower type>-<index>``, so that the
 ``MX_CONFIG``/``DMLC_PS_ROOT_URI`` names the webhook wrote into the env resolve to the right pod.
-Everything here is a function of the (defaulted) job alone, plus the restart history a
-replacement pod carries; reconcile compares the result with the cache and acts on the
-difference.
+Everything here is a function of the job's view (its defaulted spec) alone, plus the restart
+history a replacement pod carries; reconcile compares the result with the cache and acts on the
+difference. Integrations add their part to a pod after it is built (controller/job/hooks.py).
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.integrations.gang.podgroups import GangScheduler, join_pod
 from controller.job.observed import ATTEMPT_ANNOTATION, RESTARTS_BEFORE_ANNOTATION
 from controller.job.ownership import owner_reference
+from controller.job.view import MXJobView
 from shared.constants import (
+    DEFAULT_PORT,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
     LABEL_OPERATOR_NAME,
@@ -30,17 +31,7 @@ from shared.constants import (
 )
 from shared.jsontree import copy_json
 from shared.naming import job_role, replica_name
-from shared.spec import (
-    as_mapping,
-    is_single_node,
-    job_mode,
-    job_name,
-    replica_count,
-    replica_port,
-    replica_specs,
-    replica_template,
-    restart_policy,
-)
+from shared.spec import as_mapping
 
 
 @dataclass(frozen=True, order=True)
@@ -57,36 +48,34 @@ class Slot:
         return f"{self.replica_type.value.lower()}-{self.index}"
 
 
-def desired_slots(job: Mapping[str, Any]) -> list[Slot]:
+def desired_slots(job: MXJobView) -> list[Slot]:
     """Every replica the spec asks for, in canonical type order, then by index."""
-    name = job_name(job)
-    slots = []
-    for rtype in replica_specs(job):
-        canonical = ReplicaType(rtype)
-        for index in range(replica_count(job, rtype)):
-            slots.append(Slot(canonical, index, replica_name(name, canonical, index)))
-    return slots
+    return [
+        Slot(replica.type, index, replica_name(job.name, replica.type, index))
+        for replica in job.replicas
+        for index in range(replica.replicas)
+    ]
 
 
-def job_labels(job: Mapping[str, Any]) -> dict[str, str]:
+def job_labels(job: MXJobView) -> dict[str, str]:
     """The labels every object of the job carries (and the informers' selectors use)."""
-    return {LABEL_OPERATOR_NAME: OPERATOR_NAME, LABEL_JOB_NAME: job_name(job)}
+    return {LABEL_OPERATOR_NAME: OPERATOR_NAME, LABEL_JOB_NAME: job.name}
 
 
-def replica_labels(job: Mapping[str, Any], replica_type: ReplicaType, index: int) -> dict[str, str]:
+def replica_labels(job: MXJobView, replica_type: ReplicaType, index: int) -> dict[str, str]:
     """The labels of one replica's pod and Service."""
-    mode = job_mode(job)
+    mode = job.mode.value if job.mode else ""
     return {
         **job_labels(job),
         LABEL_REPLICA_TYPE: replica_type.value.lower(),
         LABEL_REPLICA_INDEX: str(index),
-        LABEL_JOB_ROLE: job_role(mode.value if mode else "", replica_type, is_single_node(job)),
+        LABEL_JOB_ROLE: job_role(mode, replica_type, job.single_node),
     }
 
 
-def replica_selector(job: Mapping[str, Any], replica_type: ReplicaType) -> str:
+def replica_selector(job: MXJobView, replica_type: ReplicaType) -> str:
     """A label selector for the pods of one replica type (``replicaStatuses[].selector``)."""
-    return f"{LABEL_JOB_NAME}={job_name(job)},{LABEL_REPLICA_TYPE}={replica_type.value.lower()}"
+    return f"{LABEL_JOB_NAME}={job.name},{LABEL_REPLICA_TYPE}={replica_type.value.lower()}"
 
 
 def pod_restart_policy(policy: RestartPolicy) -> str:
@@ -95,26 +84,26 @@ def pod_restart_policy(policy: RestartPolicy) -> str:
 
 
 def build_pod(
-    job: Mapping[str, Any],
+    job: MXJobView,
     slot: Slot,
     *,
     restarts_before: int = 0,
     attempt: int = 0,
-    gang: GangScheduler = "none",
 ) -> dict[str, Any]:
     """The pod of one replica: the replica's template with our name, labels and owner.
 
     The template's own labels and annotations are kept (ours win on a clash); its spec is
-    copied as is (the webhook already injected the env) with the restart policy translated,
-    and joined to the job's gang when a gang scheduler is in use
-    (:mod:`controller.integrations.gang.podgroups`). The pod carries the tracking finalizer
-    (controller/job/tracking.py): deleted by anyone, it stays until the controller has counted how
-    it ended.
+    copied as is (the webhook already injected the env) with the restart policy translated.
+    The pod carries the tracking finalizer (controller/job/tracking.py): deleted by anyone, it
+    stays until the controller has counted how it ended. A gang scheduler's fields are added by
+    its integration (Integration.decorate_pod).
     """
-    template = replica_template(job, slot.replica_type) or {}
+    replica = job.replica(slot.replica_type.value)
+    template = replica.template if replica is not None else {}
     template_meta = as_mapping(template.get("metadata"))
     spec = copy_json(dict(as_mapping(template.get("spec"))))
-    spec["restartPolicy"] = pod_restart_policy(restart_policy(job, slot.replica_type))
+    policy = replica.restart_policy if replica is not None else RestartPolicy.NEVER
+    spec["restartPolicy"] = pod_restart_policy(policy)
     annotations = {
         **{str(k): str(v) for k, v in as_mapping(template_meta.get("annotations")).items()},
     }
@@ -124,7 +113,7 @@ def build_pod(
         annotations[ATTEMPT_ANNOTATION] = str(attempt)
     metadata: dict[str, Any] = {
         "name": slot.name,
-        "namespace": as_mapping(job.get("metadata")).get("namespace"),
+        "namespace": job.namespace,
         "labels": {
             **{str(k): str(v) for k, v in as_mapping(template_meta.get("labels")).items()},
             **replica_labels(job, slot.replica_type, slot.index),
@@ -134,25 +123,24 @@ def build_pod(
     }
     if annotations:
         metadata["annotations"] = annotations
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
-    join_pod(pod, job, gang, replica_type=slot.replica_type.value.lower())
-    return pod
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def build_service(job: Mapping[str, Any], slot: Slot) -> dict[str, Any]:
+def build_service(job: MXJobView, slot: Slot) -> dict[str, Any]:
     """The headless Service of one replica: its stable DNS name, even before the pod is ready.
 
     ``publishNotReadyAddresses`` because MXNet's scheduler and servers must find each other
     while they start, before any readiness probe could pass.
     """
     labels = replica_labels(job, slot.replica_type, slot.index)
-    port = replica_port(job, slot.replica_type)
+    replica = job.replica(slot.replica_type.value)
+    port = replica.port if replica is not None else DEFAULT_PORT
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
             "name": slot.name,
-            "namespace": as_mapping(job.get("metadata")).get("namespace"),
+            "namespace": job.namespace,
             "labels": labels,
             "ownerReferences": [owner_reference(job)],
         },

@@ -16,8 +16,9 @@ from controller.job.desired import Slot, build_service, desired_slots, service_a
 from controller.job.observed import observe
 from controller.job.status import Outcome
 from controller.job.tracking import to_release
+from controller.job.view import MXJobView
 from shared.constants import CleanPodPolicy
-from shared.spec import as_mapping, clean_pod_policy
+from shared.spec import as_mapping
 
 Obj = dict[str, Any]
 
@@ -48,7 +49,7 @@ def _terminating(obj: Mapping[str, Any]) -> bool:
 
 
 def plan_actions(
-    job: Mapping[str, Any], outcome: Outcome, pods: Sequence[Obj], services: Sequence[Obj]
+    job: MXJobView, outcome: Outcome, pods: Sequence[Obj], services: Sequence[Obj]
 ) -> Plan:
     """:func:`plan_objects`, plus the pods whose tracking finalizer goes (status counts them)."""
     plan = plan_objects(job, outcome, pods, services)
@@ -58,7 +59,7 @@ def plan_actions(
 
 
 def plan_objects(
-    job: Mapping[str, Any], outcome: Outcome, pods: Sequence[Obj], services: Sequence[Obj]
+    job: MXJobView, outcome: Outcome, pods: Sequence[Obj], services: Sequence[Obj]
 ) -> Plan:
     """The pods and Services to create and delete, from the job, the outcome and the cache.
 
@@ -91,11 +92,11 @@ def plan_objects(
 
 
 def _plan_finished(
-    job: Mapping[str, Any], outcome: Outcome, live_pods: list[Obj], live_services: list[Obj]
+    job: MXJobView, outcome: Outcome, live_pods: list[Obj], live_services: list[Obj]
 ) -> Plan:
     """Active pods go only when overdue (their grace period after finishing is over, or the
     deadline passed); under All, finished pods go at once and Services once settled."""
-    policy = clean_pod_policy(job)
+    policy = job.run_policy.clean_pod_policy
     delete_pods = [p for p in live_pods if _cleaned_now(p, outcome, policy)]
     settled = policy is CleanPodPolicy.ALL and outcome.settled
     return Plan(delete_pods=delete_pods, delete_services=live_services if settled else [])
@@ -111,7 +112,7 @@ def _cleaned_now(pod: Obj, outcome: Outcome, policy: CleanPodPolicy) -> bool:
 
 
 def _plan_running(
-    job: Mapping[str, Any],
+    job: MXJobView,
     outcome: Outcome,
     pods: Sequence[Obj],
     services: Sequence[Obj],

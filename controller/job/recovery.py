@@ -43,6 +43,11 @@ def _count(status: Mapping[str, Any], key: str) -> int:
     return value if is_int(value) and value > 0 else 0
 
 
+def persisted_restart_count(status: Mapping[str, Any]) -> int:
+    """``status.restartCount``: every restart so far, in place, replica and whole-job ones."""
+    return _count(status, "restartCount")
+
+
 def persisted_attempt(status: Mapping[str, Any]) -> int:
     """``status.attempt``: whole-job restarts so far (0: the first attempt runs)."""
     return _count(status, "attempt")

@@ -16,30 +16,19 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controller.job.observed import PodView, observe
 from controller.job.status import Outcome
+from controller.job.view import MXJobView, read_job
+from controller.runtime.job_series import JOB_STATES, NEW, UNKNOWN, JobTally
 from shared.apitime import parse_time
 from shared.conditions import ConditionType, current_state, get_condition
 from shared.exitcodes import classify_exit
 from shared.spec import as_mapping
 
-NEW: Final = "New"
-"""The state of a job the controller has not yet written a status for (no condition True)."""
-JOB_STATES: Final = (NEW, "Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
-"""Every value of ``mxjob_controller_jobs{state}``: ``status.state`` (``shared.conditions``)."""
-UNKNOWN: Final = "Unknown"
-EXIT_CLASSES: Final = ("Succeeded", "Permanent", "Retryable", UNKNOWN)
-"""``shared.exitcodes.ExitClass`` values, and ``Unknown`` for an in-place restart whose run's
-exit code cannot be told apart from another pod's (see :func:`restarts_by_exit_class`)."""
 REQUEUED: Final = "Requeued"
 """Kueue's Workload condition set when an evicted Workload is queued again."""
-
-
-def _namespace(obj: Mapping[str, Any]) -> str:
-    return str(as_mapping(obj.get("metadata")).get("namespace") or "")
 
 
 def _conditions(status: object) -> list[Mapping[str, Any]]:
@@ -47,18 +36,19 @@ def _conditions(status: object) -> list[Mapping[str, Any]]:
     return [c for c in found if isinstance(c, Mapping)] if isinstance(found, list) else []
 
 
-def job_state(job: Mapping[str, Any]) -> str:
+def job_state(job: MXJobView) -> str:
     """The job's state from its conditions (not ``status.state``, which an older writer may
     have left out), :data:`NEW` before its first status."""
-    return current_state(_conditions(job.get("status"))) or NEW
+    return current_state(job.conditions) or NEW
 
 
 def jobs_by_state(jobs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
     """(namespace, state) → jobs, every state of :data:`JOB_STATES` present for each namespace
     that has a job, so a state that empties reads 0 instead of vanishing."""
     counts: dict[tuple[str, str], int] = {}
-    for job in jobs:
-        namespace = _namespace(job)
+    for cached in jobs:
+        job = read_job(cached)
+        namespace = job.namespace
         if (namespace, NEW) not in counts:
             counts.update({(namespace, state): 0 for state in JOB_STATES})
         key = (namespace, job_state(job))
@@ -108,24 +98,8 @@ def restarts_by_exit_class(
     return found
 
 
-@dataclass(frozen=True)
-class JobTally:
-    """What one reconcile's written status adds to the job metrics."""
-
-    namespace: str
-    created: bool = False
-    ended: str | None = None
-    """``Succeeded`` or ``Failed`` when the job finished in this reconcile."""
-    started_after: float | None = None
-    """Seconds from creation to the first Running condition, when it was set now."""
-    ended_after: float | None = None
-    """Seconds from creation to the end, when the job finished now."""
-    restarts: dict[str, int] = field(default_factory=dict)
-    """New restarts by exit-code class."""
-
-
 def tally(
-    job: Mapping[str, Any],
+    job: MXJobView,
     outcome: Outcome,
     pods: Sequence[Mapping[str, Any]],
     *,
@@ -133,8 +107,8 @@ def tally(
 ) -> JobTally:
     """The metrics of one reconcile of ``job`` (its status before the write) that wrote
     ``outcome.status``; ``pods`` are the job's own pods from the cache."""
-    created_at = as_mapping(job.get("metadata")).get("creationTimestamp")
-    started = first_running(job.get("status"), outcome.status)
+    created_at = job.created_at or None
+    started = first_running(job.status, outcome.status)
     restarts: dict[str, int] = {}
     if outcome.new_restarts > 0:
         in_place = outcome.new_restarts > len(outcome.recreate)
@@ -144,7 +118,7 @@ def tally(
             views=[observe(p) for p in pods] if in_place else [],
         )
     return JobTally(
-        namespace=_namespace(job),
+        namespace=job.namespace,
         created=outcome.created,
         ended=outcome.became,
         started_after=seconds_since(created_at, now) if started else None,

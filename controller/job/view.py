@@ -114,6 +114,8 @@ class MXJobView:
     uid: str
     generation: object
     resource_version: str
+    created_at: str
+    """``metadata.creationTimestamp`` as the API wrote it ("" before the API server saw it)."""
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     mode: JobMode | None
@@ -160,6 +162,13 @@ class MXJobView:
     def dispatched_by_multikueue(self) -> bool:
         """MultiKueue runs the job in a worker cluster; this cluster only queues it."""
         return self.run_policy.managed_by == MULTIKUEUE
+
+    @property
+    def single_node(self) -> bool:
+        """The MXTrain single-node form: Worker is the only replica type (shared.spec)."""
+        return self.mode is JobMode.MXTRAIN and [r.type for r in self.replicas] == [
+            ReplicaType.WORKER
+        ]
 
     @property
     def total_replicas(self) -> int:
@@ -259,6 +268,7 @@ def read_job(
         uid=str(meta.get("uid") or ""),
         generation=meta.get("generation"),
         resource_version=str(meta.get("resourceVersion") or ""),
+        created_at=str(meta.get("creationTimestamp") or ""),
         labels=_strings(meta.get("labels")),
         annotations=_strings(meta.get("annotations")),
         mode=job_mode(spec_source),

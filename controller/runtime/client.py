@@ -11,7 +11,11 @@ This module is a superset of ``hack/localkube/base/api.py`` (same ``request``/``
 signatures and an ``ApiError`` with the same fields), so tooling can import it instead of keeping
 a copy. On top it adds typed errors (callers branch on ``NotFound``/``AlreadyExists``/
 ``Conflict``/``Gone`` instead of comparing numbers), a sized connection pool, a watch stream that
-another thread can close, and path builders for the resources the controller touches.
+another thread can close, path builders for the resources the controller touches, and the one
+count of the controller's writes (``mxjob_controller_api_writes_total``, docs/operations.md): every
+write goes through :meth:`KubeClient.request`, so counting there sees the writes of the
+reconciler, the integrations, the Event recorder, the leader election and the certificate keeper
+alike, and none can be forgotten.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -31,6 +35,14 @@ JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 
 Query = list[tuple[str, str]]
+WriteCounter = Callable[[str, str], None]
+"""Told ``(verb, resource)`` of each write the API server answered (:func:`write_labels`)."""
+
+WRITE_VERBS: Final = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+"""Kubernetes' verb for each writing method; a server-side apply is a PATCH, verb ``patch``."""
+NAMESPACE_SUBRESOURCES: Final = frozenset({"status", "finalize"})
+"""What may follow ``namespaces/<name>`` as a subresource of the Namespace itself rather than
+a resource in it (the API server's ``RequestInfoFactory`` keeps the same set)."""
 
 
 class ApiError(Exception):
@@ -94,6 +106,30 @@ def _decode(data: bytes) -> Any:
         return data.decode(errors="replace")
 
 
+def write_labels(method: str, path: str) -> tuple[str, str] | None:
+    """``(verb, resource)`` of a write as Kubernetes names them, None for a read.
+
+    The verb is ``create``, ``update``, ``patch`` or ``delete`` (``deletecollection`` without a
+    name); the resource is the plural, with its subresource after a slash (``mxjobs/status``,
+    ``pods/eviction``), the same labels the API server gives ``apiserver_request_total``, so the
+    controller's count and the server's read side by side.
+    """
+    verb = WRITE_VERBS.get(method.upper())
+    if verb is None:
+        return None
+    parts = [part for part in path.split("?", 1)[0].split("/") if part]
+    if parts[:1] == ["api"]:
+        parts = parts[2:]
+    elif parts[:1] == ["apis"]:
+        parts = parts[3:]
+    if len(parts) > 2 and parts[0] == "namespaces" and parts[2] not in NAMESPACE_SUBRESOURCES:
+        parts = parts[2:]
+    if verb == "delete" and len(parts) == 1:
+        verb = "deletecollection"
+    resource = "/".join(parts[:1] + parts[2:3])
+    return verb, resource
+
+
 class WatchStream:
     """The events of one watch request, as decoded dicts, until the server ends the stream.
 
@@ -140,8 +176,33 @@ class WatchStream:
 class KubeClient:
     """JSON requests and watch streams against one API server, safe to share between threads."""
 
-    def __init__(self, api_client: client.ApiClient) -> None:
+    # A class default too: the test doubles of tests/controller/fakes.py skip __init__.
+    _on_write: WriteCounter | None = None
+
+    def __init__(
+        self, api_client: client.ApiClient, *, on_write: WriteCounter | None = None
+    ) -> None:
         self.client = api_client
+        self._on_write = on_write
+
+    def count_writes_with(self, on_write: WriteCounter | None) -> None:
+        """From now on, tell ``on_write`` of every write this client sends (None: of none).
+
+        Set after construction because the client exists before the metrics it feeds:
+        ``controller.manager.Controller`` may be handed a client built elsewhere (tests pass
+        their own) and makes its ``Metrics`` afterwards.
+        """
+        self._on_write = on_write
+
+    def _count_write(self, method: str, path: str) -> None:
+        """Count one write the API server answered, whatever its answer: a refused write (a
+        conflict, a failed precondition) cost the server as much as an accepted one, and its
+        ``apiserver_request_total`` counts it too. A write that never reached the server (no
+        connection, no answer) is not counted."""
+        on_write = self._on_write
+        labels = write_labels(method, path) if on_write is not None else None
+        if on_write is not None and labels is not None:
+            on_write(*labels)
 
     @classmethod
     def from_configuration(
@@ -201,9 +262,11 @@ class KubeClient:
             auth_settings=["BearerToken"],
         )
         _, url, headers, payload, _ = serialized
-        return self.client.call_api(
+        response = self.client.call_api(
             method, url, header_params=headers, body=payload, _request_timeout=timeout
         )
+        self._count_write(method, path)
+        return response
 
     def request(
         self,

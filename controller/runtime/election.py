@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.runtime.client import AlreadyExists, Conflict, KubeClient, NotFound, leases_path
+from shared.apitime import format_micro_time
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +66,9 @@ class ElectionSettings:
             )
 
 
-def _micro_time(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def _released_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """A Lease spec with no holder, which any candidate may take at once (client-go's release)."""
-    now = _micro_time(datetime.datetime.now(datetime.UTC))
+    now = format_micro_time(datetime.datetime.now(datetime.UTC))
     return {
         "leaseDurationSeconds": 1,
         "acquireTime": now,
@@ -125,7 +122,7 @@ class LeaderElector:
 
     def try_acquire_or_renew(self) -> bool:
         """One attempt; True when this candidate holds the Lease afterwards."""
-        now = _micro_time(datetime.datetime.now(datetime.UTC))
+        now = format_micro_time(datetime.datetime.now(datetime.UTC))
         try:
             lease = self.client.request("GET", self._path())
         except NotFound:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controller.runtime.client import ApiError, KubeClient, NotFound, events_path
+from shared.apitime import format_time
 from shared.constants import API_VERSION_V1, KIND
 
 log = logging.getLogger(__name__)
@@ -52,10 +53,6 @@ class _Item:
     reason: str
     message: str
     when: datetime.datetime
-
-
-def _stamp(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def summarize(verb: str, kind: str, names: list[str], *, limit: int = 10) -> str:
@@ -169,7 +166,7 @@ class EventRecorder:
     def _write(self, item: _Item) -> None:
         key = (str(item.involved.get("uid")), item.type, item.reason, item.message)
         cached = self._cache.get(key)
-        stamp = _stamp(item.when)
+        stamp = format_time(item.when)
         if cached is not None:
             name, count, namespace = cached
             try:

@@ -24,8 +24,9 @@ Route = Callable[[], tuple[int, str, bytes]]
 TEXT: Final = "text/plain; charset=utf-8"
 
 
-def check_route(check: Callable[[], tuple[bool, str]]) -> Route:
-    """A probe: 200 ``ok`` when ``check`` passes, 503 with its reason otherwise."""
+def probe_route(check: Callable[[], tuple[bool, str]]) -> Route:
+    """A probe's route (``/healthz``, ``/readyz``): 200 ``ok`` when ``check`` passes, 503 with
+    its reason otherwise, which is what the kubelet's HTTP probe reads."""
 
     def route() -> tuple[int, str, bytes]:
         ok, reason = check()

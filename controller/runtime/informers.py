@@ -12,6 +12,9 @@ resource's unknown fields are lost or need a second decode), it cannot ask for b
 watch has no read timeout to notice a silently dead connection, it has no index (we look pods up
 by job) and it cannot strip fields to keep memory flat with thousands of pods. The loop below is
 the same algorithm (kopf's and client-go's reflector), on raw JSON.
+
+The cache itself, :class:`Store`, lives in ``controller.runtime.store``; its names stay importable
+from here, where the controller has always found them.
 """
 
 from __future__ import annotations
@@ -21,50 +24,45 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from controller.runtime.client import Gone, KubeClient, WatchStream
+from controller.runtime.store import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    Obj,
+    Store,
+    Transform,
+    metadata_of,
+    object_key,
+)
+
+__all__ = [
+    "ADDED",
+    "DELETED",
+    "INTERN_MAX_LENGTH",
+    "MODIFIED",
+    "Handler",
+    "Informer",
+    "InformerSettings",
+    "Obj",
+    "Store",
+    "Transform",
+    "WatchError",
+    "cached_object",
+    "compact",
+    "object_key",
+    "slim_pod",
+    "strip_managed_fields",
+]
 
 log = logging.getLogger(__name__)
 
-ADDED: Final = "ADDED"
-MODIFIED: Final = "MODIFIED"
-DELETED: Final = "DELETED"
-
-Obj = dict[str, Any]
 Handler = Callable[[str, Obj, "Obj | None"], None]
 """``(event type, object, previous object or None)``; for DELETED the object is the last state."""
-Transform = Callable[[Obj], Obj]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def object_key(obj: Mapping[str, Any]) -> str:
-    """``namespace/name`` (or ``name`` for cluster-scoped objects)."""
-    meta = _meta(obj)
-    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
-    return f"{namespace}/{name}" if namespace else str(name)
-
-
-def _newer_or_equal(candidate: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
-    """False only when both are the same object (uid) and ``candidate`` is provably older.
-
-    resourceVersions are opaque by contract but etcd's are increasing integers; comparing them
-    only stops a write-through (see :meth:`Store.write_through`) from being undone by a late
-    event, and when they are not integers nothing is assumed.
-    """
-    a, b = _meta(candidate), _meta(current)
-    if a.get("uid") != b.get("uid"):
-        return True
-    rv_a, rv_b = str(a.get("resourceVersion", "")), str(b.get("resourceVersion", ""))
-    if rv_a.isdigit() and rv_b.isdigit():
-        return int(rv_a) >= int(rv_b)
-    return True
 
 
 INTERN_MAX_LENGTH: Final = 64
@@ -107,7 +105,7 @@ def cached_object(obj: Obj) -> Obj:
 
 SLIM_POD_SPEC: Final = ("nodeName", "restartPolicy", "terminationGracePeriodSeconds")
 """What a cached pod keeps of its spec: the grace period is how long a pod of a finished job
-may take to end by itself (controller/job/status.py) before cleanPodPolicy deletes it."""
+may take to end by itself (controller/job/status/aftermath.py) before cleanPodPolicy deletes it."""
 SLIM_POD_STATUS: Final = ("phase", "reason", "containerStatuses", "initContainerStatuses")
 """What a cached pod keeps of its status (controller/job/observed.py reads no more): not its IPs,
 QoS class or start time, and of its conditions only ``DisruptionTarget`` (who ended it)."""
@@ -150,147 +148,6 @@ def slim_pod(pod: Obj) -> Obj:
 
 class WatchError(Exception):
     """The watch stream reported an error other than 410 (retried after a pause)."""
-
-
-class Store:
-    """The cached objects of one resource, by ``namespace/name`` and by an index label."""
-
-    def __init__(
-        self, *, index_label: str | None = None, transform: Transform | None = None
-    ) -> None:
-        self._lock = threading.Lock()
-        self._transform = transform
-        """What the informer does to what it caches: applied to written-through objects too."""
-        self._objects: dict[str, Obj] = {}
-        self._index_label = index_label
-        self._index: dict[tuple[str, str], set[str]] = {}
-
-    def _index_key(self, obj: Mapping[str, Any]) -> tuple[str, str] | None:
-        if self._index_label is None:
-            return None
-        labels = _meta(obj).get("labels")
-        value = labels.get(self._index_label) if isinstance(labels, Mapping) else None
-        if not isinstance(value, str):
-            return None
-        return str(_meta(obj).get("namespace") or ""), value
-
-    def _unindex(self, key: str, obj: Mapping[str, Any]) -> None:
-        index_key = self._index_key(obj)
-        if index_key is not None:
-            keys = self._index.get(index_key)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del self._index[index_key]
-
-    def _put_locked(self, key: str, obj: Obj) -> None:
-        old = self._objects.get(key)
-        if old is not None:
-            self._unindex(key, old)
-        self._objects[key] = obj
-        index_key = self._index_key(obj)
-        if index_key is not None:
-            self._index.setdefault(index_key, set()).add(key)
-
-    def _remove_locked(self, key: str) -> Obj | None:
-        old = self._objects.pop(key, None)
-        if old is not None:
-            self._unindex(key, old)
-        return old
-
-    def get(self, key: str) -> Obj | None:
-        """The cached object (shared: callers must not modify it)."""
-        with self._lock:
-            return self._objects.get(key)
-
-    def by_index(self, namespace: str, value: str) -> list[Obj]:
-        """Objects in ``namespace`` whose index label equals ``value``."""
-        with self._lock:
-            keys = self._index.get((namespace, value), set())
-            return [self._objects[k] for k in sorted(keys)]
-
-    def objects(self) -> list[Obj]:
-        with self._lock:
-            return list(self._objects.values())
-
-    def all_keys(self) -> list[str]:
-        with self._lock:
-            return list(self._objects)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._objects)
-
-    def apply(self, event_type: str, obj: Obj) -> tuple[bool, Obj | None]:
-        """Apply one watch event; return (whether the cache changed, the previous object)."""
-        key = object_key(obj)
-        with self._lock:
-            old = self._objects.get(key)
-            if event_type == DELETED:
-                if old is not None and _meta(old).get("uid") not in (None, _meta(obj).get("uid")):
-                    return False, old  # a newer object of the same name is cached already
-                self._remove_locked(key)
-                return old is not None, old
-            if old is not None and not _newer_or_equal(obj, old):
-                return False, old
-            self._put_locked(key, obj)
-            return True, old
-
-    def put_if_newer(self, obj: Obj) -> bool:
-        """Put ``obj`` unless the cached object of the same uid is provably newer (a cache
-        filled by hand, as in tests; the controller's own writes go through
-        :meth:`write_through`)."""
-        key = object_key(obj)
-        with self._lock:
-            old = self._objects.get(key)
-            if old is not None and not _newer_or_equal(obj, old):
-                return False
-            self._put_locked(key, obj)
-            return True
-
-    def write_through(self, obj: Obj) -> bool:
-        """After our own successful write, put the object the API server returned in place of
-        the cached one, so the next reconcile sees it.
-
-        Only an object still cached (same uid) is replaced: when its DELETED event arrived
-        while the write was on its way, putting it back would keep a deleted object in the
-        cache for good (no later event removes it), and every reconcile would write to it.
-        """
-        if self._transform is not None:
-            obj = self._transform(obj)
-        key = object_key(obj)
-        with self._lock:
-            old = self._objects.get(key)
-            if old is None or _meta(old).get("uid") != _meta(obj).get("uid"):
-                return False
-            if not _newer_or_equal(obj, old):
-                return False
-            self._put_locked(key, obj)
-            return True
-
-    def replace(
-        self, namespace: str | None, objects: Iterable[Obj]
-    ) -> list[tuple[str, Obj, Obj | None]]:
-        """Make the cache of ``namespace`` (None: all) equal ``objects``; return the changes."""
-        fresh = {object_key(o): o for o in objects}
-        changes: list[tuple[str, Obj, Obj | None]] = []
-        with self._lock:
-            for key in list(self._objects):
-                obj = self._objects[key]
-                in_scope = namespace is None or _meta(obj).get("namespace") == namespace
-                if in_scope and key not in fresh:
-                    self._remove_locked(key)
-                    changes.append((DELETED, obj, obj))
-            for key, obj in fresh.items():
-                old = self._objects.get(key)
-                if old is not None and _meta(old).get("uid") == _meta(obj).get("uid"):
-                    if _meta(old).get("resourceVersion") == _meta(obj).get("resourceVersion"):
-                        continue
-                    if not _newer_or_equal(obj, old):
-                        continue
-                self._put_locked(key, obj)
-                changes.append((ADDED if old is None else MODIFIED, obj, old))
-        return changes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -438,7 +295,7 @@ class Informer:
                         log.info("informer %s: watch expired (410), relisting", self.name)
                         return None
                     raise WatchError(str(obj.get("message") or obj))
-                resource_version = str(_meta(obj).get("resourceVersion") or resource_version)
+                resource_version = str(metadata_of(obj).get("resourceVersion") or resource_version)
                 if event_type == "BOOKMARK" or event_type not in (ADDED, MODIFIED, DELETED):
                     continue
                 obj = self._transform(obj)

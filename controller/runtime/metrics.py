@@ -11,7 +11,9 @@ controllers in one process as they like.
 
 The ``mxjob_controller_job*`` metrics say what users ask of a job system: jobs by state, how
 long jobs take to run and to end, why they restart, how long Kueue keeps them queued.
-``controller.job.tally`` decides what they count; they are labelled by ``job_namespace`` and a
+``controller.job.tally`` decides what they count, and hands it over as the data of
+``controller.runtime.job_series`` (this room does not import the job room: the counting of jobs
+by state is given to :meth:`Metrics.track_jobs`); they are labelled by ``job_namespace`` and a
 state or an exit-code class only, never by a job's name. Only the leader reports jobs by state
 (the standby's cache holds the same jobs), so a sum over the controller's pods counts each once.
 """
@@ -25,8 +27,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from controller.job.tally import EXIT_CLASSES, JobTally, jobs_by_state
 from controller.runtime.events import QUEUE_FULL, WRITE_FAILED
+from controller.runtime.job_series import EXIT_CLASSES, JobTally
 
 FRAMEWORK: Final = "mxnet"
 LABELS: Final = ("job_namespace", "framework")
@@ -51,6 +53,9 @@ END_BUCKETS: Final = (10, 30, 60, 300, 600, 1800, 3600, 7200, 14400, 28800, 8640
 JOB_LABELS: Final = ("job_namespace",)
 JOB_STATES_NAME: Final = "mxjob_controller_jobs"
 
+JobCounter = Callable[[Iterable[Mapping[str, Any]]], Mapping[tuple[str, str], int]]
+"""Cached jobs → (namespace, state) → jobs (``controller.job.tally.jobs_by_state``)."""
+
 
 class QueueState(Protocol):
     """What the metrics read from the work queue at scrape time."""
@@ -68,6 +73,7 @@ class JobStates(Collector):
 
     def __init__(self) -> None:
         self.jobs: Callable[[], Iterable[Mapping[str, Any]]] = list
+        self.by_state: JobCounter = lambda jobs: {}
         self.leading = False
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
@@ -78,7 +84,7 @@ class JobStates(Collector):
             labels=["job_namespace", "state"],
         )
         if self.leading:
-            for (namespace, state), count in sorted(jobs_by_state(self.jobs()).items()):
+            for (namespace, state), count in sorted(self.by_state(self.jobs()).items()):
                 family.add_metric([namespace, state], count)
         yield family
 
@@ -229,9 +235,21 @@ class Metrics:
         self.is_leader.set(1 if leading else 0)
         self.job_states.leading = leading
 
-    def track_jobs(self, jobs: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
-        """Count ``jobs()`` (the job cache) by state at each scrape, while leading."""
+    def track_jobs(
+        self, jobs: Callable[[], Iterable[Mapping[str, Any]]], *, by_state: JobCounter
+    ) -> None:
+        """Count ``jobs()`` (the job cache) with ``by_state`` at each scrape, while leading.
+
+        The counting is given, not imported: what a job's state is belongs to the job room
+        (``controller.job.tally.jobs_by_state``), which sits above this one.
+        """
         self.job_states.jobs = jobs
+        self.job_states.by_state = by_state
+
+    def count_api_write(self, verb: str, resource: str) -> None:
+        """One write sent to the API server; the client calls it for every write
+        (``controller.runtime.client.KubeClient.count_writes_with``)."""
+        self.api_writes.labels(verb=verb, resource=resource).inc()
 
     def count_job(self, tally: JobTally) -> None:
         """Add what one reconcile's status write decided (``controller.job.tally.tally``)."""

@@ -1,6 +1,6 @@
 """Queued MXJobs and their Kueue Workloads in each state, for the Workload route's unit tests.
 
-A Workload here is what ``build_workload`` makes, then given the metadata the API server adds
+A Workload here is what ``build_kueue_workload`` makes, then given the metadata the API server adds
 and the status Kueue's scheduler writes (quota reserved, admitted, evicted, finished...).
 """
 
@@ -9,9 +9,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.integrations.kueue.workload import Priority, build_workload, condition
+from controller.integrations.kueue.workload import (
+    Priority,
+    build_kueue_workload,
+    workload_conditions,
+)
+from shared.conditions import get_condition
 from shared.queueing import QUEUE_NAME_LABEL
-from tests.controller.samples import NOW_TEXT, job
+from tests.controller.samples import NOW_TEXT, job, view_of
 
 Obj = dict[str, Any]
 
@@ -42,7 +47,7 @@ def cond(kind: str, status: bool, reason: str, message: str = "", when: str = EA
 
 def workload(job_obj: Obj, *, conditions: list[Obj] | None = None, **status: Any) -> Obj:
     """The job's Workload as stored: name, uid, resourceVersion and ``status``."""
-    made = build_workload(job_obj, priority=Priority())
+    made = build_kueue_workload(view_of(job_obj), priority=Priority())
     made["metadata"].update(uid="wl-uid", resourceVersion="50", generation=1)
     made["status"] = {"conditions": list(conditions or []), **copy.deepcopy(status)}
     return made
@@ -106,6 +111,6 @@ FLAVORS = {"default": flavor("default", {"pool": "a"}, [{"key": "spot", "operato
 def status_condition(body: dict[str, Any] | None, kind: str) -> dict[str, Any]:
     """The condition ``kind`` of an apply body or Workload; the test fails without one."""
     assert body is not None
-    found = condition(body, kind)
+    found = get_condition(workload_conditions(body), kind)
     assert found is not None, kind
     return found

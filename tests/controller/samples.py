@@ -11,6 +11,7 @@ import datetime
 from typing import Any
 
 from controller.job.desired import Slot, build_pod, build_service, desired_slots
+from controller.job.view import MXJobView, read_job
 from shared.defaults import apply_defaults
 
 Obj = dict[str, Any]
@@ -75,9 +76,14 @@ def job(
     return defaulted
 
 
+def view_of(job_obj: Obj, *, violations: tuple[str, ...] = ()) -> MXJobView:
+    """The controller's view of a job as stored (its spec defaulted, as reconcile reads it)."""
+    return read_job(job_obj, defaulted=apply_defaults(job_obj), violations=violations)
+
+
 def slot(job_obj: Obj, key: str) -> Slot:
     """The slot ``<lower type>-<index>`` of a job."""
-    for found in desired_slots(job_obj):
+    for found in desired_slots(view_of(job_obj)):
         if found.key == key:
             return found
     raise KeyError(key)
@@ -101,7 +107,9 @@ def pod(
 ) -> Obj:
     """The pod of slot ``key`` with a kubelet-like status (``disruption``: the reason of its
     ``DisruptionTarget`` condition)."""
-    built = build_pod(job_obj, slot(job_obj, key), restarts_before=restarts_before, attempt=attempt)
+    built = build_pod(
+        view_of(job_obj), slot(job_obj, key), restarts_before=restarts_before, attempt=attempt
+    )
     built["metadata"]["uid"] = uid or f"pod-{key}"
     built["metadata"]["resourceVersion"] = "20"
     if terminating:
@@ -145,7 +153,7 @@ def with_running_sidecar(pod_obj: Obj, *, restart_policy: str) -> Obj:
 
 def pods_all(job_obj: Obj, **overrides: Any) -> list[Obj]:
     """A pod per slot, every one Running (``overrides`` apply to all)."""
-    return [pod(job_obj, s.key, **overrides) for s in desired_slots(job_obj)]
+    return [pod(job_obj, s.key, **overrides) for s in desired_slots(view_of(job_obj))]
 
 
 def training_operator_labels(job_obj: Obj, key: str) -> dict[str, str]:
@@ -176,7 +184,7 @@ def training_operator_pod(job_obj: Obj, key: str, **status: Any) -> Obj:
 
 def training_operator_service(job_obj: Obj, key: str) -> Obj:
     """The headless Service of slot ``key`` as training-operator v1.8.1 made it."""
-    built = build_service(job_obj, slot(job_obj, key))
+    built = build_service(view_of(job_obj), slot(job_obj, key))
     labels = training_operator_labels(job_obj, key)
     built["metadata"]["labels"] = labels
     built["metadata"]["uid"] = f"to-svc-{key}"

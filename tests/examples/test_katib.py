@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from controller.job.desired import build_pod, desired_slots
+from controller.job.view import read_job
 from shared.constants import LABEL_JOB_ROLE
 from shared.defaults import apply_defaults
 from shared.validation import format_violations, validate
@@ -109,7 +110,7 @@ def test_a_trial_job_is_admitted(experiment: dict[str, Any], corner: str) -> Non
 
 
 def test_the_primary_pod_labels_pick_worker_0_alone(experiment: dict[str, Any]) -> None:
-    job = apply_defaults(trial_job(experiment, feasible_corners(experiment)[0]))
+    job = read_job(apply_defaults(trial_job(experiment, feasible_corners(experiment)[0])))
     pods = [build_pod(job, slot) for slot in desired_slots(job)]
     names = [p["metadata"]["name"] for p in pods]
     assert names == [f"{TRIAL}-scheduler-0", f"{TRIAL}-server-0", f"{TRIAL}-worker-0"]

@@ -15,7 +15,6 @@ from shared.conditions import (
     Reason,
     current_state,
     get_condition,
-    is_finished,
     is_true,
     set_condition,
 )
@@ -186,15 +185,6 @@ def test_get_condition_and_is_true() -> None:
     assert is_true(conditions, "Created")
     assert not is_true(conditions, "Running")
     assert not is_true(conditions, "Failed")
-
-
-def test_is_finished_reads_a_job_status() -> None:
-    assert is_finished(seed_listing()["status"])
-    assert is_finished({"conditions": [cond("Failed", "True")]})
-    assert not is_finished({"conditions": [cond("Running", "True"), cond("Failed", "False")]})
-    assert not is_finished({})
-    assert not is_finished(None)
-    assert not is_finished({"conditions": "x"})
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,6 @@ from shared.env import (
     expand_vars,
     expected_owned_env,
     job_layout,
-    mx_config,
     normalize_env_entry,
     owned_entries,
     replica_env,
@@ -101,7 +100,8 @@ def test_worker_mx_config_after_expansion_for_index_1_is_this_json() -> None:
 
 
 def test_mx_config_in_the_template_leaves_the_index_to_expansion() -> None:
-    value = mx_config(train_job("mnist"), "Server")
+    entries = {e["name"]: e for e in replica_env(train_job("mnist"), "Server")}
+    value = entries["MX_CONFIG"]["value"]
     assert value.endswith('"task":{"type":"server","index":$(MXJOB_REPLICA_INDEX)}}')
 
 

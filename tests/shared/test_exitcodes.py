@@ -4,24 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from shared.exitcodes import ExitClass, classify_exit, describe_exit, is_retryable
+from shared.exitcodes import ExitClass, classify_exit, describe_exit
 
 
 def test_exit_zero_succeeds() -> None:
     assert classify_exit(0) is ExitClass.SUCCEEDED
-    assert not is_retryable(0)
 
 
 @pytest.mark.parametrize("code", [1, 2, 126, 127, 128, 139])
 def test_the_seeds_permanent_codes_are_permanent(code: int) -> None:
     assert classify_exit(code) is ExitClass.PERMANENT
-    assert not is_retryable(code)
 
 
 @pytest.mark.parametrize("code", [130, 137, 143, 138])
 def test_the_seeds_retryable_codes_are_retryable(code: int) -> None:
     assert classify_exit(code) is ExitClass.RETRYABLE
-    assert is_retryable(code)
 
 
 def test_every_code_from_1_to_128_is_permanent() -> None:
@@ -35,7 +32,6 @@ def test_every_code_from_129_up_except_sigsegv_is_retryable() -> None:
 
 def test_no_exit_code_is_an_eviction_or_preemption_and_is_retryable() -> None:
     assert classify_exit(None) is ExitClass.RETRYABLE
-    assert is_retryable(None)
 
 
 @pytest.mark.parametrize("code", [-1, -9, -255])

@@ -7,16 +7,20 @@ lives outside the ``webhook`` package, so the wheel and the webhook's image do n
 
 from __future__ import annotations
 
+import base64
+import json
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from shared import constants
 from webhook.reviews import (
     ADMISSION_API_VERSION,
     ADMISSION_KIND,
+    AdmissionResponse,
     CONVERSION_API_VERSION,
     CONVERSION_KIND,
     JSONObject,
+    JSONPatchOp,
     Operation,
 )
 
@@ -78,3 +82,12 @@ def conversion_review(
             "objects": objects,
         },
     }
+
+
+def decode_patch(response: AdmissionResponse) -> list[JSONPatchOp]:
+    """The JSON Patch of an admission response (empty without one), as the API server reads the
+    ``patch`` that ``webhook.admission.allowed`` encodes."""
+    encoded = response.get("patch")
+    if encoded is None:
+        return []
+    return cast(list[JSONPatchOp], json.loads(base64.b64decode(encoded)))

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from shared.conversion import convert
 from shared.defaults import apply_defaults
 from shared.validation import validate as shared_validate
-from tests.webhook.reviews_samples import admission_review
-from webhook.admission import decode_patch, make_patch, mutate, validate
+from tests.webhook.reviews_samples import admission_review, decode_patch
+from webhook.admission import make_patch, mutate, validate
 from webhook.reviews import AdmissionRequest, AdmissionResponse, Operation
 
 Job = dict[str, Any]

@@ -15,8 +15,8 @@ from typing import Any, cast
 import jsonpatch
 import pytest
 
-from tests.webhook.reviews_samples import admission_review
-from webhook.admission import decode_patch, mutate, validate
+from tests.webhook.reviews_samples import admission_review, decode_patch
+from webhook.admission import mutate, validate
 from webhook.reviews import AdmissionRequest
 
 Job = dict[str, Any]

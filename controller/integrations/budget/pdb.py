@@ -25,40 +25,40 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from controller.integrations.gang.podgroups import GangScheduler, min_available, scheduling_policy
+from controller.integrations.gang.podgroups import GangScheduler, min_available
 from controller.job.ownership import owner_reference
+from controller.job.view import MXJobView
 from shared.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, WATCHED_OPERATOR_NAMES
-from shared.spec import as_mapping, is_int, job_name
+from shared.spec import as_mapping, is_int
 
-API_VERSION: Final = "policy/v1"
-PLURAL: Final = "poddisruptionbudgets"
+BUDGET_API_VERSION: Final = "policy/v1"
+BUDGET_PLURAL: Final = "poddisruptionbudgets"
 
 
-def wants_budget(job: Mapping[str, Any], gang: GangScheduler) -> bool:
+def wants_budget(job: MXJobView, gang: GangScheduler) -> bool:
     """Whether the job's pods get a budget: it is a gang (see the module's docstring)."""
-    asked = scheduling_policy(job).get("minAvailable")
+    asked = job.run_policy.scheduling_policy.get("minAvailable")
     return gang != "none" or (is_int(asked) and asked > 0)
 
 
-def budget_selector(job: Mapping[str, Any]) -> dict[str, Any]:
+def budget_selector(job: MXJobView) -> dict[str, Any]:
     """The job's pods: its name label, made by this operator or adopted from training-operator."""
     return {
-        "matchLabels": {LABEL_JOB_NAME: job_name(job)},
+        "matchLabels": {LABEL_JOB_NAME: job.name},
         "matchExpressions": [
             {"key": LABEL_OPERATOR_NAME, "operator": "In", "values": list(WATCHED_OPERATOR_NAMES)}
         ],
     }
 
 
-def build_budget(job: Mapping[str, Any], *, labels: Mapping[str, str]) -> dict[str, Any]:
+def build_budget(job: MXJobView, *, labels: Mapping[str, str]) -> dict[str, Any]:
     """The job's PodDisruptionBudget: at least the gang's size of its pods stay up."""
-    meta = as_mapping(job.get("metadata"))
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": BUDGET_API_VERSION,
         "kind": "PodDisruptionBudget",
         "metadata": {
-            "name": job_name(job),
-            "namespace": meta.get("namespace"),
+            "name": job.name,
+            "namespace": job.namespace,
             "labels": dict(labels),
             "ownerReferences": [owner_reference(job)],
         },
@@ -74,10 +74,3 @@ def budget_update(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> dic
     if all(spec.get(field) == want[field] for field in ("minAvailable", "selector")):
         return None
     return {**existing, "spec": {**spec, **want}}
-
-
-def owned_by(existing: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
-    """Whether ``existing`` is this job's (a budget of the same name may be an earlier job's)."""
-    uid = as_mapping(job.get("metadata")).get("uid")
-    owners = as_mapping(existing.get("metadata")).get("ownerReferences") or []
-    return any(as_mapping(owner).get("uid") == uid for owner in owners)

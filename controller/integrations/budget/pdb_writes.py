@@ -14,7 +14,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from controller.integrations.budget.pdb import PLURAL, budget_update, build_budget, owned_by
+from controller.integrations.budget.pdb import BUDGET_PLURAL, budget_update, build_budget
+from controller.job.ownership import owned_by
+from controller.job.view import MXJobView
 from controller.runtime.client import AlreadyExists, Conflict, KubeClient, NotFound, resource_path
 from shared.spec import as_mapping
 
@@ -23,35 +25,27 @@ log = logging.getLogger(__name__)
 
 def budget_path(namespace: str, name: str | None = None) -> str:
     return resource_path(
-        group="policy", version="v1", plural=PLURAL, namespace=namespace, name=name
+        group="policy", version="v1", plural=BUDGET_PLURAL, namespace=namespace, name=name
     )
 
 
-def ensure_budget(
-    client: KubeClient, job: Mapping[str, Any], *, labels: Mapping[str, str]
-) -> list[str]:
-    """Make the job's budget exist with the gang's size; return the writes made
-    (``poddisruptionbudgets``, ``…:update`` or ``…:delete``, for API-write metrics)."""
+def ensure_budget(client: KubeClient, job: MXJobView, *, labels: Mapping[str, str]) -> None:
+    """Make the job's budget exist with the gang's size (at most one write per call)."""
     wanted = build_budget(job, labels=labels)
-    namespace, name = str(wanted["metadata"]["namespace"]), str(wanted["metadata"]["name"])
-    path = budget_path(namespace, name)
+    path = budget_path(job.namespace, job.name)
     try:
         existing: Mapping[str, Any] = client.request("GET", path)
     except NotFound:
         with contextlib.suppress(AlreadyExists):  # made meanwhile: the next reconcile checks it
-            client.request("POST", budget_path(namespace), body=wanted)
-            log.info("%s/%s: PodDisruptionBudget created", namespace, name)
-            return [PLURAL]
-        return []
+            client.request("POST", budget_path(job.namespace), body=wanted)
+            log.info("%s: PodDisruptionBudget created", job.key)
+        return
     if not owned_by(existing, job):
         uid = as_mapping(existing.get("metadata")).get("uid")
         with contextlib.suppress(NotFound, Conflict):
             client.request("DELETE", path, body={"preconditions": {"uid": uid}})
-            return [f"{PLURAL}:delete"]
-        return []
+        return
     update = budget_update(existing, wanted)
-    if update is None:
-        return []
-    client.request("PUT", path, body=update)
-    log.info("%s/%s: PodDisruptionBudget updated", namespace, name)
-    return [f"{PLURAL}:update"]
+    if update is not None:
+        client.request("PUT", path, body=update)
+        log.info("%s: PodDisruptionBudget updated", job.key)

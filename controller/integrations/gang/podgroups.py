@@ -39,16 +39,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from controller.integrations.gang.quantity import Quantity, add, format_quantity, parse
-from controller.job.ownership import owner_reference
+from controller.job.ownership import owned_by, owner_reference
+from controller.job.view import MXJobView, ReplicaView
 from shared.constants import GROUP, KIND
-from shared.spec import (
-    as_mapping,
-    is_int,
-    job_name,
-    replica_count,
-    replica_specs,
-    replica_template,
-)
+from shared.spec import as_mapping, is_int
 
 GangScheduler = Literal["native", "volcano", "scheduler-plugins", "none"]
 """Which gang scheduler the controller writes for: ``native`` is kube-scheduler's Workload API,
@@ -71,57 +65,49 @@ PLUGINS_SCHEDULER_NAME: Final = "scheduler-plugins-scheduler"
 scheduler running its Coscheduling plugin."""
 PLUGINS_POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 
-WORKLOAD_GROUP: Final = "scheduling.k8s.io"
-WORKLOAD_VERSION: Final = "v1alpha2"
-WORKLOAD_API_VERSION: Final = f"{WORKLOAD_GROUP}/{WORKLOAD_VERSION}"
+GANG_GROUP: Final = "scheduling.k8s.io"
+GANG_VERSION: Final = "v1alpha2"
+GANG_API_VERSION: Final = f"{GANG_GROUP}/{GANG_VERSION}"
+"""kube-scheduler's Workload and PodGroup (``native``); not Kueue's Workload."""
 POD_GROUP_TEMPLATE: Final = "replicas"
-"""The one pod-group template of a job's Workload: every replica of the job is one gang."""
+"""The one pod-group template of a job's gang Workload: every replica of the job is one gang."""
 
 GANG_WAITING: Final = "GangWaiting"
 """Event reason: the job's pods exist but fewer than ``minAvailable`` are placed on nodes."""
 
 
-def scheduling_policy(job: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = as_mapping(job.get("spec"))
-    return as_mapping(as_mapping(spec.get("runPolicy")).get("schedulingPolicy"))
-
-
-def total_replicas(job: Mapping[str, Any]) -> int:
-    return sum(replica_count(job, rtype) for rtype in replica_specs(job))
-
-
-def min_available(job: Mapping[str, Any]) -> int:
+def min_available(job: MXJobView) -> int:
     """``schedulingPolicy.minAvailable`` when it is a positive count no larger than the job, else
     every replica of the job (training-operator v1.8's default)."""
-    total = total_replicas(job)
-    value = scheduling_policy(job).get("minAvailable")
+    total = job.total_replicas
+    value = job.run_policy.scheduling_policy.get("minAvailable")
     if is_int(value) and 0 < value <= total:
         return value
     return total
 
 
-def _metadata(job: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, Any]:
-    meta = as_mapping(job.get("metadata"))
+def _metadata(job: MXJobView, labels: Mapping[str, str]) -> dict[str, Any]:
     return {
-        "name": job_name(job),
-        "namespace": meta.get("namespace"),
+        "name": job.name,
+        "namespace": job.namespace,
         "labels": dict(labels),
         "ownerReferences": [owner_reference(job)],
     }
 
 
-def _gang_policy(job: Mapping[str, Any]) -> dict[str, Any]:
+def _gang_policy(job: MXJobView) -> dict[str, Any]:
     return {"gang": {"minCount": min_available(job)}}
 
 
-def build_workload(job: Mapping[str, Any], *, labels: Mapping[str, str]) -> dict[str, Any]:
-    """The job's Workload: who the pods belong to, and that they form one gang."""
+def build_gang_workload(job: MXJobView, *, labels: Mapping[str, str]) -> dict[str, Any]:
+    """The job's kube-scheduler Workload (``scheduling.k8s.io``): who the pods belong to, and
+    that they form one gang."""
     return {
-        "apiVersion": WORKLOAD_API_VERSION,
+        "apiVersion": GANG_API_VERSION,
         "kind": "Workload",
         "metadata": _metadata(job, labels),
         "spec": {
-            "controllerRef": {"apiGroup": GROUP, "kind": KIND, "name": job_name(job)},
+            "controllerRef": {"apiGroup": GROUP, "kind": KIND, "name": job.name},
             "podGroupTemplates": [
                 {"name": POD_GROUP_TEMPLATE, "schedulingPolicy": _gang_policy(job)}
             ],
@@ -129,16 +115,16 @@ def build_workload(job: Mapping[str, Any], *, labels: Mapping[str, str]) -> dict
     }
 
 
-def build_pod_group(job: Mapping[str, Any], *, labels: Mapping[str, str]) -> dict[str, Any]:
-    """The job's PodGroup, the runtime instance of its Workload's template the pods join."""
+def build_pod_group(job: MXJobView, *, labels: Mapping[str, str]) -> dict[str, Any]:
+    """The job's PodGroup, the runtime instance of its gang Workload's template the pods join."""
     return {
-        "apiVersion": WORKLOAD_API_VERSION,
+        "apiVersion": GANG_API_VERSION,
         "kind": "PodGroup",
         "metadata": _metadata(job, labels),
         "spec": {
             "podGroupTemplateRef": {
                 "workload": {
-                    "workloadName": job_name(job),
+                    "workloadName": job.name,
                     "podGroupTemplateName": POD_GROUP_TEMPLATE,
                 }
             },
@@ -147,31 +133,25 @@ def build_pod_group(job: Mapping[str, Any], *, labels: Mapping[str, str]) -> dic
     }
 
 
-def _owned_by(existing: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
-    owners = as_mapping(existing.get("metadata")).get("ownerReferences") or []
-    uid = as_mapping(job.get("metadata")).get("uid")
-    return any(as_mapping(o).get("uid") == uid for o in owners)
-
-
-def pod_group_matches(existing: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+def pod_group_matches(existing: Mapping[str, Any], job: MXJobView) -> bool:
     """Whether an existing PodGroup is this job's and says what :func:`build_pod_group` would.
 
     Its spec is immutable: a different ``minCount`` (the replicas changed while the job was
     suspended) means delete and create again; so does one left by an earlier job of that name.
     """
     policy = as_mapping(existing.get("spec")).get("schedulingPolicy")
-    return _owned_by(existing, job) and policy == _gang_policy(job)
+    return owned_by(existing, job) and policy == _gang_policy(job)
 
 
-def workload_matches(existing: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
-    """As :func:`pod_group_matches`, for the Workload's one pod-group template."""
+def gang_workload_matches(existing: Mapping[str, Any], job: MXJobView) -> bool:
+    """As :func:`pod_group_matches`, for the gang Workload's one pod-group template."""
     templates = as_mapping(existing.get("spec")).get("podGroupTemplates") or []
     policies = [as_mapping(t).get("schedulingPolicy") for t in templates]
-    return _owned_by(existing, job) and policies == [_gang_policy(job)]
+    return owned_by(existing, job) and policies == [_gang_policy(job)]
 
 
 def join_pod(
-    pod: dict[str, Any], job: Mapping[str, Any], scheduler: GangScheduler, *, replica_type: str
+    pod: dict[str, Any], job: MXJobView, scheduler: GangScheduler, *, replica_type: str
 ) -> None:
     """Join a pod built for ``job`` to the job's gang (in place).
 
@@ -181,15 +161,15 @@ def join_pod(
     spec = pod.setdefault("spec", {})
     meta = pod.setdefault("metadata", {})
     if scheduler == "native":
-        spec["schedulingGroup"] = {"podGroupName": job_name(job)}
+        spec["schedulingGroup"] = {"podGroupName": job.name}
     elif scheduler == "volcano":
         spec["schedulerName"] = spec.get("schedulerName") or VOLCANO_SCHEDULER_NAME
         annotations = meta.setdefault("annotations", {})
-        annotations[VOLCANO_GROUP_ANNOTATION] = job_name(job)
+        annotations[VOLCANO_GROUP_ANNOTATION] = job.name
         annotations[VOLCANO_TASK_ANNOTATION] = replica_type
     elif scheduler == "scheduler-plugins":
         spec["schedulerName"] = spec.get("schedulerName") or PLUGINS_SCHEDULER_NAME
-        meta.setdefault("labels", {})[PLUGINS_POD_GROUP_LABEL] = job_name(job)
+        meta.setdefault("labels", {})[PLUGINS_POD_GROUP_LABEL] = job.name
 
 
 # -- Volcano and scheduler-plugins PodGroups (as training-operator v1.8.1 writes them) ----------
@@ -204,9 +184,7 @@ def _pod_requests(template: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return found
 
 
-def min_resources(
-    job: Mapping[str, Any], *, priorities: Mapping[str, int] | None = None
-) -> dict[str, str]:
+def min_resources(job: MXJobView, *, priorities: Mapping[str, int] | None = None) -> dict[str, str]:
     """What the first ``minAvailable`` pods request in all (``CalcPGMinResources``).
 
     Replica types are taken by their template's priority class value, highest first
@@ -216,16 +194,15 @@ def min_resources(
     """
     values = priorities or {}
 
-    def rank(rtype: str) -> int:
-        spec = as_mapping(as_mapping(replica_template(job, rtype)).get("spec"))
+    def rank(replica: ReplicaView) -> int:
+        spec = as_mapping(replica.template.get("spec"))
         return -values.get(str(spec.get("priorityClassName") or ""), 0)
 
-    ranked = sorted(replica_specs(job), key=rank)
     needed, counted = min_available(job), 0
     sums: dict[str, Quantity] = {}
-    for rtype in ranked:
-        per_pod = _pod_requests(as_mapping(replica_template(job, rtype)))
-        for _ in range(replica_count(job, rtype)):
+    for replica in sorted(job.replicas, key=rank):
+        per_pod = _pod_requests(replica.template)
+        for _ in range(replica.replicas):
             if counted >= needed:
                 break
             counted += 1
@@ -236,35 +213,33 @@ def min_resources(
     return {name: format_quantity(total) for name, total in sums.items()}
 
 
-def _given_min_resources(job: Mapping[str, Any]) -> dict[str, str] | None:
-    given = scheduling_policy(job).get("minResources")
+def _given_min_resources(job: MXJobView) -> dict[str, str] | None:
+    given = job.run_policy.scheduling_policy.get("minResources")
     if given is None:
         return None
     return {str(k): str(v) for k, v in as_mapping(given).items()}
 
 
-def _crd_metadata(job: Mapping[str, Any]) -> dict[str, Any]:
-    meta = as_mapping(job.get("metadata"))
+def _crd_metadata(job: MXJobView) -> dict[str, Any]:
     metadata: dict[str, Any] = {
-        "name": job_name(job),
-        "namespace": meta.get("namespace"),
+        "name": job.name,
+        "namespace": job.namespace,
         "ownerReferences": [owner_reference(job)],
     }
-    annotations = as_mapping(meta.get("annotations"))
-    if annotations:
-        metadata["annotations"] = {str(k): str(v) for k, v in annotations.items()}
+    if job.annotations:
+        metadata["annotations"] = dict(job.annotations)
     return metadata
 
 
 def volcano_pod_group_spec(
-    job: Mapping[str, Any],
+    job: MXJobView,
     *,
     priorities: Mapping[str, int] | None = None,
     existing_queue: str = "",
 ) -> dict[str, Any]:
     """A Volcano PodGroup's spec; a queue already set on the PodGroup wins (as in
     training-operator, so Volcano or an admin may move a group between queues)."""
-    policy = scheduling_policy(job)
+    policy = job.run_policy.scheduling_policy
     spec: dict[str, Any] = {"minMember": min_available(job)}
     spec["queue"] = existing_queue or str(policy.get("queue") or VOLCANO_DEFAULT_QUEUE)
     if policy.get("priorityClass"):
@@ -275,23 +250,22 @@ def volcano_pod_group_spec(
 
 
 def plugins_pod_group_spec(
-    job: Mapping[str, Any], *, priorities: Mapping[str, int] | None = None
+    job: MXJobView, *, priorities: Mapping[str, int] | None = None
 ) -> dict[str, Any]:
     """A scheduler-plugins PodGroup's spec (its ``minResources`` is left out when empty)."""
-    policy = scheduling_policy(job)
     spec: dict[str, Any] = {"minMember": min_available(job)}
     given = _given_min_resources(job)
     resources = given if given is not None else min_resources(job, priorities=priorities)
     if resources:
         spec["minResources"] = resources
-    timeout = policy.get("scheduleTimeoutSeconds")
+    timeout = job.run_policy.scheduling_policy.get("scheduleTimeoutSeconds")
     if is_int(timeout):
         spec["scheduleTimeoutSeconds"] = timeout
     return spec
 
 
 def build_crd_pod_group(
-    job: Mapping[str, Any],
+    job: MXJobView,
     scheduler: GangScheduler,
     *,
     priorities: Mapping[str, int] | None = None,
@@ -315,7 +289,7 @@ def build_crd_pod_group(
 
 def crd_pod_group_update(
     existing: Mapping[str, Any],
-    job: Mapping[str, Any],
+    job: MXJobView,
     scheduler: GangScheduler,
     *,
     priorities: Mapping[str, int] | None = None,
@@ -324,16 +298,15 @@ def crd_pod_group_update(
     (training-operator updates the spec in place: ``SyncPodGroup`` in ``common/scheduling.go``)."""
     current = as_mapping(existing.get("spec"))
     if scheduler == "volcano":
+        # The whole spec is replaced, Volcano's other fields (minTaskMember) too, as there.
         wanted = volcano_pod_group_spec(
             job, priorities=priorities, existing_queue=str(current.get("queue") or "")
         )
-        # The whole spec is replaced, Volcano's other fields (minTaskMember) too, as there.
-        merged = wanted
     else:
-        merged = plugins_pod_group_spec(job, priorities=priorities)
-    if merged == dict(current):
+        wanted = plugins_pod_group_spec(job, priorities=priorities)
+    if wanted == dict(current):
         return None
-    return {**existing, "spec": merged}
+    return {**existing, "spec": wanted}
 
 
 def delays_pods(pod_group: Mapping[str, Any] | None, scheduler: GangScheduler) -> bool:
@@ -348,7 +321,7 @@ def delays_pods(pod_group: Mapping[str, Any] | None, scheduler: GangScheduler) -
 
 
 def gang_waiting(
-    job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], scheduler: GangScheduler
+    job: MXJobView, pods: Sequence[Mapping[str, Any]], scheduler: GangScheduler
 ) -> str | None:
     """A message when the job's pods wait for their gang to fit, None otherwise.
 
@@ -358,7 +331,7 @@ def gang_waiting(
     if scheduler == "none":
         return None
     live = [p for p in pods if not as_mapping(p.get("metadata")).get("deletionTimestamp")]
-    if len(live) < total_replicas(job):
+    if len(live) < job.total_replicas:
         return None
     placed = sum(1 for p in live if as_mapping(p.get("spec")).get("nodeName"))
     needed = min_available(job)

@@ -8,7 +8,6 @@ templates when it stops (:func:`stopped`).
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ from controller.integrations.kueue.workload import (
     WORKLOAD_ANNOTATION,
     Obj,
 )
+from controller.job.view import MXJobView
+from shared.jsontree import copy_json
 from shared.spec import as_mapping
 
 DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -137,19 +138,24 @@ def _from_update(name: str, update: Mapping[str, Any]) -> PodSetInfo:
     )  # fmt: skip
 
 
-def _templates(job: Obj) -> dict[str, Obj]:
-    """podSet name → the job's own replica template (in place, for editing ``job``)."""
+def _templates(stored: Obj) -> dict[str, Obj]:
+    """podSet name → the stored job's own replica template (in place, for editing it)."""
     return {
         rtype.lower(): rspec.setdefault("template", {})
-        for rtype, rspec in job["spec"]["mxReplicaSpecs"].items()
+        for rtype, rspec in stored["spec"]["mxReplicaSpecs"].items()
         if isinstance(rspec, dict)
     }
 
 
-def started(job: Mapping[str, Any], infos: Sequence[PodSetInfo]) -> Obj:
-    """The job as it starts: unsuspended, each template merged with its podSet's info
-    (Kueue's ``RunWithPodSetsInfo``); ``PodSetConflictError`` when they contradict."""
-    result: Obj = copy.deepcopy(dict(job))
+def _suspend(stored: Obj, *, suspend: bool) -> None:
+    stored["spec"].setdefault("runPolicy", {})["suspend"] = suspend
+
+
+def started(job: MXJobView, infos: Sequence[PodSetInfo]) -> Obj:
+    """The job as stored (``job.raw``, what a PUT sends back) as it starts: unsuspended, each
+    template merged with its podSet's info (Kueue's ``RunWithPodSetsInfo``);
+    ``PodSetConflictError`` when they contradict."""
+    result: Obj = copy_json(dict(job.raw))
     templates = _templates(result)
     for info in infos:
         template = templates.get(info.name)
@@ -167,16 +173,16 @@ def started(job: Mapping[str, Any], infos: Sequence[PodSetInfo]) -> Obj:
         _write(spec, "nodeSelector", own.node_selector)
         _write(spec, "tolerations", own.tolerations)
         _write(spec, "schedulingGates", own.scheduling_gates)
-    result["spec"].setdefault("runPolicy", {})["suspend"] = False
+    _suspend(result, suspend=False)
     return result
 
 
-def stopped(job: Mapping[str, Any], workload: Mapping[str, Any] | None) -> Obj:
-    """The job as it stops: suspended, and each template's labels, annotations, node selector,
-    tolerations and scheduling gates as the Workload recorded them before admission
-    (Kueue's ``RestorePodSetsInfo``); without a Workload only suspended."""
-    result: Obj = copy.deepcopy(dict(job))
-    result["spec"].setdefault("runPolicy", {})["suspend"] = True
+def stopped(job: MXJobView, workload: Mapping[str, Any] | None) -> Obj:
+    """The job as stored (``job.raw``) as it stops: suspended, and each template's labels,
+    annotations, node selector, tolerations and scheduling gates as the Workload recorded them
+    before admission (Kueue's ``RestorePodSetsInfo``); without a Workload only suspended."""
+    result: Obj = copy_json(dict(job.raw))
+    _suspend(result, suspend=True)
     if workload is None:
         return result
     templates = _templates(result)
@@ -192,7 +198,7 @@ def stopped(job: Mapping[str, Any], workload: Mapping[str, Any] | None) -> Obj:
             (spec, old_spec, "nodeSelector"), (spec, old_spec, "tolerations"),
             (spec, old_spec, "schedulingGates"),
         ):  # fmt: skip
-            _write(target, key, copy.deepcopy(source.get(key)))
+            _write(target, key, copy_json(source.get(key)))
         if not meta:
             del template["metadata"]  # what starting added, nothing the job had
     return result

@@ -10,18 +10,20 @@ field left out of an apply is a field given up.
 from __future__ import annotations
 
 import copy
-import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from controller.integrations.kueue.workload import (
-    API_VERSION,
+    KUEUE_API_VERSION,
     Obj,
-    condition,
     has_quota_reservation,
     is_admitted,
-    replica_order,
+    mode_replicas,
+    workload_conditions,
 )
+from controller.job.view import MXJobView
+from shared.apitime import parse_time
+from shared.conditions import get_condition
 from shared.spec import as_mapping
 
 ADMISSION_MANAGER: Final = "kueue-admission"
@@ -81,7 +83,7 @@ def _with_condition(conditions: list[Obj], new: Obj) -> list[Obj]:
 def _apply_base(workload: Mapping[str, Any]) -> Obj:
     meta = as_mapping(workload.get("metadata"))
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": KUEUE_API_VERSION,
         "kind": "Workload",
         "metadata": {
             "name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid"),
@@ -134,11 +136,11 @@ def finish_apply(workload: Mapping[str, Any], *, succeeded: bool, message: str, 
     return finished_apply(workload, reason=reason, message=message, now=now)
 
 
-def release_apply(workload: Mapping[str, Any], *, now: str) -> Obj:
+def unreserve_apply(workload: Mapping[str, Any], *, now: str) -> Obj:
     """After an eviction, with the job's pods gone: the quota given back (``QuotaReserved``
     False, ``Admitted`` False) and ``Requeued`` True when Kueue will admit it again by itself
     (preemption, node failures), so Kueue's scheduler sees it pending again."""
-    evicted = condition(workload, "Evicted") or {}
+    evicted = get_condition(workload_conditions(workload), "Evicted") or {}
     generation = int(as_mapping(workload.get("metadata")).get("generation") or 0)
     reason, message = str(evicted.get("reason", "")), str(evicted.get("message", ""))
     conditions = [
@@ -152,7 +154,7 @@ def release_apply(workload: Mapping[str, Any], *, now: str) -> Obj:
         ),
         make_condition("QuotaReserved", False, "Pending", message, now=now, generation=generation),
     ]
-    admitted = condition(workload, "Admitted")
+    admitted = get_condition(workload_conditions(workload), "Admitted")
     if admitted is None or admitted.get("status") != "True":
         return admission_apply(workload, conditions=conditions, clear_admission=True)
     # Kueue's SyncAdmittedCondition (UnadmittedWorkloadsObservability off, its default): an
@@ -171,26 +173,25 @@ def release_apply(workload: Mapping[str, Any], *, now: str) -> Obj:
     )  # fmt: skip
     body = admission_apply(workload, conditions=conditions, clear_admission=True)
     past = as_mapping(workload.get("status")).get("accumulatedPastExecutionTimeSeconds")
-    admitted_for = _seconds_between(str(admitted.get("lastTransitionTime") or ""), now)
+    admitted_for = _seconds_between(admitted.get("lastTransitionTime"), now)
     if admitted_for is not None:
         body["status"]["accumulatedPastExecutionTimeSeconds"] = int(past or 0) + admitted_for
     return body
 
 
-def _seconds_between(start: str, end: str) -> int | None:
-    """Whole seconds from one RFC 3339 time to another (Go's ``int32(d.Seconds())``)."""
-    try:
-        delta = datetime.datetime.fromisoformat(end) - datetime.datetime.fromisoformat(start)
-    except ValueError:
+def _seconds_between(start: object, end: str) -> int | None:
+    """Whole seconds from one API time to another (Go's ``int32(d.Seconds())``)."""
+    began, ended = parse_time(start), parse_time(end)
+    if began is None or ended is None:
         return None
-    return int(delta.total_seconds())
+    return int((ended - began).total_seconds())
 
 
 def pods_ready_condition(workload: Mapping[str, Any], *, running: bool, now: str) -> Obj:
     """Kueue's ``generatePodsReadyCondition``: ``Started``/``Recovered`` when the job runs,
     ``WaitForStart`` until it first did, ``WaitForRecovery`` after it stopped running."""
     generation = int(as_mapping(workload.get("metadata")).get("generation") or 0)
-    current = condition(workload, "PodsReady")
+    current = get_condition(workload_conditions(workload), "PodsReady")
     ready_message = "All pods reached readiness and the workload is running"
     waiting, recovering = (
         "Not all pods are ready or succeeded",
@@ -222,7 +223,7 @@ def pods_ready_condition(workload: Mapping[str, Any], *, running: bool, now: str
 
 def pods_ready_apply(workload: Mapping[str, Any], new: Obj) -> Obj | None:
     """The apply of ``PodsReady`` as its own manager, None when it already says so."""
-    current = condition(workload, "PodsReady")
+    current = get_condition(workload_conditions(workload), "PodsReady")
     if (
         current is not None
         and current.get("status") == new["status"]
@@ -232,10 +233,10 @@ def pods_ready_apply(workload: Mapping[str, Any], new: Obj) -> Obj | None:
     return {**_apply_base(workload), "status": {"conditions": [new]}}
 
 
-def reclaimable_pods(job: Mapping[str, Any], workload: Mapping[str, Any]) -> list[Obj]:
+def reclaimable_pods(job: MXJobView, workload: Mapping[str, Any]) -> list[Obj]:
     """Per podSet, its replicas that succeeded: their quota can go back while the rest of the
     job runs (a Succeeded pod is never restarted under any restart policy here)."""
-    statuses = as_mapping(as_mapping(job.get("status")).get("replicaStatuses"))
+    statuses = as_mapping(job.status.get("replicaStatuses"))
     counts = {
         str(p.get("name")): int(p.get("count") or 0)
         for p in as_mapping(workload.get("spec")).get("podSets") or []
@@ -247,9 +248,9 @@ def reclaimable_pods(job: Mapping[str, Any], workload: Mapping[str, Any]) -> lis
         for entry in as_mapping(workload.get("status")).get("reclaimablePods") or []:
             reported[str(as_mapping(entry).get("name"))] = int(as_mapping(entry).get("count") or 0)
     reclaimable = []
-    for rtype in replica_order(job):
-        done = as_mapping(statuses.get(rtype)).get("succeeded")
-        name = rtype.lower()
+    for replica in mode_replicas(job):
+        done = as_mapping(statuses.get(replica.type.value)).get("succeeded")
+        name = replica.lower
         count = min(done, counts.get(name, 0)) if isinstance(done, int) else 0
         count = max(count, reported.get(name, 0))
         if count > 0 and name in counts:

@@ -5,27 +5,29 @@ since v0.15), the way Kueue's ``jobframework`` builds and compares Workloads.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from shared.constants import API_VERSION_V1, KIND, MODE_REPLICA_TYPES
-from shared.queueing import queue_name
-from shared.spec import as_mapping, job_mode, replica_specs, spec_replica_count
+from controller.job.ownership import owner_reference
+from controller.job.view import MXJobView, ReplicaView
+from shared.conditions import is_true
+from shared.constants import KIND, MODE_REPLICA_TYPES
+from shared.jsontree import copy_json
+from shared.spec import as_mapping
 
 Obj = dict[str, Any]
 
 
-GROUP: Final = "kueue.x-k8s.io"
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
 
 
-VERSION: Final = "v1beta2"
+KUEUE_VERSION: Final = "v1beta2"
 """Kueue's storage version since v0.15; no conversion is needed to read or write it."""
 
 
-API_VERSION: Final = f"{GROUP}/{VERSION}"
+KUEUE_API_VERSION: Final = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
 
 
 FINALIZER: Final = "kueue.x-k8s.io/resource-in-use"
@@ -69,26 +71,20 @@ NAME_HASH_LENGTH: Final = 5
 MAX_NAME_LENGTH: Final = 253
 
 
-def condition(obj: Mapping[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    for entry in as_mapping(as_mapping(obj).get("status")).get("conditions") or []:
-        if isinstance(entry, dict) and entry.get("type") == kind:
-            return entry
-    return None
-
-
-def is_true(obj: Mapping[str, Any] | None, kind: str) -> bool:
-    found = condition(obj, kind)
-    return found is not None and found.get("status") == "True"
+def workload_conditions(workload: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """A Workload's ``status.conditions``, for :mod:`shared.conditions`' lookups."""
+    found = as_mapping(as_mapping(workload).get("status")).get("conditions")
+    return [c for c in found if isinstance(c, Mapping)] if isinstance(found, list) else []
 
 
 def has_quota_reservation(workload: Mapping[str, Any]) -> bool:
     return bool(as_mapping(workload.get("status")).get("admission")) and is_true(
-        workload, "QuotaReserved"
+        workload_conditions(workload), "QuotaReserved"
     )
 
 
 def is_admitted(workload: Mapping[str, Any]) -> bool:
-    return has_quota_reservation(workload) and is_true(workload, "Admitted")
+    return has_quota_reservation(workload) and is_true(workload_conditions(workload), "Admitted")
 
 
 def workload_name(job_name: str, uid: str) -> str:
@@ -99,42 +95,37 @@ def workload_name(job_name: str, uid: str) -> str:
     return f"{prefix}-{digest[:NAME_HASH_LENGTH]}"
 
 
-def replica_order(job: Mapping[str, Any]) -> list[str]:
-    """The job's replica types in the fixed order of its mode (Scheduler, Server, Worker...)."""
-    mode = job_mode(job)
-    present = replica_specs(job)
-    return [t.value for t in MODE_REPLICA_TYPES[mode] if t in present] if mode else []
+def mode_replicas(job: MXJobView) -> tuple[ReplicaView, ...]:
+    """The job's replicas of its mode, in its fixed order (Scheduler, Server, Worker...): one
+    podSet each. A type of the other mode (a job validation refuses) gets none."""
+    if job.mode is None:
+        return ()
+    allowed = MODE_REPLICA_TYPES[job.mode]
+    return tuple(replica for replica in job.replicas if replica.type in allowed)
 
 
-def pod_sets(job: Mapping[str, Any]) -> list[Obj]:
-    """One podSet per replica type: its lowercase name, replica count and pod template."""
-    specs = replica_specs(job)
-    mode = job_mode(job)
-    sets: list[Obj] = []
-    for rtype in MODE_REPLICA_TYPES[mode] if mode else ():
-        rspec = specs.get(rtype)
-        if rspec is None:
-            continue
-        sets.append(
-            {
-                "name": rtype.value.lower(),
-                "count": spec_replica_count(rspec),
-                "template": copy.deepcopy(as_mapping(rspec).get("template") or {}),
-            }
-        )
-    return sets
+def pod_sets(job: MXJobView) -> list[Obj]:
+    """One podSet per replica type: its lowercase name, replica count and pod template (the
+    defaulted one, which pods are built from)."""
+    return [
+        {
+            "name": replica.lower,
+            "count": replica.replicas,
+            "template": copy_json(dict(replica.template)),
+        }
+        for replica in mode_replicas(job)
+    ]
 
 
-def priority_class(job: Mapping[str, Any]) -> str:
+def priority_class(job: MXJobView) -> str:
     """The pod PriorityClass Kueue's Kubeflow integration reads: ``schedulingPolicy
-    .priorityClass``, else the first replica template (in mode order) that names one."""
-    policy = as_mapping(
-        as_mapping(as_mapping(job.get("spec")).get("runPolicy")).get("schedulingPolicy")
-    )
-    if isinstance(policy.get("priorityClass"), str) and policy["priorityClass"]:
-        return str(policy["priorityClass"])
-    for podset in pod_sets(job):
-        name = as_mapping(podset["template"].get("spec")).get("priorityClassName")
+    .priorityClass`` (also under a legacy top-level run policy), else the first replica
+    template (in mode order) that names one."""
+    named = job.run_policy.scheduling_policy.get("priorityClass")
+    if isinstance(named, str) and named:
+        return named
+    for replica in mode_replicas(job):
+        name = as_mapping(replica.template.get("spec")).get("priorityClassName")
         if isinstance(name, str) and name:
             return name
     return ""
@@ -150,11 +141,13 @@ class Priority:
     name: str = ""
 
 
-def build_workload(job: Mapping[str, Any], *, priority: Priority) -> Obj:
-    """The Workload Kueue's reconciler would make for ``job`` (``ConstructWorkload``)."""
-    meta = as_mapping(job.get("metadata"))
-    name, uid = str(meta.get("name")), str(meta.get("uid"))
-    spec: Obj = {"queueName": queue_name(job), "podSets": pod_sets(job), "priority": priority.value}
+def build_kueue_workload(job: MXJobView, *, priority: Priority) -> Obj:
+    """The Kueue Workload Kueue's reconciler would make for ``job`` (``ConstructWorkload``)."""
+    spec: Obj = {
+        "queueName": job.queueing.queue_name,
+        "podSets": pod_sets(job),
+        "priority": priority.value,
+    }
     max_seconds = max_execution_seconds(job)
     if max_seconds is not None:
         spec["maximumExecutionTimeSeconds"] = max_seconds
@@ -163,12 +156,12 @@ def build_workload(job: Mapping[str, Any], *, priority: Priority) -> Obj:
             "group": priority.group, "kind": priority.kind, "name": priority.name,
         }  # fmt: skip
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": KUEUE_API_VERSION,
         "kind": "Workload",
         "metadata": {
-            "name": workload_name(name, uid),
-            "namespace": meta.get("namespace"),
-            "labels": {JOB_UID_LABEL: uid} if len(uid) <= 63 else {},
+            "name": workload_name(job.name, job.uid),
+            "namespace": job.namespace,
+            "labels": {JOB_UID_LABEL: job.uid} if len(job.uid) <= 63 else {},
             "finalizers": [FINALIZER],
             "ownerReferences": [owner_reference(job)],
         },
@@ -176,30 +169,13 @@ def build_workload(job: Mapping[str, Any], *, priority: Priority) -> Obj:
     }
 
 
-def max_execution_seconds(job: Mapping[str, Any]) -> int | None:
+def max_execution_seconds(job: MXJobView) -> int | None:
     """Kueue's ``kueue.x-k8s.io/max-exec-time-seconds`` label: a positive int32, else None."""
-    value = as_mapping(as_mapping(job.get("metadata")).get("labels")).get(MAX_EXEC_TIME_LABEL)
     try:
-        seconds = int(str(value))
+        seconds = int(str(job.labels.get(MAX_EXEC_TIME_LABEL)))
     except ValueError:
         return None
     return seconds if 0 < seconds < 2**31 else None
-
-
-def owner_reference(job: Mapping[str, Any]) -> Obj:
-    meta = as_mapping(job.get("metadata"))
-    return {
-        "apiVersion": API_VERSION_V1, "kind": KIND, "name": meta.get("name"),
-        "uid": meta.get("uid"), "controller": True, "blockOwnerDeletion": True,
-    }  # fmt: skip
-
-
-def controlled_by(workload: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
-    uid = as_mapping(job.get("metadata")).get("uid")
-    return any(
-        isinstance(ref, dict) and ref.get("controller") and ref.get("uid") == uid
-        for ref in as_mapping(workload.get("metadata")).get("ownerReferences") or []
-    )
 
 
 def _quota_shape(sets: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, str]]:
@@ -216,7 +192,7 @@ def _quota_shape(sets: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, str]
     return shape
 
 
-def equivalent(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
+def equivalent(job: MXJobView, workload: Mapping[str, Any]) -> bool:
     """The Workload still stands for the job: same podSets, counts and resources (what Kueue's
     quota is computed from) and maximum execution time. Templates are not compared whole: the
     Workload CRD defaults some fields of a stored template, and a running job's templates carry

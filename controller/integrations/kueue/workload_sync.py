@@ -1,7 +1,8 @@
 """Carries out controller/integrations/kueue/contract.py's steps against the API server: Kueue's
 Workload route.
 
-One :class:`WorkloadSync` per controller, used by the reconciler for every job with a
+One :class:`WorkloadSync` per controller, used (through
+:class:`controller.integrations.kueue.integration.KueueIntegration`) for every job with a
 ``kueue.x-k8s.io/queue-name`` label (or a MultiKueue copy's prebuilt Workload) when
 ``--kueue-workloads`` is on. Each reconcile makes at most one write for the job's Workload and
 reports whether the job itself was written, so the reconcile stops there and continues from
@@ -9,8 +10,8 @@ the job's next version. The Workloads come from their own informer (never a LIST
 ResourceFlavors and priority classes are read when a Workload is made or a job starts.
 
 Starting and stopping a job rewrites its spec (``runPolicy.suspend`` and the pod templates):
-a PUT of the cached job with its ``resourceVersion``, so a concurrent change is a conflict and
-the reconcile is retried from the newer job, never lost.
+a PUT of the stored job (``MXJobView.raw``) with its ``resourceVersion``, so a concurrent change
+is a conflict and the reconcile is retried from the newer job, never lost.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from controller.integrations.kueue.contract import Step, decide
+from controller.integrations.kueue.contract import Step, StepKind, decide
 from controller.integrations.kueue.podsets import (
     PodSetConflictError,
     admitted_infos,
@@ -36,60 +37,64 @@ from controller.integrations.kueue.status_applies import (
 )
 from controller.integrations.kueue.workload import (
     FINALIZER,
-    GROUP,
     JOB_UID_LABEL,
-    VERSION,
+    KUEUE_GROUP,
+    KUEUE_VERSION,
     Priority,
-    build_workload,
-    owner_reference,
+    build_kueue_workload,
     priority_class,
 )
+from controller.job.ownership import controller_uid, owner_reference
 from controller.job.tally import admission_wait_seconds
+from controller.job.view import MXJobView
 from controller.runtime.client import KubeClient, NotFound, mxjobs_path, resource_path
 from controller.runtime.events import EventRecorder
 from controller.runtime.informers import Store
 from controller.runtime.metrics import Metrics
 from shared.apitime import format_time
-from shared.queueing import PRIORITY_CLASS_LABEL, prebuilt_workload
+from shared.constants import KIND
+from shared.queueing import PRIORITY_CLASS_LABEL
 from shared.spec import as_mapping
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 APPLY_PATCH: Final = "application/apply-patch+yaml"
+Handler = Callable[[MXJobView, Step], bool]
+"""Carries out one kind of step; True when the job itself was written."""
 
 
 class KueueRouteError(RuntimeError):
     """The cluster cannot take the Workload route; the message says what to change."""
 
 
-def workloads_path(
+def kueue_workloads_path(
     namespace: str | None = None, name: str | None = None, *, status: bool = False
 ) -> str:
     return resource_path(
-        group=GROUP, version=VERSION, plural="workloads", namespace=namespace, name=name,
-        subresource="status" if status else None,
+        group=KUEUE_GROUP, version=KUEUE_VERSION, plural="workloads", namespace=namespace,
+        name=name, subresource="status" if status else None,
     )  # fmt: skip
 
 
-def check_route(client: KubeClient) -> None:
+def verify_kueue_route(client: KubeClient) -> None:
     """Refuse to start where the route cannot work: no Kueue, or a Kueue of the v0.10 line,
     which queues MXJobs through its own integration (both at once would make two Workloads per
     job). Kueue ≥ v0.15 serves Workloads as ``kueue.x-k8s.io/v1beta2``; v0.10 only v1beta1."""
     try:
-        client.request("GET", f"/apis/{GROUP}/{VERSION}")
+        client.request("GET", f"/apis/{KUEUE_GROUP}/{KUEUE_VERSION}")
     except NotFound:
         try:
-            client.request("GET", f"/apis/{GROUP}/v1beta1")
+            client.request("GET", f"/apis/{KUEUE_GROUP}/v1beta1")
         except NotFound:
             raise KueueRouteError(
                 "--kueue-workloads: the cluster serves no Kueue Workload API "
-                f"({GROUP}); install Kueue v0.15 or later with MXJob.v1.kubeflow.org in "
+                f"({KUEUE_GROUP}); install Kueue v0.15 or later with MXJob.v1.kubeflow.org in "
                 "integrations.externalFrameworks (docs/queueing.md), or turn the flag off"
             ) from None
         raise KueueRouteError(
-            f"--kueue-workloads: this cluster's Kueue serves only {GROUP}/v1beta1 Workloads, so "
-            "it is older than v0.15; Kueue up to v0.10 queues MXJobs itself "
+            f"--kueue-workloads: this cluster's Kueue serves only {KUEUE_GROUP}/v1beta1 "
+            "Workloads, so it is older than v0.15; Kueue up to v0.10 queues MXJobs itself "
             "(integrations.frameworks: kubeflow.org/mxjob) and both routes at once would make two "
             "Workloads per job. Turn --kueue-workloads off for that Kueue, or upgrade Kueue "
             "(docs/queueing.md)"
@@ -97,12 +102,18 @@ def check_route(client: KubeClient) -> None:
 
 
 def workload_owner_key(workload: Mapping[str, Any]) -> str | None:
-    """``namespace/name`` of the MXJob controlling a Workload, None for anyone else's."""
+    """``namespace/name`` of the MXJob controlling a Workload, None for anyone else's. The
+    controller is found by controller.job.ownership.controller_uid; its reference gives the name
+    (ownership answers uids only)."""
+    uid = controller_uid(workload)
+    if uid is None:
+        return None
     meta = as_mapping(workload.get("metadata"))
-    for ref in meta.get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == "MXJob":
-            return f"{meta.get('namespace')}/{ref.get('name')}"
-    return None
+    refs = meta.get("ownerReferences") or []
+    ref = next((as_mapping(r) for r in refs if as_mapping(r).get("uid") == uid), {})
+    if ref.get("kind") != KIND:
+        return None
+    return f"{meta.get('namespace')}/{ref.get('name')}"
 
 
 class WorkloadSync:
@@ -125,207 +136,190 @@ class WorkloadSync:
         self.recorder = recorder
         self.metrics = metrics
         self._now = now
+        self.handlers: Final[dict[StepKind, Handler]] = {
+            "create": self._create_workload,
+            "adopt": self._adopt_prebuilt,
+            "out-of-sync": self._finish_out_of_sync,
+            "replace": self._delete_mismatched,
+            "let-go": self._let_go_of_workload,
+            "finish": self._finish_workload,
+            "reclaim": self._apply_reclaimable,
+            "pods-ready": self._apply_pods_ready,
+            "stop": self._stop_job,
+            "unreserve": self._unreserve_quota,
+            "start": self._start_job,
+            "queue-name": self._follow_queue,
+        }
+        """Every step kind but ``wait`` (nothing to write) → the method that carries it out."""
 
     # -- reads ------------------------------------------------------------------------------------
-    def owned(self, job: Mapping[str, Any]) -> list[Obj]:
-        meta = as_mapping(job.get("metadata"))
-        uid = str(meta.get("uid"))
+    def owned_workloads(self, job: MXJobView) -> list[Obj]:
+        """The cached Workloads whose controller is the job."""
         return [
             w
-            for w in self.workloads.by_index(str(meta.get("namespace")), uid)
-            if any(
-                r.get("uid") == uid and r.get("controller")
-                for r in w["metadata"].get("ownerReferences") or []
-            )
+            for w in self.workloads.by_index(job.namespace, job.uid)
+            if controller_uid(w) == job.uid
         ]
 
-    def _prebuilt(self, job: Mapping[str, Any]) -> Obj | None:
-        name = prebuilt_workload(job)
-        if not name:
-            return None
-        return self.workloads.get(f"{as_mapping(job.get('metadata')).get('namespace')}/{name}")
+    def _prebuilt(self, job: MXJobView) -> Obj | None:
+        name = job.queueing.prebuilt_workload
+        return self.workloads.get(f"{job.namespace}/{name}") if name else None
 
     # -- the step -------------------------------------------------------------------------------
-    def sync(self, job: Obj) -> bool:
+    def sync(self, job: MXJobView) -> bool:
         """Make the job's next Workload step; True when the job itself was written."""
         step = decide(
             job,
-            owned=self.owned(job),
+            owned=self.owned_workloads(job),
             prebuilt=self._prebuilt(job),
             wait_for_pods_ready=True,
             now=format_time(self._now()),
         )
         if step.kind == "wait":
             return False
-        log.debug("workload step %s", step.kind, extra={"fields": _fields(job)})
-        handler = getattr(self, "_" + step.kind.replace("-", "_"))
-        return bool(handler(job, step))
-
-    def _create(self, job: Obj, step: Step) -> bool:
-        workload = build_workload(job, priority=self._priority(job))
-        namespace = str(workload["metadata"]["namespace"])
-        written = self.client.request("POST", workloads_path(namespace), body=workload)
-        self._wrote("create")
-        self.workloads.write_through(written)
-        self.recorder.record(
-            job,
-            "Normal",
-            "CreatedWorkload",
-            f"Created Workload: {namespace}/{workload['metadata']['name']}",
+        log.debug(
+            "workload step %s",
+            step.kind,
+            extra={"fields": {"namespace": job.namespace, "name": job.name}},
         )
+        return self.handlers[step.kind](job, step)
+
+    def _create_workload(self, job: MXJobView, step: Step) -> bool:
+        workload = build_kueue_workload(job, priority=self._priority(job))
+        written = self.client.request("POST", kueue_workloads_path(job.namespace), body=workload)
+        self.workloads.write_through(written)
+        name = workload["metadata"]["name"]
+        message = f"Created Workload: {job.namespace}/{name}"
+        self.recorder.record(job.raw, "Normal", "CreatedWorkload", message)
         return False
 
-    def _adopt(self, job: Obj, step: Step) -> bool:
+    def _adopt_prebuilt(self, job: MXJobView, step: Step) -> bool:
         """A prebuilt Workload (MultiKueue's, in a worker cluster) gets the job as controller."""
         assert step.workload is not None
         workload = dict(step.workload)
         meta = dict(workload["metadata"])
         meta["ownerReferences"] = [*(meta.get("ownerReferences") or []), owner_reference(job)]
-        uid = str(job["metadata"]["uid"])
-        meta["labels"] = {**(meta.get("labels") or {}), JOB_UID_LABEL: uid}
+        meta["labels"] = {**(meta.get("labels") or {}), JOB_UID_LABEL: job.uid}
         workload["metadata"] = meta
-        self._put(workload)
+        self._put_workload(workload)
         return False
 
-    def _out_of_sync(self, job: Obj, step: Step) -> bool:
+    def _finish_out_of_sync(self, job: MXJobView, step: Step) -> bool:
         assert step.workload is not None
         now = format_time(self._now())
         body = finished_apply(step.workload, reason="OutOfSync", message=step.message, now=now)
-        self._apply(step.workload, body, manager=ADMISSION_MANAGER)
+        self._apply_status(step.workload, body, manager=ADMISSION_MANAGER)
         return False
 
-    def _replace(self, job: Obj, step: Step) -> bool:
+    def _delete_mismatched(self, job: MXJobView, step: Step) -> bool:
         for workload in step.extra:
-            self._delete(workload)
-            name = workload["metadata"]["name"]
-            self.recorder.record(
-                job,
-                "Normal",
-                "DeletedWorkload",
-                f"Deleted not matching Workload: {job['metadata']['namespace']}/{name}",
+            self._delete_workload(workload)
+            message = (
+                f"Deleted not matching Workload: {job.namespace}/{workload['metadata']['name']}"
             )
+            self.recorder.record(job.raw, "Normal", "DeletedWorkload", message)
         return False
 
-    def _let_go(self, job: Obj, step: Step) -> bool:
+    def _let_go_of_workload(self, job: MXJobView, step: Step) -> bool:
         assert step.workload is not None
-        self._remove_finalizer(step.workload)
+        self._remove_kueue_finalizer(step.workload)
         return False
 
-    def _finish(self, job: Obj, step: Step) -> bool:
+    def _finish_workload(self, job: MXJobView, step: Step) -> bool:
         assert step.workload is not None and step.body is not None
-        self._apply(step.workload, step.body, manager=ADMISSION_MANAGER)
+        self._apply_status(step.workload, step.body, manager=ADMISSION_MANAGER)
         name = step.workload["metadata"]["name"]
-        self.recorder.record(
-            job,
-            "Normal",
-            "FinishedWorkload",
-            f"Workload '{job['metadata']['namespace']}/{name}' is declared finished",
-        )
+        message = f"Workload '{job.namespace}/{name}' is declared finished"
+        self.recorder.record(job.raw, "Normal", "FinishedWorkload", message)
         return False
 
-    def _reclaim(self, job: Obj, step: Step) -> bool:
+    def _apply_reclaimable(self, job: MXJobView, step: Step) -> bool:
         assert step.workload is not None and step.body is not None
-        self._apply(step.workload, step.body, manager=RECLAIMABLE_MANAGER)
+        self._apply_status(step.workload, step.body, manager=RECLAIMABLE_MANAGER)
         return False
 
-    def _pods_ready(self, job: Obj, step: Step) -> bool:
+    def _apply_pods_ready(self, job: MXJobView, step: Step) -> bool:
         assert step.workload is not None and step.body is not None
-        self._apply(step.workload, step.body, manager=PODS_READY_MANAGER)
+        self._apply_status(step.workload, step.body, manager=PODS_READY_MANAGER)
         return False
 
-    def _release(self, job: Obj, step: Step) -> bool:
+    def _unreserve_quota(self, job: MXJobView, step: Step) -> bool:
         assert step.workload is not None and step.body is not None
-        self._apply(step.workload, step.body, manager=ADMISSION_MANAGER)
+        self._apply_status(step.workload, step.body, manager=ADMISSION_MANAGER)
         return False
 
-    def _stop(self, job: Obj, step: Step) -> bool:
-        if as_mapping(as_mapping(job.get("spec")).get("runPolicy")).get("suspend") is True:
+    def _stop_job(self, job: MXJobView, step: Step) -> bool:
+        if job.suspended:
             return False
         self._put_job(stopped(job, step.workload))
-        self.recorder.record(job, "Normal", "Stopped", step.message[:1024])
+        self.recorder.record(job.raw, "Normal", "Stopped", step.message[:1024])
         return True
 
-    def _start(self, job: Obj, step: Step) -> bool:
+    def _start_job(self, job: MXJobView, step: Step) -> bool:
         assert step.workload is not None
         workload = step.workload
-        flavors = self._flavors(workload)
         try:
-            running = started(job, admitted_infos(workload, flavors))
+            running = started(job, admitted_infos(workload, self._flavors(workload)))
         except PodSetConflictError as error:
             now = format_time(self._now())
             body = finished_apply(workload, reason="FailedToStart", message=str(error), now=now)
-            self._apply(workload, body, manager=ADMISSION_MANAGER)
-            self.recorder.record(job, "Warning", "FailedToStart", str(error)[:1024])
+            self._apply_status(workload, body, manager=ADMISSION_MANAGER)
+            self.recorder.record(job.raw, "Warning", "FailedToStart", str(error)[:1024])
             return False
         self._put_job(running)
-        namespace = str(as_mapping(job.get("metadata")).get("namespace") or "")
-        self.metrics.job_admitted(namespace, admission_wait_seconds(workload, self._now()))
+        self.metrics.job_admitted(job.namespace, admission_wait_seconds(workload, self._now()))
         queue = as_mapping(as_mapping(workload.get("status")).get("admission")).get("clusterQueue")
-        self.recorder.record(job, "Normal", "Started", f"Admitted by clusterQueue {queue}")
+        self.recorder.record(job.raw, "Normal", "Started", f"Admitted by clusterQueue {queue}")
         return True
 
-    def _queue_name(self, job: Obj, step: Step) -> bool:
+    def _follow_queue(self, job: MXJobView, step: Step) -> bool:
         """The suspended job moved to another LocalQueue: so does its pending Workload."""
         assert step.workload is not None
-        workload = {**step.workload, "spec": {**step.workload["spec"], "queueName": step.message}}
-        self._put(workload)
+        spec = {**step.workload["spec"], "queueName": step.queue_name}
+        self._put_workload({**step.workload, "spec": spec})
         return False
 
     # -- writes ---------------------------------------------------------------------------------
-    def _wrote(self, verb: str, resource: str = "workloads") -> None:
-        self.metrics.api_writes.labels(verb=verb, resource=resource).inc()
-
-    def _put(self, workload: Obj) -> None:
+    def _put_workload(self, workload: Obj) -> None:
         meta = workload["metadata"]
-        path = workloads_path(str(meta["namespace"]), str(meta["name"]))
-        written = self.client.request("PUT", path, body=workload)
-        self._wrote("update")
-        self.workloads.write_through(written)
+        path = kueue_workloads_path(str(meta["namespace"]), str(meta["name"]))
+        self.workloads.write_through(self.client.request("PUT", path, body=workload))
 
-    def _apply(self, workload: Mapping[str, Any], body: Obj, *, manager: str) -> None:
+    def _apply_status(self, workload: Mapping[str, Any], body: Obj, *, manager: str) -> None:
         meta = as_mapping(workload.get("metadata"))
-        path = workloads_path(str(meta.get("namespace")), str(meta.get("name")), status=True)
+        path = kueue_workloads_path(str(meta.get("namespace")), str(meta.get("name")), status=True)
         written = self.client.request(
             "PATCH", path, body=body, content_type=APPLY_PATCH,
             query=[("fieldManager", manager), ("force", "true")],
         )  # fmt: skip
-        self._wrote("patch", "workloads/status")
         if isinstance(written, dict):
             self.workloads.write_through(written)
 
-    def _remove_finalizer(self, workload: Mapping[str, Any]) -> None:
+    def _remove_kueue_finalizer(self, workload: Mapping[str, Any]) -> None:
         finalizers = workload["metadata"].get("finalizers") or []
         if FINALIZER not in finalizers:
             return
-        updated = {
-            **workload,
-            "metadata": {
-                **workload["metadata"],
-                "finalizers": [f for f in finalizers if f != FINALIZER],
-            },
-        }
+        kept = [f for f in finalizers if f != FINALIZER]
+        updated = {**workload, "metadata": {**workload["metadata"], "finalizers": kept}}
         with contextlib.suppress(NotFound):
-            self._put(updated)
+            self._put_workload(updated)
 
-    def _delete(self, workload: Obj) -> None:
+    def _delete_workload(self, workload: Obj) -> None:
         meta = workload["metadata"]
-        try:
-            self._remove_finalizer(workload)
+        with contextlib.suppress(NotFound):
+            self._remove_kueue_finalizer(workload)
             self.client.request(
-                "DELETE", workloads_path(str(meta["namespace"]), str(meta["name"])),
+                "DELETE", kueue_workloads_path(str(meta["namespace"]), str(meta["name"])),
                 body={"preconditions": {"uid": meta.get("uid")}},
             )  # fmt: skip
-            self._wrote("delete")
-        except NotFound:
-            pass
 
-    def _put_job(self, job: Obj) -> None:
-        meta = job["metadata"]
-        body = {k: v for k, v in job.items() if k != "status"}
+    def _put_job(self, stored: Obj) -> None:
+        """PUT the stored job as started or stopped (its status left out: a subresource)."""
+        meta = stored["metadata"]
+        body = {k: v for k, v in stored.items() if k != "status"}
         written = self.client.request(
             "PUT", mxjobs_path(str(meta["namespace"]), str(meta["name"])), body=body
         )
-        self._wrote("update", "mxjobs")
         if isinstance(written, dict):
             self.jobs.write_through(written)
 
@@ -334,59 +328,39 @@ class WorkloadSync:
         garbage collector deletes them with it and their quota is free."""
         for workload in self.workloads.objects():
             if workload_owner_key(workload) == f"{namespace}/{name}":
-                self._remove_finalizer(workload)
+                self._remove_kueue_finalizer(workload)
 
     # -- lookups --------------------------------------------------------------------------------
     def _flavors(self, workload: Mapping[str, Any]) -> dict[str, Obj]:
+        admission = as_mapping(as_mapping(workload.get("status")).get("admission"))
         names = {
             str(flavor)
-            for assignment in as_mapping(as_mapping(workload.get("status")).get("admission")).get(
-                "podSetAssignments"
-            )
-            or []
+            for assignment in admission.get("podSetAssignments") or []
             for flavor in as_mapping(assignment.get("flavors")).values()
         }
         return {
-            name: self.client.request(
-                "GET",
-                resource_path(group=GROUP, version=VERSION, plural="resourceflavors", name=name),
-            )
+            name: self.client.request("GET", _kueue_path("resourceflavors", name))
             for name in sorted(names)
         }
 
-    def _priority(self, job: Mapping[str, Any]) -> Priority:
+    def _priority(self, job: MXJobView) -> Priority:
         """Kueue's ``ExtractPriority``: a WorkloadPriorityClass label wins, else the pods'
         PriorityClass; without either, the cluster's default PriorityClass, else 0."""
-        labels = as_mapping(as_mapping(job.get("metadata")).get("labels"))
-        workload_class = labels.get(PRIORITY_CLASS_LABEL)
-        if isinstance(workload_class, str) and workload_class:
+        workload_class = job.labels.get(PRIORITY_CLASS_LABEL)
+        if workload_class:
             found = self.client.request(
-                "GET",
-                resource_path(
-                    group=GROUP,
-                    version=VERSION,
-                    plural="workloadpriorityclasses",
-                    name=workload_class,
-                ),
+                "GET", _kueue_path("workloadpriorityclasses", workload_class)
             )
             return Priority(
-                int(found.get("value") or 0), GROUP, "WorkloadPriorityClass", workload_class
+                int(found.get("value") or 0), KUEUE_GROUP, "WorkloadPriorityClass", workload_class
             )
         name = priority_class(job)
         if name:
-            found = self.client.request(
-                "GET",
-                resource_path(
-                    group="scheduling.k8s.io", version="v1", plural="priorityclasses", name=name
-                ),
-            )
+            found = self.client.request("GET", _priority_classes_path(name))
             return Priority(
                 int(found.get("value") or 0), "scheduling.k8s.io", "PriorityClass", name
             )
-        listed = self.client.request(
-            "GET", resource_path(group="scheduling.k8s.io", version="v1", plural="priorityclasses")
-        )
-        for item in listed.get("items") or []:
+        for item in self.client.request("GET", _priority_classes_path()).get("items") or []:
             if item.get("globalDefault"):
                 return Priority(
                     int(item.get("value") or 0),
@@ -397,6 +371,12 @@ class WorkloadSync:
         return Priority()
 
 
-def _fields(job: Mapping[str, Any]) -> dict[str, Any]:
-    meta = as_mapping(job.get("metadata"))
-    return {"namespace": meta.get("namespace"), "name": meta.get("name")}
+def _kueue_path(plural: str, name: str) -> str:
+    """A cluster-scoped Kueue object (ResourceFlavor, WorkloadPriorityClass)."""
+    return resource_path(group=KUEUE_GROUP, version=KUEUE_VERSION, plural=plural, name=name)
+
+
+def _priority_classes_path(name: str | None = None) -> str:
+    return resource_path(
+        group="scheduling.k8s.io", version="v1", plural="priorityclasses", name=name
+    )

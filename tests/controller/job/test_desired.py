@@ -13,11 +13,11 @@ from controller.job.desired import (
 )
 from controller.job.observed import RESTARTS_BEFORE_ANNOTATION
 from shared.constants import RestartPolicy
-from tests.controller.samples import job, slot, training_operator_service
+from tests.controller.samples import job, slot, training_operator_service, view_of
 
 
 def test_one_slot_per_replica_index_in_canonical_order() -> None:
-    slots = desired_slots(job(replicas={"Worker": 2, "Scheduler": 1, "Server": 1}))
+    slots = desired_slots(view_of(job(replicas={"Worker": 2, "Scheduler": 1, "Server": 1})))
     assert [s.name for s in slots] == [
         "mnist-scheduler-0",
         "mnist-server-0",
@@ -32,7 +32,7 @@ def test_the_pod_carries_name_labels_owner_and_the_template() -> None:
         "labels": {"team": "vision"},
         "annotations": {"note": "keep"},
     }
-    built = build_pod(j, slot(j, "worker-1"))
+    built = build_pod(view_of(j), slot(j, "worker-1"))
     meta = built["metadata"]
     assert (meta["name"], meta["namespace"]) == ("mnist-worker-1", "ns")
     assert meta["labels"] == {
@@ -61,13 +61,13 @@ def test_the_pod_carries_name_labels_owner_and_the_template() -> None:
 
 def test_the_scheduler_is_the_master_role() -> None:
     j = job()
-    labels = build_pod(j, slot(j, "scheduler-0"))["metadata"]["labels"]
+    labels = build_pod(view_of(j), slot(j, "scheduler-0"))["metadata"]["labels"]
     assert labels["training.kubeflow.org/job-role"] == "master"
 
 
 def test_a_replacement_pod_records_its_replicas_restart_history() -> None:
     j = job()
-    built = build_pod(j, slot(j, "worker-0"), restarts_before=3)
+    built = build_pod(view_of(j), slot(j, "worker-0"), restarts_before=3)
     assert built["metadata"]["annotations"] == {RESTARTS_BEFORE_ANNOTATION: "3"}
 
 
@@ -85,7 +85,7 @@ def test_restart_policy_passes_through_except_exit_code(
 ) -> None:
     assert pod_restart_policy(policy) == pod_policy
     j = job(restart_policy=policy.value)
-    assert build_pod(j, slot(j, "worker-0"))["spec"]["restartPolicy"] == pod_policy
+    assert build_pod(view_of(j), slot(j, "worker-0"))["spec"]["restartPolicy"] == pod_policy
 
 
 def test_the_service_is_headless_publishes_not_ready_and_selects_one_replica() -> None:
@@ -93,7 +93,7 @@ def test_the_service_is_headless_publishes_not_ready_and_selects_one_replica() -
     j["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["ports"] = [
         {"name": "mxjob-port", "containerPort": 9999}
     ]
-    service = build_service(j, slot(j, "worker-1"))
+    service = build_service(view_of(j), slot(j, "worker-1"))
     spec = service["spec"]
     assert service["metadata"]["name"] == "mnist-worker-1"
     assert spec["clusterIP"] == "None" and spec["publishNotReadyAddresses"] is True
@@ -113,7 +113,7 @@ def test_a_service_training_operator_made_gets_our_selector_labels_and_not_ready
 ):
     j = job()
     theirs = training_operator_service(j, "worker-1")
-    patch = service_adoption_patch(theirs, build_service(j, slot(j, "worker-1")))
+    patch = service_adoption_patch(theirs, build_service(view_of(j), slot(j, "worker-1")))
     assert patch == {
         "spec": {
             "selector": {
@@ -135,5 +135,5 @@ def test_a_service_training_operator_made_gets_our_selector_labels_and_not_ready
 
 def test_a_service_of_our_own_shape_needs_no_patch() -> None:
     j = job()
-    ours = build_service(j, slot(j, "scheduler-0"))
-    assert service_adoption_patch(ours, build_service(j, slot(j, "scheduler-0"))) is None
+    ours = build_service(view_of(j), slot(j, "scheduler-0"))
+    assert service_adoption_patch(ours, build_service(view_of(j), slot(j, "scheduler-0"))) is None

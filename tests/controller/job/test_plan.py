@@ -8,7 +8,7 @@ import pytest
 
 from controller.job.plan import plan_actions
 from controller.job.status import compute_status
-from tests.controller.samples import NOW, job, later, pod, pods_all, with_running_sidecar
+from tests.controller.samples import NOW, job, later, pod, pods_all, view_of, with_running_sidecar
 
 Obj = dict[str, Any]
 
@@ -19,7 +19,7 @@ def names(objects: list[Obj]) -> list[str]:
 
 def test_plan_creates_every_missing_pod_and_service() -> None:
     j = job()
-    plan = plan_actions(j, compute_status(j, [], now=NOW), [], [])
+    plan = plan_actions(view_of(j), compute_status(view_of(j), [], now=NOW), [], [])
     assert [s.name for s, _ in plan.create_pods] == [
         "mnist-scheduler-0",
         "mnist-server-0",
@@ -34,7 +34,9 @@ def test_plan_scales_down_by_deleting_the_highest_indices() -> None:
     big = job(replicas={"Scheduler": 1, "Worker": 3})
     existing = pods_all(big)
     small = job(replicas={"Scheduler": 1, "Worker": 1})
-    plan = plan_actions(small, compute_status(small, existing, now=NOW), existing, [])
+    plan = plan_actions(
+        view_of(small), compute_status(view_of(small), existing, now=NOW), existing, []
+    )
     assert names(plan.delete_pods) == ["mnist-worker-1", "mnist-worker-2"]
     assert not plan.create_pods
 
@@ -42,14 +44,16 @@ def test_plan_scales_down_by_deleting_the_highest_indices() -> None:
 def test_plan_waits_for_a_terminating_pod_to_go_before_recreating_it() -> None:
     j = job()
     existing = [*pods_all(j)[:3], pod(j, "worker-1", terminating=True)]
-    plan = plan_actions(j, compute_status(j, existing, now=NOW), existing, [])
+    plan = plan_actions(view_of(j), compute_status(view_of(j), existing, now=NOW), existing, [])
     assert not plan.create_pods and not plan.delete_pods
 
 
 def test_plan_deletes_everything_while_suspended() -> None:
     j = job(run_policy={"suspend": True})
     existing = pods_all(j)
-    plan = plan_actions(j, compute_status(j, existing, now=NOW), existing, existing)
+    plan = plan_actions(
+        view_of(j), compute_status(view_of(j), existing, now=NOW), existing, existing
+    )
     assert len(plan.delete_pods) == 4 and len(plan.delete_services) == 4
     assert not plan.create_pods
 
@@ -73,10 +77,12 @@ def test_plan_applies_the_clean_pod_policy_to_running_pods_once_their_grace_peri
 ) -> None:
     j = job(run_policy={"cleanPodPolicy": policy})
     existing = [pod(j, "scheduler-0", phase="Succeeded", exit_code=0), *pods_all(j)[1:]]
-    finished = compute_status(j, existing, now=NOW)
+    finished = compute_status(view_of(j), existing, now=NOW)
     assert finished.finished
-    outcome = compute_status({**j, "status": finished.status}, existing, now=later(seconds))
-    plan = plan_actions(j, outcome, existing, existing)
+    outcome = compute_status(
+        view_of({**j, "status": finished.status}), existing, now=later(seconds)
+    )
+    plan = plan_actions(view_of(j), outcome, existing, existing)
     assert names(plan.delete_pods) == deleted
     assert len(plan.delete_services) == services_deleted
 
@@ -91,31 +97,33 @@ def test_a_pod_whose_sidecar_outlives_mxnet_is_cleaned_like_a_running_one_after_
 ) -> None:
     j = job(replicas={"Worker": 1}, run_policy={"cleanPodPolicy": policy})
     lingering = with_running_sidecar(pod(j, "worker-0", exit_code=0), restart_policy="Never")
-    finished = compute_status(j, [lingering], now=NOW)
+    finished = compute_status(view_of(j), [lingering], now=NOW)
     assert finished.finished and finished.status["state"] == "Succeeded"
-    outcome = compute_status({**j, "status": finished.status}, [lingering], now=later(seconds))
+    outcome = compute_status(
+        view_of({**j, "status": finished.status}), [lingering], now=later(seconds)
+    )
     counts = outcome.status["replicaStatuses"]["Worker"]
     assert (counts["active"], counts["succeeded"]) == (0, 1)
-    assert names(plan_actions(j, outcome, [lingering], []).delete_pods) == deleted
+    assert names(plan_actions(view_of(j), outcome, [lingering], []).delete_pods) == deleted
 
 
 def test_plan_stops_active_pods_after_the_deadline_even_with_clean_policy_none() -> None:
     j = job(run_policy={"cleanPodPolicy": "None", "activeDeadlineSeconds": 1})
     existing = pods_all(j)
-    started = compute_status(j, [], now=NOW).status
-    outcome = compute_status({**j, "status": started}, existing, now=later(2))
+    started = compute_status(view_of(j), [], now=NOW).status
+    outcome = compute_status(view_of({**j, "status": started}), existing, now=later(2))
     assert outcome.stop_active
-    assert len(plan_actions(j, outcome, existing, []).delete_pods) == 4
+    assert len(plan_actions(view_of(j), outcome, existing, []).delete_pods) == 4
 
 
 def test_plan_releases_counted_pods_except_those_it_deletes() -> None:
     j = job(run_policy={"cleanPodPolicy": "All"})
     existing = [pod(j, "scheduler-0", phase="Succeeded", exit_code=0), *pods_all(j)[1:]]
-    outcome = compute_status(j, existing, now=NOW)
-    plan = plan_actions(j, outcome, existing, existing)
+    outcome = compute_status(view_of(j), existing, now=NOW)
+    plan = plan_actions(view_of(j), outcome, existing, existing)
     # cleanPodPolicy All deletes the finished scheduler now: the DELETE releases it.
     assert names(plan.delete_pods) == ["mnist-scheduler-0"] and not plan.release_pods
     kept = job(run_policy={"cleanPodPolicy": "Running"})
-    outcome = compute_status(kept, existing, now=NOW)
-    plan = plan_actions(kept, outcome, existing, existing)
+    outcome = compute_status(view_of(kept), existing, now=NOW)
+    plan = plan_actions(view_of(kept), outcome, existing, existing)
     assert names(plan.release_pods) == ["mnist-scheduler-0"] and not plan.delete_pods

@@ -8,9 +8,13 @@ from typing import Any
 
 import pytest
 
+from controller.integrations.budget.integration import BudgetIntegration
+from controller.integrations.gang.integration import GangIntegration
+from controller.job.hooks import Integration
 from controller.job.observed import ATTEMPT_ANNOTATION, RESTARTS_BEFORE_ANNOTATION
-from controller.job.reconciler import NameConflictError, Reconciler
+from controller.job.reconciler import Reconciler
 from controller.job.status import compute_status
+from controller.job.writes import NameConflictError
 from controller.runtime.client import Conflict, mxjobs_path, pods_path, services_path
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
@@ -27,6 +31,7 @@ from tests.controller.samples import (
     pod,
     training_operator_pod,
     training_operator_service,
+    view_of,
 )
 
 Obj = dict[str, Any]
@@ -40,6 +45,13 @@ def names(objects: list[Obj]) -> list[str]:
 
 
 # -- the Reconciler against an in-memory API --------------------------------------------------
+def integrations(api: FakeApi) -> list[Integration]:
+    """What controller/manager.py hands a reconciler without Kueue: a budget, then the gang
+    (``none``: pods scheduled one by one)."""
+    gang = GangIntegration(api, scheduler="none")
+    return [BudgetIntegration(api, scheduler=lambda: gang.scheduler), gang]
+
+
 class World:
     """A Reconciler whose caches the test fills, over a FakeApi."""
 
@@ -59,6 +71,7 @@ class World:
             expectations=self.expectations,
             recorder=self.recorder,
             metrics=Metrics(),
+            integrations=integrations(self.api),
             now=lambda: self.clock,
         )
         stored = self.api.put_object(mxjobs_path("ns", "mnist"), job_obj)
@@ -210,7 +223,7 @@ def test_a_retryable_failure_restarts_the_whole_job_status_first_then_every_pod(
 def test_ttl_expiry_deletes_the_job_with_a_uid_precondition() -> None:
     finished = job(run_policy={"ttlSecondsAfterFinished": 0})
     finished["status"] = compute_status(
-        finished, [pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)], now=NOW
+        view_of(finished), [pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)], now=NOW
     ).status
     world = World(finished)
     world.reconciler.reconcile(KEY)
@@ -224,7 +237,7 @@ def test_the_ttl_deletion_is_logged_with_namespace_and_name_as_fields(
 ) -> None:
     finished = job(run_policy={"ttlSecondsAfterFinished": 0})
     finished["status"] = compute_status(
-        finished, [pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)], now=NOW
+        view_of(finished), [pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)], now=NOW
     ).status
     world = World(finished)
     with caplog.at_level(logging.INFO, logger="controller.job.reconciler"):
@@ -534,7 +547,7 @@ def test_a_restarted_controller_counts_no_start_or_creation_twice() -> None:
     world.reconciler = Reconciler(
         world.api, jobs=world.jobs, pods=world.pods, services=world.services,
         expectations=world.expectations, recorder=world.recorder, metrics=Metrics(),
-        now=lambda: world.clock,
+        integrations=integrations(world.api), now=lambda: world.clock,
     )  # fmt: skip
     world.sync_from_api()
     world.reconciler.reconcile(KEY)

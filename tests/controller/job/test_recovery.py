@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import copy
-import datetime
 from typing import Any
 
 from controller.job.desired import build_service, desired_slots
 from controller.job.observed import ATTEMPT_ANNOTATION, observe
 from controller.job.plan import plan_actions
 from controller.job.recovery import HISTORY_LIMIT, consequences, with_entries
-from controller.job.status import Outcome, compute_status
-from tests.controller.samples import NOW, job, later, pod, pods_all
+from tests.controller.job.status.status_samples import step
+from tests.controller.samples import job, later, pod, pods_all, view_of
 
 Obj = dict[str, Any]
 T0, T2 = "2030-01-02T03:04:00Z", "2030-01-02T03:04:02Z"
-
-
-def step(job_obj: Obj, pods: list[Obj], *, now: datetime.datetime = NOW) -> tuple[Obj, Outcome]:
-    outcome = compute_status(job_obj, pods, now=now)
-    stored = copy.deepcopy(job_obj)
-    stored["status"] = copy.deepcopy(outcome.status)
-    return stored, outcome
 
 
 def cond(status: Obj, ctype: str) -> Obj:
@@ -29,7 +20,8 @@ def cond(status: Obj, ctype: str) -> Obj:
 
 
 def service_all(job_obj: Obj) -> list[Obj]:
-    return [build_service(job_obj, slot) for slot in desired_slots(job_obj)]
+    view = view_of(job_obj)
+    return [build_service(view, slot) for slot in desired_slots(view)]
 
 
 def names(objects: list[Obj]) -> list[str]:
@@ -72,19 +64,19 @@ def test_the_plan_deletes_every_pod_of_the_attempt_and_makes_none_until_they_are
     stored, _ = step(job(), [])
     pods = oom_of_worker_1(stored)
     stored, outcome = step(stored, pods)
-    plan = plan_actions(stored, outcome, pods, service_all(stored))
+    plan = plan_actions(view_of(stored), outcome, pods, service_all(stored))
     assert names(plan.delete_pods) == [p["metadata"]["name"] for p in pods] and not (
         plan.create_pods
     )
     # One old pod still terminating: nothing is made yet, and the count stays.
     going = pod(stored, "server-0", terminating=True)
     stored, outcome = step(stored, [going])
-    plan = plan_actions(stored, outcome, [going], service_all(stored))
+    plan = plan_actions(view_of(stored), outcome, [going], service_all(stored))
     assert outcome.hold_creations and not plan.create_pods and not plan.delete_pods
     assert outcome.status["restartCount"] == 1 and len(outcome.status["restarts"]) == 1
     # All gone: every slot is made again, in the new attempt.
     stored, outcome = step(stored, [])
-    plan = plan_actions(stored, outcome, [], service_all(stored))
+    plan = plan_actions(view_of(stored), outcome, [], service_all(stored))
     assert not outcome.hold_creations and outcome.attempt == 1
     assert sorted(slot.key for slot, _ in plan.create_pods) == [
         "scheduler-0", "server-0", "worker-0", "worker-1"

@@ -7,10 +7,6 @@ import dataclasses
 from controller.job.observed import observe
 from controller.job.status import Outcome, compute_status
 from controller.job.tally import (
-    JOB_STATES,
-    NEW,
-    UNKNOWN,
-    JobTally,
     admission_wait_seconds,
     first_running,
     job_state,
@@ -19,7 +15,8 @@ from controller.job.tally import (
     seconds_since,
     tally,
 )
-from tests.controller.samples import NOW, NOW_TEXT, job, later, pod, pods_all
+from controller.runtime.job_series import JOB_STATES, NEW, UNKNOWN, JobTally
+from tests.controller.samples import NOW, NOW_TEXT, job, later, pod, pods_all, view_of
 
 
 def _condition(ctype: str, status: str = "True") -> dict[str, str]:
@@ -32,11 +29,11 @@ def _with_conditions(*conditions: dict[str, str], namespace: str = "ns") -> dict
 
 # -- jobs by state --------------------------------------------------------------------------------
 def test_a_jobs_state_comes_from_its_conditions_and_is_new_before_any() -> None:
-    assert job_state(job()) == NEW
+    assert job_state(view_of(job())) == NEW
     running = _with_conditions(_condition("Created"), _condition("Running"))
-    assert job_state(running) == "Running"
+    assert job_state(view_of(running)) == "Running"
     finished = _with_conditions(_condition("Running", "False"), _condition("Failed"))
-    assert job_state(finished) == "Failed"
+    assert job_state(view_of(finished)) == "Failed"
 
 
 def test_jobs_are_counted_by_namespace_and_state_with_every_state_present() -> None:
@@ -110,15 +107,15 @@ def _created_at(obj: dict[str, object], text: str = NOW_TEXT) -> dict[str, objec
 def test_a_job_that_starts_running_tallies_its_start_time_once() -> None:
     created = _created_at(job(status={"conditions": [_condition("Created")]}))
     pods = pods_all(created)
-    outcome = compute_status(created, pods, now=later(42))
+    outcome = compute_status(view_of(created), pods, now=later(42))
     assert outcome.status["state"] == "Running"
-    assert tally(created, outcome, pods, now=later(42)) == JobTally(
+    assert tally(view_of(created), outcome, pods, now=later(42)) == JobTally(
         namespace="ns", started_after=42.0
     )
     # The status written, the next reconcile reads it back: nothing new.
     written = {**created, "status": outcome.status}
-    again = compute_status(written, pods, now=later(50))
-    assert tally(written, again, pods, now=later(50)) == JobTally(namespace="ns")
+    again = compute_status(view_of(written), pods, now=later(50))
+    assert tally(view_of(written), again, pods, now=later(50)) == JobTally(namespace="ns")
 
 
 def test_a_job_that_ends_tallies_its_end_and_how_long_it_took() -> None:
@@ -126,22 +123,22 @@ def test_a_job_that_ends_tallies_its_end_and_how_long_it_took() -> None:
     running = _created_at(job(status={"conditions": conditions}))
     pods = [pod(running, "scheduler-0", phase="Succeeded", exit_code=0)]
     pods += [pod(running, key) for key in ("server-0", "worker-0", "worker-1")]
-    outcome = compute_status(running, pods, now=later(3600))
+    outcome = compute_status(view_of(running), pods, now=later(3600))
     assert outcome.became == "Succeeded"
-    found = tally(running, outcome, pods, now=later(3600))
+    found = tally(view_of(running), outcome, pods, now=later(3600))
     assert (found.ended, found.ended_after, found.started_after) == ("Succeeded", 3600.0, None)
 
 
 def test_a_first_reconcile_tallies_the_creation_and_a_restart_its_class() -> None:
     fresh = job()
-    first = compute_status(fresh, [], now=NOW)
-    assert tally(fresh, first, [], now=NOW) == JobTally(namespace="ns", created=True)
+    first = compute_status(view_of(fresh), [], now=NOW)
+    assert tally(view_of(fresh), first, [], now=NOW) == JobTally(namespace="ns", created=True)
     outcome = dataclasses.replace(
         Outcome(status={}),
         new_restarts=1,
         recreate=(observe(pod(fresh, "worker-0", phase="Failed", exit_code=137)),),
     )
-    assert tally(fresh, outcome, [], now=NOW).restarts == {"Retryable": 1}
+    assert tally(view_of(fresh), outcome, [], now=NOW).restarts == {"Retryable": 1}
 
 
 # -- Kueue's admission wait ----------------------------------------------------------------------

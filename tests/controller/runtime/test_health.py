@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.runtime.health import HttpEndpoints, check_route, metrics_route, parse_address
+from controller.runtime.health import HttpEndpoints, metrics_route, parse_address, probe_route
 from controller.runtime.metrics import Metrics
 
 
@@ -19,7 +19,7 @@ def served() -> Iterator[tuple[HttpEndpoints, Metrics, list[bool]]]:
     server = HttpEndpoints(
         "127.0.0.1:0",
         {
-            "/readyz": check_route(lambda: (ready[0], "informers not synced")),
+            "/readyz": probe_route(lambda: (ready[0], "informers not synced")),
             "/metrics": metrics_route(metrics.exposition),
         },
     ).start()

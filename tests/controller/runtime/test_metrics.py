@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.job.tally import JobTally
+from controller.runtime.job_series import JobTally
 from controller.runtime.metrics import JOB_STATES_NAME, Metrics
 from tests.controller.samples import job
 
@@ -22,10 +25,19 @@ def _value(metrics: Metrics, name: str, **labels: str) -> float | None:
     return _samples(metrics).get((name, tuple(sorted(labels.items()))))
 
 
+def _by_state(jobs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
+    """A stand-in for ``controller.job.tally.jobs_by_state``: ``status.state``, New without."""
+    counts = {("ns", "Failed"): 0}
+    for found in jobs:
+        key = (found["metadata"]["namespace"], found.get("status", {}).get("state", "New"))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def test_jobs_by_state_are_reported_by_the_leader_only() -> None:
     metrics = Metrics()
-    running = job(status={"conditions": [{"type": "Running", "status": "True"}]})
-    metrics.track_jobs(lambda: [running, job(name="other")])
+    running = job(status={"state": "Running"})
+    metrics.track_jobs(lambda: [running, job(name="other")], by_state=_by_state)
     assert not [key for key in _samples(metrics) if key[0] == JOB_STATES_NAME]
     metrics.set_leading(True)
     assert _value(metrics, JOB_STATES_NAME, job_namespace="ns", state="Running") == 1
@@ -69,7 +81,7 @@ def test_an_admission_is_observed_when_its_wait_is_known() -> None:
 def test_no_job_metric_is_labelled_by_a_jobs_name() -> None:
     metrics = Metrics()
     metrics.set_leading(True)
-    metrics.track_jobs(lambda: [job()])
+    metrics.track_jobs(lambda: [job()], by_state=_by_state)
     tallied = JobTally(namespace="ns", created=True, started_after=1.0, ended="Succeeded",
                        ended_after=2.0, restarts={"Unknown": 1})  # fmt: skip
     metrics.count_job(tallied)
@@ -90,3 +102,11 @@ def test_a_namespaces_outcome_counters_start_at_zero_with_its_first_counted_job(
     assert _value(metrics, "training_operator_jobs_successful_total", **ns) == 0
     restarts = "mxjob_controller_job_restarts_total"
     assert _value(metrics, restarts, job_namespace="ns", exit_class="Permanent") == 0
+
+
+def test_an_api_write_is_counted_by_verb_and_resource() -> None:
+    metrics = Metrics()
+    metrics.count_api_write("update", "mxjobs/status")
+    metrics.count_api_write("update", "mxjobs/status")
+    name = "mxjob_controller_api_writes_total"
+    assert _value(metrics, name, verb="update", resource="mxjobs/status") == 2

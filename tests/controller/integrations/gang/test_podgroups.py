@@ -1,5 +1,5 @@
-"""controller.integrations.gang.podgroups: a job → its Workload and PodGroup, what its pods carry,
-when it waits."""
+"""controller.integrations.gang.podgroups: a job → its gang Workload and PodGroup, what its pods
+carry, when it waits."""
 
 from __future__ import annotations
 
@@ -11,25 +11,27 @@ import pytest
 from controller.integrations.gang.podgroups import (
     GangScheduler,
     build_crd_pod_group,
+    build_gang_workload,
     build_pod_group,
-    build_workload,
     crd_pod_group_update,
     delays_pods,
     gang_waiting,
+    gang_workload_matches,
+    join_pod,
     min_available,
     min_resources,
     pod_group_matches,
-    workload_matches,
 )
 from controller.job.desired import build_pod, desired_slots
-from tests.controller.samples import job, pods_all
+from controller.job.view import read_job
+from tests.controller.samples import job, pods_all, view_of
 
 LABELS = {"training.kubeflow.org/job-name": "mnist"}
 
 
 def test_min_available_defaults_to_every_replica_of_the_job() -> None:
-    assert min_available(job()) == 4
-    assert min_available(job(replicas={"Scheduler": 1, "Worker": 7})) == 8
+    assert min_available(view_of(job())) == 4
+    assert min_available(view_of(job(replicas={"Scheduler": 1, "Worker": 7}))) == 8
 
 
 @pytest.mark.parametrize(("given", "expected"), [(2, 2), (4, 4), (0, 4), (9, 4), ("2", 4)])
@@ -37,12 +39,20 @@ def test_min_available_is_taken_when_it_is_a_count_within_the_job(
     given: object, expected: int
 ) -> None:
     sample = job(run_policy={"schedulingPolicy": {"minAvailable": given}})
-    assert min_available(sample) == expected
+    assert min_available(view_of(sample)) == expected
+
+
+def test_min_available_is_read_from_the_legacy_scheduling_policy_too() -> None:
+    legacy = job()
+    legacy["spec"].pop("runPolicy", None)
+    legacy["spec"]["schedulingPolicy"] = {"minAvailable": 2}  # training-operator's old place
+    assert min_available(read_job(legacy)) == 2
+    assert build_crd_pod_group(read_job(legacy), "volcano")["spec"]["minMember"] == 2
 
 
 def test_workload_and_pod_group_are_owned_by_the_job_and_name_one_gang() -> None:
-    sample = job(run_policy={"schedulingPolicy": {"minAvailable": 3}})
-    workload = build_workload(sample, labels=LABELS)
+    sample = view_of(job(run_policy={"schedulingPolicy": {"minAvailable": 3}}))
+    workload = build_gang_workload(sample, labels=LABELS)
     group = build_pod_group(sample, labels=LABELS)
     for obj in (workload, group):
         assert obj["apiVersion"] == "scheduling.k8s.io/v1alpha2"
@@ -64,27 +74,41 @@ def test_workload_and_pod_group_are_owned_by_the_job_and_name_one_gang() -> None
 
 
 def test_existing_objects_match_only_the_same_job_and_minimum() -> None:
-    sample = job()
-    group, workload = build_pod_group(sample, labels=LABELS), build_workload(sample, labels=LABELS)
-    assert pod_group_matches(group, sample) and workload_matches(workload, sample)
-    resized = job(replicas={"Scheduler": 1, "Server": 1, "Worker": 4})
-    assert not pod_group_matches(group, resized) and not workload_matches(workload, resized)
-    successor = job(uid="another-uid")
-    assert not pod_group_matches(group, successor) and not workload_matches(workload, successor)
+    sample = view_of(job())
+    group = build_pod_group(sample, labels=LABELS)
+    workload = build_gang_workload(sample, labels=LABELS)
+    assert pod_group_matches(group, sample) and gang_workload_matches(workload, sample)
+    resized = view_of(job(replicas={"Scheduler": 1, "Server": 1, "Worker": 4}))
+    assert not pod_group_matches(group, resized)
+    assert not gang_workload_matches(workload, resized)
+    successor = view_of(job(uid="another-uid"))
+    assert not pod_group_matches(group, successor)
+    assert not gang_workload_matches(workload, successor)
 
 
-def test_pods_join_the_gang_only_under_native() -> None:
+def joined(sample: dict[str, Any], key: str, scheduler: GangScheduler) -> dict[str, Any]:
+    """The pod of slot ``key`` as built, then joined to the gang of ``scheduler``."""
+    view = view_of(sample)
+    slot = next(s for s in desired_slots(view) if s.key == key)
+    pod = build_pod(view, slot)
+    join_pod(pod, view, scheduler, replica_type=slot.replica_type.value.lower())
+    return pod
+
+
+def test_pods_join_the_gang_by_its_group_name_only_under_native() -> None:
     sample = job()
-    slot = desired_slots(sample)[0]
-    assert build_pod(sample, slot, gang="native")["spec"]["schedulingGroup"] == {
+    assert joined(sample, "scheduler-0", "native")["spec"]["schedulingGroup"] == {
         "podGroupName": "mnist"
     }
-    assert "schedulingGroup" not in build_pod(sample, slot)["spec"]
+    for scheduler in ("none", "volcano", "scheduler-plugins"):
+        assert "schedulingGroup" not in joined(sample, "scheduler-0", scheduler)["spec"]
+    view = view_of(sample)
+    assert joined(sample, "scheduler-0", "none") == build_pod(view, desired_slots(view)[0])
 
 
 def test_a_job_waits_for_its_gang_while_fewer_than_min_available_are_placed() -> None:
-    sample = job()
-    unplaced = pods_all(sample)
+    sample = view_of(job())
+    unplaced = pods_all(job())
     for pod in unplaced:
         pod["spec"].pop("nodeName", None)
     message = gang_waiting(sample, unplaced, "native")
@@ -123,7 +147,7 @@ def gpu_job(**kwargs: Any) -> dict[str, Any]:
 def test_volcano_pod_group_is_training_operators() -> None:
     sample = gpu_job()
     sample["metadata"]["annotations"] = {"team": "vision"}
-    assert build_crd_pod_group(sample, "volcano") == {
+    assert build_crd_pod_group(view_of(sample), "volcano") == {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": {
@@ -152,7 +176,7 @@ def test_volcano_pod_group_is_training_operators() -> None:
 
 
 def test_scheduler_plugins_pod_group_is_training_operators() -> None:
-    sample = gpu_job(run_policy={"schedulingPolicy": {"scheduleTimeoutSeconds": 60}})
+    sample = view_of(gpu_job(run_policy={"schedulingPolicy": {"scheduleTimeoutSeconds": 60}}))
     group = build_crd_pod_group(sample, "scheduler-plugins")
     assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
     assert "annotations" not in group["metadata"]
@@ -172,7 +196,7 @@ def test_scheduling_policy_fields_go_where_training_operator_puts_them() -> None
         "minResources": {"cpu": "8", "nvidia.com/gpu": "2"},
         "scheduleTimeoutSeconds": 30,
     }
-    sample = gpu_job(run_policy={"schedulingPolicy": policy})
+    sample = view_of(gpu_job(run_policy={"schedulingPolicy": policy}))
     assert build_crd_pod_group(sample, "volcano")["spec"] == {
         "minMember": 2,
         "queue": "research",
@@ -189,29 +213,29 @@ def test_scheduling_policy_fields_go_where_training_operator_puts_them() -> None
 def test_min_resources_counts_the_first_min_available_pods_by_priority() -> None:
     sample = gpu_job(run_policy={"schedulingPolicy": {"minAvailable": 2}})
     # Job order (no priorities): the Scheduler, then the Server.
-    assert min_resources(sample) == {"cpu": "1250m", "memory": "1088Mi"}
+    assert min_resources(view_of(sample)) == {"cpu": "1250m", "memory": "1088Mi"}
     specs = sample["spec"]["mxReplicaSpecs"]
     specs["Worker"]["template"]["spec"]["priorityClassName"] = "gpu-first"
-    assert min_resources(sample, priorities={"gpu-first": 1000}) == {
+    assert min_resources(view_of(sample), priorities={"gpu-first": 1000}) == {
         "cpu": "2",
         "memory": "1Gi",
     }
 
 
 def test_a_job_without_requests_has_empty_min_resources() -> None:
-    sample = job()
+    sample = view_of(job())
     assert build_crd_pod_group(sample, "volcano")["spec"]["minResources"] == {}
     assert "minResources" not in build_crd_pod_group(sample, "scheduler-plugins")["spec"]
 
 
 def test_an_existing_volcano_group_keeps_its_queue_and_is_updated_to_the_job() -> None:
-    sample = gpu_job()
+    sample = view_of(gpu_job())
     group = build_crd_pod_group(sample, "volcano")
     assert crd_pod_group_update(group, sample, "volcano") is None
     moved = copy.deepcopy(group)
     moved["spec"]["queue"] = "elsewhere"
     assert crd_pod_group_update(moved, sample, "volcano") is None
-    resized = gpu_job(replicas={"Scheduler": 1, "Server": 1, "Worker": 4})
+    resized = view_of(gpu_job(replicas={"Scheduler": 1, "Server": 1, "Worker": 4}))
     updated = crd_pod_group_update(moved, resized, "volcano")
     assert updated is not None
     assert updated["spec"]["minMember"] == 6 and updated["spec"]["queue"] == "elsewhere"
@@ -219,7 +243,7 @@ def test_an_existing_volcano_group_keeps_its_queue_and_is_updated_to_the_job() -
 
 
 def test_only_volcano_delays_pods_until_its_group_is_admitted() -> None:
-    group = build_crd_pod_group(job(), "volcano")
+    group = build_crd_pod_group(view_of(job()), "volcano")
     assert delays_pods(None, "volcano") and delays_pods(group, "volcano")
     assert delays_pods({**group, "status": {"phase": "Pending"}}, "volcano")
     for phase in ("Inqueue", "Running", "Unknown"):
@@ -251,15 +275,14 @@ def test_pods_carry_the_scheduler_and_their_group(
     annotations: dict[str, str],
 ) -> None:
     sample = job()
-    worker = next(s for s in desired_slots(sample) if s.key == "worker-1")
-    pod = build_pod(sample, worker, gang=scheduler)
+    pod = joined(sample, "worker-1", scheduler)
     assert pod["spec"]["schedulerName"] == scheduler_name
     assert "schedulingGroup" not in pod["spec"]
     assert labels.items() <= pod["metadata"]["labels"].items()
     assert annotations.items() <= (pod["metadata"].get("annotations") or {}).items()
-    plain = build_pod(sample, worker)
+    plain = joined(sample, "worker-1", "none")
     assert "schedulerName" not in plain["spec"]
     assert set(pod["metadata"]["labels"]) - set(plain["metadata"]["labels"]) == set(labels)
     # A scheduler named in the template is kept (training-operator warns, and does not override).
     sample["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["schedulerName"] = "mine"
-    assert build_pod(sample, worker, gang=scheduler)["spec"]["schedulerName"] == "mine"
+    assert joined(sample, "worker-1", scheduler)["spec"]["schedulerName"] == "mine"

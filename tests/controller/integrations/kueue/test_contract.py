@@ -1,4 +1,5 @@
-"""queueing: Kueue's job contract for MXJob as pure decisions (Kueue v0.19.2's jobframework)."""
+"""controller.integrations.kueue.contract: Kueue's job contract for MXJob as pure decisions
+(Kueue v0.19.2's jobframework)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import copy
 from typing import Any
 
 from controller.integrations.kueue.contract import Step, decide
-from controller.integrations.kueue.status_applies import release_apply
+from controller.integrations.kueue.status_applies import unreserve_apply
 from shared.queueing import PREBUILT_WORKLOAD_LABEL
 from tests.controller.kueue_samples import (
     admitted,
@@ -18,7 +19,7 @@ from tests.controller.kueue_samples import (
     status_condition,
     workload,
 )
-from tests.controller.samples import NOW_TEXT
+from tests.controller.samples import NOW_TEXT, view_of
 
 Obj = dict[str, Any]
 
@@ -27,7 +28,7 @@ def step(job_obj: Obj, wl: Obj | None = None, **kwargs: Any) -> Step:
     options: dict[str, Any] = {"owned": [wl] if wl else [], "prebuilt": None}
     options.update(wait_for_pods_ready=False, now=NOW_TEXT)
     options.update(kwargs)
-    return decide(job_obj, **options)
+    return decide(view_of(job_obj), **options)
 
 
 # -- the Workload --------------------------------------------------------------------------------
@@ -79,10 +80,10 @@ def test_an_evicted_running_job_is_stopped() -> None:
     assert (found.kind, found.message) == ("stop", "Evicted: Preempted")
 
 
-def test_an_evicted_suspended_job_without_pods_releases_the_quota() -> None:
+def test_an_evicted_suspended_job_without_pods_unreserves_the_quota() -> None:
     job_obj = queued_job()
     found = step(job_obj, evicted(job_obj))
-    assert found.kind == "release" and found.body is not None
+    assert found.kind == "unreserve" and found.body is not None
     assert "admission" not in found.body["status"]
 
 
@@ -124,7 +125,7 @@ def test_a_workload_that_no_longer_matches_is_replaced() -> None:
 def test_a_suspended_job_moved_to_another_queue_moves_its_pending_workload() -> None:
     wl = workload(queued_job())
     found = step(queued_job(queue="team-b"), wl)
-    assert (found.kind, found.message) == ("queue-name", "team-b")
+    assert (found.kind, found.queue_name) == ("queue-name", "team-b")
 
 
 def test_pods_ready_goes_from_wait_for_start_to_started_to_recovery() -> None:
@@ -208,5 +209,5 @@ def test_decide_never_changes_its_inputs() -> None:
     wl = evicted(job_obj)
     before = copy.deepcopy((job_obj, wl))
     step(job_obj, wl)
-    release_apply(wl, now=NOW_TEXT)
+    unreserve_apply(wl, now=NOW_TEXT)
     assert (job_obj, wl) == before

@@ -1,4 +1,5 @@
-"""queueing: Kueue's job contract for MXJob as pure decisions (Kueue v0.19.2's jobframework)."""
+"""controller.integrations.kueue.podsets: what admission adds to a job's pod templates and how
+stopping takes it away."""
 
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ from tests.controller.kueue_samples import (
     admitted,
     queued_job,
 )
+from tests.controller.samples import view_of
 
 Obj = dict[str, Any]
 
 
-# -- the Workload --------------------------------------------------------------------------------
 def test_admitted_infos_carry_flavor_labels_tolerations_and_kueue_labels() -> None:
     wl = admitted(queued_job())
     infos = {i.name: i for i in admitted_infos(wl, FLAVORS)}
@@ -71,28 +72,33 @@ def test_starting_against_the_jobs_own_node_selector_raises_a_conflict() -> None
     job_obj = queued_job()
     job_obj["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["nodeSelector"] = {"pool": "z"}
     with pytest.raises(PodSetConflictError):
-        started(job_obj, admitted_infos(admitted(job_obj), FLAVORS))
+        started(view_of(job_obj), admitted_infos(admitted(job_obj), FLAVORS))
 
 
 def test_start_then_stop_restores_the_original_templates_exactly() -> None:
     job_obj = queued_job()
     job_obj["spec"]["mxReplicaSpecs"]["Server"]["template"]["metadata"] = {"labels": {"own": "1"}}
     wl = admitted(job_obj)
-    running = started(job_obj, admitted_infos(wl, FLAVORS))
+    running = started(view_of(job_obj), admitted_infos(wl, FLAVORS))
     assert running["spec"]["runPolicy"]["suspend"] is False
     server = running["spec"]["mxReplicaSpecs"]["Server"]["template"]
     assert server["metadata"]["labels"]["own"] == "1"
     assert server["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "server"
-    back = stopped(running, wl)
+    back = stopped(view_of(running), wl)
     assert back["spec"]["runPolicy"]["suspend"] is True
     assert back == job_obj
 
 
 def test_stopping_without_a_workload_only_suspends() -> None:
-    running = started(queued_job(), admitted_infos(admitted(queued_job()), FLAVORS))
-    back = stopped(running, None)
+    running = started(view_of(queued_job()), admitted_infos(admitted(queued_job()), FLAVORS))
+    back = stopped(view_of(running), None)
     assert back["spec"]["runPolicy"]["suspend"] is True
     assert back["spec"]["mxReplicaSpecs"] == running["spec"]["mxReplicaSpecs"]
 
 
-# -- status applies ------------------------------------------------------------------------------
+def test_starting_writes_the_stored_job_not_its_defaults() -> None:
+    stored = queued_job()
+    stored["spec"]["mxReplicaSpecs"]["Worker"].pop("replicas")
+    running = started(view_of(stored), admitted_infos(admitted(queued_job()), FLAVORS))
+    assert "replicas" not in running["spec"]["mxReplicaSpecs"]["Worker"]
+    assert stored["spec"]["runPolicy"]["suspend"] is True, "the view's dict is not changed"

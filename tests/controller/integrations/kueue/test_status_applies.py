@@ -1,4 +1,5 @@
-"""queueing: Kueue's job contract for MXJob as pure decisions (Kueue v0.19.2's jobframework)."""
+"""controller.integrations.kueue.status_applies: the Workload status writes, as server-side apply
+bodies under Kueue's own field managers."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from controller.integrations.kueue.status_applies import (
     ADMISSION_CONDITIONS,
     admission_apply,
-    release_apply,
+    unreserve_apply,
 )
 from tests.controller.kueue_samples import (
     admitted,
@@ -23,7 +24,6 @@ from tests.controller.samples import NOW_TEXT
 Obj = dict[str, Any]
 
 
-# -- the Workload --------------------------------------------------------------------------------
 def test_admission_apply_keeps_every_field_kueue_admission_owns() -> None:
     owned: dict[str, Any] = {
         "requeueState": {"count": 1}, "accumulatedPastExecutionTimeSeconds": 30,
@@ -47,8 +47,8 @@ def test_admission_apply_keeps_every_field_kueue_admission_owns() -> None:
     assert body["metadata"]["resourceVersion"] == "50" and body["metadata"]["uid"] == "wl-uid"
 
 
-def test_release_clears_the_admission_and_requeues_after_preemption() -> None:
-    body = release_apply(evicted(queued_job(), "Preempted"), now=NOW_TEXT)
+def test_unreserving_clears_the_admission_and_requeues_after_preemption() -> None:
+    body = unreserve_apply(evicted(queued_job(), "Preempted"), now=NOW_TEXT)
     assert "admission" not in body["status"]
     quota = status_condition(body, "QuotaReserved")
     assert (quota["status"], quota["reason"]) == ("False", "Pending")
@@ -60,10 +60,7 @@ def test_release_clears_the_admission_and_requeues_after_preemption() -> None:
 
 
 @pytest.mark.parametrize("reason", ["InactiveWorkload", "PodsReadyTimeout", "AdmissionCheck"])
-def test_release_after_other_evictions_is_not_requeued(reason: str) -> None:
-    body = release_apply(evicted(queued_job(), reason), now=NOW_TEXT)
+def test_unreserving_after_other_evictions_is_not_requeued(reason: str) -> None:
+    body = unreserve_apply(evicted(queued_job(), reason), now=NOW_TEXT)
     requeued = status_condition(body, "Requeued")
     assert (requeued["status"], requeued["reason"]) == ("False", reason)
-
-
-# -- decide: Kueue's ReconcileGenericJob ---------------------------------------------------------

@@ -1,4 +1,5 @@
-"""queueing: Kueue's job contract for MXJob as pure decisions (Kueue v0.19.2's jobframework)."""
+"""controller.integrations.kueue.workload: the Kueue Workload built for a job, and whether one
+still stands for it."""
 
 from __future__ import annotations
 
@@ -12,16 +13,19 @@ from controller.integrations.kueue.workload import (
     FINALIZER,
     JOB_UID_LABEL,
     Priority,
-    build_workload,
+    build_kueue_workload,
     equivalent,
+    priority_class,
     workload_name,
 )
+from controller.job.view import read_job
 from tests.controller.kueue_samples import (
     FLAVORS,
     admitted,
     queued_job,
     workload,
 )
+from tests.controller.samples import view_of
 
 Obj = dict[str, Any]
 
@@ -41,7 +45,7 @@ def test_the_workload_name_is_kueues_own(name: str) -> None:
 
 
 def test_a_workload_is_controlled_by_its_job_and_holds_kueues_finalizer() -> None:
-    made = build_workload(queued_job(), priority=Priority())
+    made = build_kueue_workload(view_of(queued_job()), priority=Priority())
     meta = made["metadata"]
     assert made["apiVersion"] == "kueue.x-k8s.io/v1beta2" and made["kind"] == "Workload"
     assert meta["name"] == workload_name("mnist", "job-uid") and meta["namespace"] == "ns"
@@ -55,7 +59,7 @@ def test_a_workload_is_controlled_by_its_job_and_holds_kueues_finalizer() -> Non
 
 def test_podsets_follow_the_replica_order_with_lowercase_names_and_counts() -> None:
     job_obj = queued_job(replicas={"Worker": 3, "Server": 2, "Scheduler": 1})
-    spec = build_workload(job_obj, priority=Priority())["spec"]
+    spec = build_kueue_workload(view_of(job_obj), priority=Priority())["spec"]
     assert [(p["name"], p["count"]) for p in spec["podSets"]] == [
         ("scheduler", 1), ("server", 2), ("worker", 3),
     ]  # fmt: skip
@@ -65,10 +69,10 @@ def test_podsets_follow_the_replica_order_with_lowercase_names_and_counts() -> N
 
 
 def test_priority_is_zero_without_a_class_and_set_with_its_reference() -> None:
-    plain = build_workload(queued_job(), priority=Priority())["spec"]
+    plain = build_kueue_workload(view_of(queued_job()), priority=Priority())["spec"]
     assert plain["priority"] == 0 and "priorityClassRef" not in plain
     ref = Priority(1000, "kueue.x-k8s.io", "WorkloadPriorityClass", "high")
-    spec = build_workload(queued_job(), priority=ref)["spec"]
+    spec = build_kueue_workload(view_of(queued_job()), priority=ref)["spec"]
     assert spec["priority"] == 1000  # Kueue's CEL: priority is required with priorityClassRef
     assert spec["priorityClassRef"] == {
         "group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high",
@@ -77,12 +81,12 @@ def test_priority_is_zero_without_a_class_and_set_with_its_reference() -> None:
 
 def test_the_max_exec_time_label_becomes_the_maximum_execution_time() -> None:
     labelled = queued_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "600"})
-    assert (
-        build_workload(labelled, priority=Priority())["spec"]["maximumExecutionTimeSeconds"] == 600
-    )
+    spec = build_kueue_workload(view_of(labelled), priority=Priority())["spec"]
+    assert spec["maximumExecutionTimeSeconds"] == 600
     bad = queued_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "-1"})
-    assert "maximumExecutionTimeSeconds" not in build_workload(bad, priority=Priority())["spec"]
-    assert not equivalent(labelled, workload(queued_job()))
+    spec = build_kueue_workload(view_of(bad), priority=Priority())["spec"]
+    assert "maximumExecutionTimeSeconds" not in spec
+    assert not equivalent(view_of(labelled), workload(queued_job()))
 
 
 # -- equivalence ---------------------------------------------------------------------------------
@@ -90,8 +94,9 @@ def test_the_max_exec_time_label_becomes_the_maximum_execution_time() -> None:
 
 def test_a_replica_count_change_is_not_equivalent() -> None:
     wl = workload(queued_job())
-    assert equivalent(queued_job(), wl)
-    assert not equivalent(queued_job(replicas={"Scheduler": 1, "Server": 1, "Worker": 3}), wl)
+    assert equivalent(view_of(queued_job()), wl)
+    grown = queued_job(replicas={"Scheduler": 1, "Server": 1, "Worker": 3})
+    assert not equivalent(view_of(grown), wl)
 
 
 def test_a_resources_change_is_not_equivalent() -> None:
@@ -99,15 +104,39 @@ def test_a_resources_change_is_not_equivalent() -> None:
     changed = queued_job()
     container = changed["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     container["resources"] = {"requests": {"cpu": "2"}}
-    assert not equivalent(changed, wl)
+    assert not equivalent(view_of(changed), wl)
 
 
 def test_what_admission_added_to_a_running_job_keeps_it_equivalent() -> None:
     job_obj = queued_job()
     wl = admitted(job_obj)
-    running = started(job_obj, admitted_infos(wl, FLAVORS))
+    running = started(view_of(job_obj), admitted_infos(wl, FLAVORS))
     assert running["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["nodeSelector"]
-    assert equivalent(running, wl)
+    assert equivalent(view_of(running), wl)
 
 
-# -- what admission asks of the pods -------------------------------------------------------------
+# -- what the Workload reads of the job ----------------------------------------------------------
+def test_the_priority_class_comes_from_the_scheduling_policy_even_under_the_legacy_place() -> None:
+    nested = queued_job()
+    nested["spec"]["runPolicy"]["schedulingPolicy"] = {"priorityClass": "p1"}
+    assert priority_class(view_of(nested)) == "p1"
+    legacy = queued_job()
+    legacy["spec"].pop("runPolicy")
+    legacy["spec"]["schedulingPolicy"] = {"priorityClass": "p2"}  # training-operator's old place
+    assert priority_class(read_job(legacy)) == "p2"
+
+
+def test_without_a_scheduling_policy_class_the_first_template_naming_one_gives_it() -> None:
+    job_obj = queued_job()
+    specs = job_obj["spec"]["mxReplicaSpecs"]
+    specs["Worker"]["template"]["spec"]["priorityClassName"] = "workers"
+    specs["Server"]["template"]["spec"]["priorityClassName"] = "servers"
+    assert priority_class(view_of(job_obj)) == "servers"  # Server comes before Worker
+    assert priority_class(view_of(queued_job())) == ""
+
+
+def test_podsets_are_built_from_the_defaulted_templates() -> None:
+    raw = queued_job()
+    raw["spec"]["mxReplicaSpecs"]["Worker"].pop("replicas")  # defaulting makes it 1
+    spec = build_kueue_workload(view_of(raw), priority=Priority())["spec"]
+    assert [(p["name"], p["count"]) for p in spec["podSets"]][-1] == ("worker", 1)

@@ -1,30 +1,34 @@
-"""workloads: the HTTP requests that carry out Kueue's job contract (in-memory fake API)."""
+"""controller.integrations.kueue.workload_sync: the HTTP requests that carry out Kueue's job
+contract (in-memory fake API)."""
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
+from controller.integrations.kueue.contract import StepKind
 from controller.integrations.kueue.workload import (
     FINALIZER,
     JOB_UID_LABEL,
     Priority,
-    build_workload,
-    condition,
+    build_kueue_workload,
+    workload_conditions,
 )
 from controller.integrations.kueue.workload_sync import (
     APPLY_PATCH,
     KueueRouteError,
     WorkloadSync,
-    check_route,
+    verify_kueue_route,
+    workload_owner_key,
 )
-from controller.integrations.kueue.workload_sync import workloads_path as wl_path
+from controller.integrations.kueue.workload_sync import kueue_workloads_path as wl_path
 from controller.runtime.client import mxjobs_path, resource_path
 from controller.runtime.events import EventRecorder
 from controller.runtime.informers import Store
 from controller.runtime.metrics import Metrics
+from shared.conditions import get_condition
 from tests.controller.fakes import FakeApi, Request
 from tests.controller.kueue_samples import (
     admitted,
@@ -34,7 +38,7 @@ from tests.controller.kueue_samples import (
     queued_job,
     workload,
 )
-from tests.controller.samples import NOW
+from tests.controller.samples import NOW, view_of
 
 Obj = dict[str, Any]
 PRIORITY_CLASSES = resource_path(group="scheduling.k8s.io", version="v1", plural="priorityclasses")
@@ -72,7 +76,7 @@ class World:
     def run(self) -> bool:
         job = self.jobs.get("ns/mnist")
         assert job is not None
-        return self.sync.sync(job)
+        return self.sync.sync(view_of(job))
 
     def writes(self) -> list[Request]:
         return self.api.writes()
@@ -93,7 +97,7 @@ def test_a_queued_job_without_a_workload_posts_one() -> None:
         "POST",
         "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads",
     )
-    assert sent.body == build_workload(job_obj, priority=Priority())
+    assert sent.body == build_kueue_workload(view_of(job_obj), priority=Priority())
 
 
 def test_a_workload_priority_class_label_is_looked_up_for_the_workload() -> None:
@@ -118,7 +122,7 @@ def test_status_writes_are_forced_server_side_applies_under_kueues_manager() -> 
     assert (sent.method, sent.path) == ("PATCH", wl_path("ns", name) + "/status")
     assert sent.content_type == APPLY_PATCH == "application/apply-patch+yaml"
     assert sent.query == [("fieldManager", "kueue-admission"), ("force", "true")]
-    finished = condition(sent.body, "Finished")
+    finished = get_condition(workload_conditions(sent.body), "Finished")
     assert finished is not None and finished["reason"] == "Succeeded"
 
 
@@ -152,7 +156,7 @@ def test_a_start_that_cannot_succeed_finishes_the_workload_as_failed_to_start() 
     assert world.run() is False
     sent = only_write(world)
     assert sent.path.endswith("/status")
-    finished = condition(sent.body, "Finished")
+    finished = get_condition(workload_conditions(sent.body), "Finished")
     assert finished is not None and finished["reason"] == "FailedToStart"
 
 
@@ -188,24 +192,24 @@ def test_letting_go_removes_kueues_finalizer() -> None:
     assert len(world.writes()) == 1  # the cache already shows it gone
 
 
-def test_check_route_accepts_a_kueue_serving_v1beta2() -> None:
+def test_verify_kueue_route_accepts_a_kueue_serving_v1beta2() -> None:
     api = FakeApi()
     api.objects["/apis/kueue.x-k8s.io/v1beta2"] = {"kind": "APIResourceList"}
-    check_route(api)
+    verify_kueue_route(api)
 
 
-def test_check_route_refuses_a_kueue_serving_only_v1beta1() -> None:
+def test_verify_kueue_route_refuses_a_kueue_serving_only_v1beta1() -> None:
     api = FakeApi()
     api.objects["/apis/kueue.x-k8s.io/v1beta1"] = {"kind": "APIResourceList"}
     with pytest.raises(
         KueueRouteError, match=r"serves only kueue\.x-k8s\.io/v1beta1 .* older than v0\.15"
     ):
-        check_route(api)
+        verify_kueue_route(api)
 
 
-def test_check_route_refuses_a_cluster_without_kueue() -> None:
+def test_verify_kueue_route_refuses_a_cluster_without_kueue() -> None:
     with pytest.raises(KueueRouteError, match="serves no Kueue Workload API"):
-        check_route(FakeApi())
+        verify_kueue_route(FakeApi())
 
 
 def test_a_started_job_observes_its_workloads_wait_for_admission() -> None:
@@ -218,3 +222,31 @@ def test_a_started_job_observes_its_workloads_wait_for_admission() -> None:
     samples = {s.name: s.value for m in wait.collect() for s in m.samples if not s.labels.get("le")}
     assert samples["mxjob_controller_job_admission_wait_seconds_count"] == 1
     assert samples["mxjob_controller_job_admission_wait_seconds_sum"] == 30
+
+
+def test_every_step_that_writes_has_its_handler() -> None:
+    world = World(queued_job())
+    assert set(world.sync.handlers) == set(get_args(StepKind)) - {"wait"}
+
+
+def test_a_workload_is_keyed_to_the_mxjob_controlling_it() -> None:
+    wl = workload(queued_job())
+    assert workload_owner_key(wl) == "ns/mnist"
+    wl["metadata"]["ownerReferences"][0]["controller"] = False
+    assert workload_owner_key(wl) is None
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}
+    ]
+    assert workload_owner_key(wl) is None
+
+
+def test_a_stale_workload_is_deleted_with_its_finalizer_removed_first() -> None:
+    job_obj = queued_job(replicas={"Scheduler": 1, "Server": 1, "Worker": 3})
+    old = workload(queued_job())
+    world = World(job_obj, old)
+    assert world.run() is False
+    name = old["metadata"]["name"]
+    assert [(w.method, w.path) for w in world.writes() if "/events" not in w.path] == [
+        ("PUT", wl_path("ns", name)),
+        ("DELETE", wl_path("ns", name)),
+    ]

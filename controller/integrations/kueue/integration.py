@@ -1,0 +1,37 @@
+"""Kueue's Workload route as an :class:`~controller.job.hooks.Integration`: the reconciler's
+two points where Kueue has a say (controller/job/hooks.py).
+
+Before a job's pods are looked at, a queued job's Workload takes its next step
+(:class:`~controller.integrations.kueue.workload_sync.WorkloadSync`); when that step wrote the
+job (suspended or started it), the reconcile stops and continues from the job's next version.
+A job that is gone lets go of its Workloads, which Kueue's finalizer would otherwise keep.
+"""
+
+from __future__ import annotations
+
+from controller.integrations.kueue.workload_sync import WorkloadSync
+from controller.job.hooks import NoHooks
+from controller.job.view import MXJobView
+
+
+class KueueIntegration(NoHooks):
+    """``--kueue-workloads``: this controller writes queued jobs' Workloads
+    (controller/integrations/kueue/contract.py)."""
+
+    name = "kueue"
+
+    def __init__(self, sync: WorkloadSync) -> None:
+        self.sync = sync
+
+    def job_gone(self, namespace: str, name: str) -> None:
+        self.sync.let_go(namespace, name)
+
+    def takes_over(self, job: MXJobView) -> bool:
+        """A queued job of ours, or one MultiKueue dispatches from this cluster (its Workload
+        lives here while a worker runs it), takes one Workload step; True when the job was
+        written. Another manager's job is that manager's to queue."""
+        if not job.queueing.wants_workload:
+            return False
+        if not (job.ours or job.dispatched_by_multikueue):
+            return False
+        return self.sync.sync(job)

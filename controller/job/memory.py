@@ -1,0 +1,108 @@
+"""What the reconciler remembers of each job between reconciles, keyed by ``namespace/name``.
+
+Reconcile is level-triggered, but three things cannot be read back from the cluster at once:
+
+- the job's view (controller/job/view.py) validated and defaulted, which costs a defaulting
+  and a validation per spec generation, not per reconcile (status changes do not bump it);
+- the restart history of a slot whose pod was deleted for a retry and whose replacement does
+  not exist yet (its *carry*: what the new pod will carry in its annotation);
+- the pods whose tracking finalizer this process removed, until the cache shows the PATCH.
+
+Everything is keyed by the job's uid too, so a job re-created under the same name starts afresh.
+Reconciles of different jobs run in parallel: one lock guards the tables.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.job.view import MXJobView, read_job
+from shared.defaults import apply_defaults
+from shared.spec import as_mapping
+from shared.validation import replica_total_violations, validate
+
+
+@dataclass(frozen=True)
+class _Defaulted:
+    uid: str
+    generation: object
+    defaulted: Mapping[str, Any]
+    violations: tuple[str, ...]
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str(as_mapping(obj.get("metadata")).get("uid", ""))
+
+
+class JobMemory:
+    """The reconciler's memory per job (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._carries: dict[str, tuple[str, dict[str, int]]] = {}
+        self._defaulted: dict[str, _Defaulted] = {}
+        self._released: dict[str, dict[str, str]] = {}
+
+    def forget(self, key: str) -> None:
+        """The job is gone: drop what is remembered about it."""
+        with self._lock:
+            self._carries.pop(key, None)
+            self._defaulted.pop(key, None)
+
+    # -- the view ---------------------------------------------------------------------------------
+    def view(self, key: str, raw: Mapping[str, Any]) -> MXJobView:
+        """The job read once: its spec validated and defaulted once per spec generation.
+
+        What defaulting makes of the job is validated: that is what would run, and the env the
+        operator owns is stale in a stored job after scaling until defaulting recomputes it.
+        Except the replica total: defaulting's env grows with it, so it is checked first.
+        """
+        uid, generation = _uid(raw), as_mapping(raw.get("metadata")).get("generation")
+        with self._lock:
+            cached = self._defaulted.get(key)
+        if cached is None or cached.uid != uid or cached.generation != generation:
+            too_many = replica_total_violations(raw)
+            defaulted = dict(raw) if too_many else apply_defaults(raw)
+            violations = tuple(str(v) for v in too_many or validate(defaulted))
+            cached = _Defaulted(uid, generation, defaulted, violations)
+            with self._lock:
+                self._defaulted[key] = cached
+        return read_job(raw, defaulted=cached.defaulted, violations=cached.violations)
+
+    # -- carries ----------------------------------------------------------------------------------
+    def carries(self, key: str, uid: str) -> dict[str, int]:
+        """Slot → restart history of the slots whose replacement pod is not made yet."""
+        with self._lock:
+            found = self._carries.get(key)
+            return dict(found[1]) if found and found[0] == uid else {}
+
+    def set_carry(self, key: str, uid: str, slot: str, value: int | None) -> None:
+        """Remember (or, with None, forget) what the slot's next pod carries."""
+        with self._lock:
+            found = self._carries.get(key)
+            table = found[1] if found and found[0] == uid else {}
+            if value is None:
+                table.pop(slot, None)
+            else:
+                table[slot] = value
+            if table:
+                self._carries[key] = (uid, table)
+            else:
+                self._carries.pop(key, None)
+
+    # -- released finalizers ----------------------------------------------------------------------
+    def released(self, slot: str) -> dict[str, str]:
+        """Pod uid → resourceVersion of the pods released under ``slot`` (a job key, or its
+        ``#orphans``) whose cached version had not changed since."""
+        with self._lock:
+            return dict(self._released.get(slot, {}))
+
+    def set_released(self, slot: str, memory: dict[str, str]) -> None:
+        with self._lock:
+            if memory:
+                self._released[slot] = memory
+            else:
+                self._released.pop(slot, None)

@@ -1,0 +1,138 @@
+"""Where status is computed: one pure function, job + observed pods + now → status and decisions.
+
+:func:`compute_status` is the whole policy of the operator: when a job is Running, Restarting,
+Succeeded or Failed, which failed pods are recreated, how restarts count against
+``backoffLimit``, when the deadline and the TTL fire. It does no I/O and reads no clock, so each
+rule is a unit test, and reconcile only carries the decisions out. Inside, one small state
+object (:class:`~controller.job.status.sync.Sync`) goes through named phases in a fixed order
+(:data:`PHASES`); the first phase that decides the outcome ends the computation, so the order of
+the phases is the policy. Each rule lives in the module of its concern (README.md, "Exit codes"
+and "Status"):
+
+- :mod:`.aftermath`: a finished job never changes its outcome again; its pods get their grace
+  period, ``replicaStatuses`` follow them, its TTL runs;
+- :mod:`.verdicts`: an invalid job fails at once; a permanent failure beats success; what
+  success means per mode and ``successPolicy``;
+- :mod:`.suspension` and :mod:`.deadline`: a suspended job has no pods and no deadline;
+  ``activeDeadlineSeconds`` runs from ``startTime`` and arms a timer;
+- :mod:`.backoff` and :mod:`.restart`: how restarts are counted against ``backoffLimit``, and
+  what a retryable end restarts (controller/job/recovery.py for whole-job restarts);
+- :mod:`.unstartable`: pods that cannot start fail the job after the pod start timeout;
+- :mod:`.progress`: Running, and ``replicaStatuses`` as the pods will be once reconcile acted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from controller.job.observed import PodView, observe
+from controller.job.status.aftermath import follow_finished
+from controller.job.status.backoff import REMOVED_HISTORY, fail_backoff
+from controller.job.status.deadline import check_deadline
+from controller.job.status.failures import RUNTIME_LOST_REASONS
+from controller.job.status.outcome import (
+    EXITED_WITH_CODE,
+    FAILED_VALIDATION_REASON,
+    POD_START_TIMEOUT,
+    REPLICAS_ENDED,
+    EventSpec,
+    EventType,
+    Outcome,
+)
+from controller.job.status.progress import mark_running, progress
+from controller.job.status.restart import restart
+from controller.job.status.suspension import resume, suspend
+from controller.job.status.sync import Phase, match_slots, only, sooner, start
+from controller.job.status.unstartable import DEFAULT_POD_START_TIMEOUT, fail_unstartable
+from controller.job.status.verdicts import fail_invalid, fail_permanent, succeed
+from controller.job.tracking import accounted, settle_views
+from controller.job.view import MXJobView
+
+__all__ = [
+    "DEFAULT_POD_START_TIMEOUT",
+    "EXITED_WITH_CODE",
+    "FAILED_VALIDATION_REASON",
+    "PHASES",
+    "POD_START_TIMEOUT",
+    "REMOVED_HISTORY",
+    "REPLICAS_ENDED",
+    "RUNTIME_LOST_REASONS",
+    "EventSpec",
+    "EventType",
+    "Outcome",
+    "compute_status",
+]
+
+PHASES: Final[tuple[Phase, ...]] = (
+    follow_finished,
+    fail_invalid,
+    suspend,
+    only(resume),
+    check_deadline,
+    only(match_slots),
+    fail_permanent,
+    succeed,
+    fail_backoff,
+    fail_unstartable,
+    only(restart),
+    only(mark_running),
+)
+"""The order is the policy: a finished job stays finished; invalid fails before anything runs;
+a suspended job has no deadline; a permanent failure beats success; success beats the backoff
+limit. A job no phase ends goes on (:func:`controller.job.status.progress.progress`)."""
+
+
+def compute_status(
+    job: MXJobView,
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    now: datetime.datetime,
+    carries: Mapping[str, int] | None = None,
+    pod_start_timeout: float = DEFAULT_POD_START_TIMEOUT,
+) -> Outcome:
+    """The job's new status and the decisions that go with it.
+
+    ``job`` is the view of the MXJob with its persisted ``status``; a job that never passed the
+    validating webhook carries its ``violations`` and fails at once. ``pods`` are the pods it
+    controls (by owner uid), from the cache. ``carries`` maps a slot (``<type>-<index>``) whose
+    pod the controller deleted for recreation to the restart total its next pod must carry
+    (known exactly in memory; after a controller restart it is recovered from
+    ``status.restartCount``). ``pod_start_timeout`` is the controller's; the job's own
+    annotation (``job.pod_start_timeout``) wins.
+
+    A pod deleted by someone else and held by the tracking finalizer counts by how it ended,
+    as if it had not been deleted (:attr:`PodView.gone`); one whose end is never reported
+    counts as failed without an exit code after a while
+    (:func:`controller.job.tracking.settle_views`).
+    """
+    views, unreported_due = settle_views([observe(p) for p in pods], now)
+    timeout = job.pod_start_timeout
+    outcome = _decide(
+        job, views, now=now, carries=carries,
+        pod_start_timeout=float(timeout) if timeout is not None else pod_start_timeout,
+    )  # fmt: skip
+    return dataclasses.replace(
+        outcome,
+        requeue_after=sooner(outcome.requeue_after, unreported_due),
+        ends_counted=accounted(views),
+    )
+
+
+def _decide(
+    job: MXJobView,
+    views: Sequence[PodView],
+    *,
+    now: datetime.datetime,
+    carries: Mapping[str, int] | None,
+    pod_start_timeout: float,
+) -> Outcome:
+    """Run the phases in order; the first that decides the outcome ends the computation."""
+    sync = start(job, views, now=now, carries=carries, pod_start_timeout=pod_start_timeout)
+    for phase in PHASES:
+        outcome = phase(sync)
+        if outcome is not None:
+            return outcome
+    return progress(sync)

@@ -1,0 +1,45 @@
+"""Suspending and resuming: a suspended job has no pods and no deadline.
+
+Kueue (or a user) suspends a job through ``runPolicy.suspend``: Running and Restarting become
+False, every pod and Service goes, and the job keeps its restart count. Resuming resets
+``startTime``, so ``activeDeadlineSeconds`` counts from the resume, as kube's Job controller
+does.
+"""
+
+from __future__ import annotations
+
+from controller.job.status.counts import empty_counts, replica_statuses
+from controller.job.status.outcome import EventSpec, Outcome
+from controller.job.status.sync import Sync
+from shared.conditions import ConditionType, Reason, current_state, is_true
+
+
+def suspend(sync: Sync) -> Outcome | None:
+    """Suspended: no pods, no deadline; Running and Restarting become False."""
+    if not sync.job.suspended:
+        return None
+    message = f"MXJob {sync.job.name} is suspended."
+    if not is_true(sync.conditions, ConditionType.SUSPENDED):
+        sync.events.append(EventSpec("Normal", Reason.SUSPENDED, message))
+    sync.condition(ConditionType.SUSPENDED, status=True, reason=Reason.SUSPENDED, message=message)
+    for ctype in (ConditionType.RUNNING, ConditionType.RESTARTING):
+        if is_true(sync.conditions, ctype):
+            sync.condition(ctype, status=False, reason=Reason.SUSPENDED, message=message)
+    status = sync.status
+    status["conditions"] = sync.conditions
+    status["state"] = current_state(sync.conditions)
+    status["restartCount"] = sync.restarts_so_far
+    status["replicaStatuses"] = replica_statuses(sync.job, empty_counts(sync.job))
+    return Outcome(status=status, suspended=True, created=sync.created, events=tuple(sync.events))
+
+
+def resume(sync: Sync) -> None:
+    """Resuming resets ``startTime``, so the deadline counts from the resume."""
+    if is_true(sync.conditions, ConditionType.SUSPENDED):
+        message = f"MXJob {sync.job.name} is resumed."
+        sync.condition(
+            ConditionType.SUSPENDED, status=False, reason=Reason.RESUMED, message=message
+        )
+        sync.events.append(EventSpec("Normal", Reason.RESUMED, message))
+        sync.status["startTime"] = sync.stamp
+    sync.status.setdefault("startTime", sync.stamp)

@@ -1,0 +1,74 @@
+"""controller.integrations.budget.integration: a gang's PodDisruptionBudget made before its pods,
+never holding them back (in-memory fake API)."""
+
+from __future__ import annotations
+
+from controller.integrations.budget.integration import BudgetIntegration
+from controller.integrations.budget.pdb_writes import budget_path
+from controller.integrations.gang.integration import GangIntegration
+from controller.integrations.gang.podgroups import GangScheduler
+from controller.job.desired import job_labels
+from controller.job.hooks import Integration
+from controller.job.view import MXJobView
+from controller.runtime.client import ApiError, error_for
+from tests.controller.fakes import FakeApi
+from tests.controller.samples import job, view_of
+
+PLAIN = view_of(job())
+ASKED = view_of(job(run_policy={"schedulingPolicy": {"minAvailable": 2}}))
+
+
+def prepare(budget: BudgetIntegration, view: MXJobView) -> tuple[bool, list[Exception]]:
+    errors: list[Exception] = []
+    ready = budget.prepare_pods(view, labels=job_labels(view), errors=errors)
+    return ready, errors
+
+
+def budget_for(api: FakeApi, scheduler: GangScheduler = "none") -> BudgetIntegration:
+    return BudgetIntegration(api, scheduler=lambda: scheduler)
+
+
+def test_it_is_an_integration_named_budget() -> None:
+    integration: Integration = budget_for(FakeApi())
+    assert integration.name == "budget"
+
+
+def test_a_job_that_asks_for_a_gang_gets_its_budget_before_its_pods() -> None:
+    api = FakeApi()
+    assert prepare(budget_for(api), ASKED) == (True, [])
+    stored = api.objects[budget_path("ns", "mnist")]
+    assert stored["spec"]["minAvailable"] == 2
+    assert stored["metadata"]["labels"] == job_labels(ASKED)
+
+
+def test_a_job_that_is_no_gang_gets_no_budget() -> None:
+    api = FakeApi()
+    assert prepare(budget_for(api), PLAIN) == (True, [])
+    assert api.requests == []
+
+
+def test_under_a_gang_scheduler_every_job_gets_one() -> None:
+    api = FakeApi()
+    assert prepare(budget_for(api, "volcano"), PLAIN) == (True, [])
+    assert api.objects[budget_path("ns", "mnist")]["spec"]["minAvailable"] == 4
+
+
+def test_the_scheduler_is_read_when_pods_are_prepared_not_when_built() -> None:
+    api = FakeApi()
+    gang = GangIntegration(api, scheduler="none")
+    budget = BudgetIntegration(api, scheduler=lambda: gang.scheduler)
+    assert prepare(budget, PLAIN) == (True, [])
+    assert api.requests == []
+    gang.scheduler = "native"  # resolved at start-up ("auto")
+    assert prepare(budget, PLAIN) == (True, [])
+    assert budget_path("ns", "mnist") in api.objects
+
+
+def test_a_budget_that_cannot_be_written_is_an_error_but_holds_no_pod_back() -> None:
+    api = FakeApi()
+    refused = error_for(403, "Forbidden", {"kind": "Status", "reason": "Forbidden", "code": 403})
+    api.fail_next[("GET", budget_path("ns", "mnist"))] = refused
+    ready, errors = prepare(budget_for(api), ASKED)
+    assert ready is True
+    assert errors == [refused] and isinstance(errors[0], ApiError)
+    assert api.writes() == []

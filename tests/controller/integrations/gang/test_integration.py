@@ -1,0 +1,128 @@
+"""controller.integrations.gang.integration: the gang made before pods, each pod joined to it,
+and the Event of a gang that waits (in-memory fake API)."""
+
+from __future__ import annotations
+
+import copy
+
+from controller.integrations.gang.integration import GangIntegration
+from controller.integrations.gang.podgroup_writes import (
+    GangNotReadyError,
+    crd_pod_group_path,
+    gang_path,
+)
+from controller.integrations.gang.podgroups import GANG_WAITING, build_pod_group
+from controller.job.desired import build_pod, desired_slots, job_labels
+from controller.job.hooks import Integration, Notice
+from tests.controller.fakes import FakeApi
+from tests.controller.samples import job, pods_all, view_of
+
+JOB = view_of(job())
+
+
+def prepare(gang: GangIntegration) -> tuple[bool, list[Exception]]:
+    errors: list[Exception] = []
+    ready = gang.prepare_pods(JOB, labels=job_labels(JOB), errors=errors)
+    return ready, errors
+
+
+def test_it_is_an_integration_named_gang() -> None:
+    integration: Integration = GangIntegration(FakeApi(), scheduler="none")
+    assert integration.name == "gang"
+
+
+def test_without_a_gang_scheduler_pods_are_made_at_once_and_nothing_is_written() -> None:
+    api = FakeApi()
+    assert prepare(GangIntegration(api, scheduler="none")) == (True, [])
+    assert api.requests == []
+
+
+def test_native_gang_objects_are_made_before_the_pods_then_left_alone() -> None:
+    api = FakeApi()
+    gang = GangIntegration(api, scheduler="native")
+    assert prepare(gang) == (True, [])
+    assert [(w.method, w.path) for w in api.writes()] == [
+        ("POST", gang_path("workloads", "ns")),
+        ("POST", gang_path("podgroups", "ns")),
+    ]
+    assert api.objects[gang_path("podgroups", "ns", "mnist")]["metadata"]["labels"] == (
+        job_labels(JOB)
+    )
+    assert prepare(gang) == (True, [])
+    assert len(api.writes()) == 2
+
+
+def test_an_earlier_jobs_pod_group_holds_the_pods_back_while_it_is_replaced() -> None:
+    api = FakeApi()
+    gang = GangIntegration(api, scheduler="native")
+    prepare(gang)
+    earlier = build_pod_group(view_of(job(uid="earlier-uid")), labels={})
+    stored = api.put_object(gang_path("podgroups", "ns", "mnist"), earlier)
+    ready, errors = prepare(gang)
+    assert ready is False
+    assert len(errors) == 1 and isinstance(errors[0], GangNotReadyError)
+    delete = api.writes()[-1]
+    assert (delete.method, delete.body) == (
+        "DELETE",
+        {"preconditions": {"uid": stored["metadata"]["uid"]}},
+    )
+
+
+def test_pods_wait_until_volcano_admitted_their_group() -> None:
+    api = FakeApi()
+    gang = GangIntegration(api, scheduler="volcano")
+    ready, errors = prepare(gang)
+    assert ready is False and isinstance(errors[0], GangNotReadyError)
+    path = crd_pod_group_path("volcano", "ns", "mnist")
+    api.objects[path]["status"] = {"phase": "Inqueue"}
+    assert prepare(gang) == (True, [])
+
+
+def test_the_scheduler_resolved_after_construction_is_the_one_used() -> None:
+    api = FakeApi()
+    gang = GangIntegration(api, scheduler="none")
+    gang.scheduler = "native"  # as the manager sets it once "auto" is resolved
+    assert prepare(gang) == (True, [])
+    assert len(api.writes()) == 2
+
+
+def test_each_pod_joins_the_gang_as_it_is_built() -> None:
+    slot = next(s for s in desired_slots(JOB) if s.key == "worker-1")
+    replica = JOB.replica("Worker")
+    assert replica is not None
+    native = build_pod(JOB, slot)
+    GangIntegration(FakeApi(), scheduler="native").decorate_pod(JOB, native, replica=replica)
+    assert native["spec"]["schedulingGroup"] == {"podGroupName": "mnist"}
+    volcano = build_pod(JOB, slot)
+    GangIntegration(FakeApi(), scheduler="volcano").decorate_pod(JOB, volcano, replica=replica)
+    assert volcano["metadata"]["annotations"]["volcano.sh/task-spec"] == "worker"
+    plain = build_pod(JOB, slot)
+    before = copy.deepcopy(plain)
+    GangIntegration(FakeApi(), scheduler="none").decorate_pod(JOB, plain, replica=replica)
+    assert plain == before
+
+
+def test_a_job_whose_pods_all_wait_for_their_gang_is_told_so() -> None:
+    unplaced = pods_all(job())
+    for pod in unplaced:
+        pod["spec"].pop("nodeName", None)
+    gang = GangIntegration(FakeApi(), scheduler="native")
+    (notice,) = gang.notices(JOB, unplaced)
+    assert isinstance(notice, Notice)
+    assert (notice.type, notice.reason) == ("Normal", GANG_WAITING)
+    assert "0 of 4 pods placed" in notice.message
+    placed = copy.deepcopy(unplaced)
+    for pod in placed:
+        pod["spec"]["nodeName"] = "node-1"
+    assert gang.notices(JOB, placed) == ()
+    assert GangIntegration(FakeApi(), scheduler="none").notices(JOB, unplaced) == ()
+
+
+def test_a_finished_or_suspended_job_waits_for_no_gang() -> None:
+    unplaced = pods_all(job())
+    for pod in unplaced:
+        pod["spec"].pop("nodeName", None)
+    gang = GangIntegration(FakeApi(), scheduler="native")
+    succeeded = {"conditions": [{"type": "Succeeded", "status": "True", "reason": "Done"}]}
+    assert gang.notices(view_of(job(status=succeeded)), unplaced) == ()
+    assert gang.notices(view_of(job(run_policy={"suspend": True})), unplaced) == ()
