@@ -1,8 +1,9 @@
 """No function is longer than a screen, so each one reads at a glance; no module of the tooling or
 of the controller is longer than a sitting.
 
-Long decisions are split into named steps instead (``compute_status`` in controller/job/status.py
-is a sequence of small phases over one state object). This holds every function and method of
+Long decisions are split into named steps instead (``compute_status`` in
+controller/job/status/__init__.py is a sequence of small phases over one state object, each phase
+a module of its package). This holds every function and method of
 the product packages, the development tooling (``hack/``) and the benchmarks (``bench/``) to
 :data:`LIMIT` lines, counted from ``def`` to its last line (docstring and comments included; a
 nested function counts within its parent too), and every module of :data:`MODULE_CHECKED` to

@@ -104,17 +104,17 @@ class Reconciler:
         """Bring one job closer to its spec; return seconds until it must be looked at again."""
         raw = self.jobs.get(key)
         namespace, _, name = key.partition("/")
-        if raw is None or raw.get("metadata", {}).get("deletionTimestamp"):
+        job = self.memory.view(key, raw) if raw is not None else None
+        if job is None or job.being_deleted:
             # Gone, or being deleted: the garbage collector deletes the pods and the rest.
-            if raw is None:
+            if job is None:
                 self.forget(key)
             for integration in self.integrations:
                 integration.job_gone(namespace, name)
-            self._release_orphans(key, self.pods.by_index(namespace, name), check_live=raw is None)
+            self._release_orphans(key, self.pods.by_index(namespace, name), check_live=job is None)
             return None
         # From the namespace's first job on, its counters exist at 0 (Metrics.touch_namespace).
         self.metrics.touch_namespace(namespace)
-        job = self.memory.view(key, raw)
         if any(integration.takes_over(job) for integration in self.integrations):
             return None  # the job was written: its next version continues from here
         if not job.ours:

@@ -67,6 +67,9 @@ class ReplicaView:
     port: int
     spec: Mapping[str, Any]
     """The replica spec as defaulting left it, for what the view does not name."""
+    stored_template: Mapping[str, Any]
+    """The pod template as stored, before the controller's defaulting in memory: what Kueue's
+    podSets carry (a Workload is compared with the job as the API server holds it)."""
 
     @property
     def lower(self) -> str:
@@ -187,23 +190,26 @@ class MXJobView:
         return found.replicas if found is not None else 0
 
 
-def _replicas(defaulted: Mapping[str, Any]) -> tuple[ReplicaView, ...]:
-    found = []
-    for key, spec in replica_specs(defaulted).items():
-        rtype = ReplicaType(key)
-        template = spec.get("template")
-        found.append(
-            ReplicaView(
-                type=rtype,
-                replicas=spec_replica_count(spec),
-                template=template if isinstance(template, Mapping) else {},
-                restart_policy=restart_policy(defaulted, key),
-                restart_scope=restart_scope(defaulted, key),
-                port=replica_port(defaulted, key),
-                spec=spec,
-            )
+def _template(spec: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    template = as_mapping(spec).get("template")
+    return template if isinstance(template, Mapping) else {}
+
+
+def _replicas(defaulted: Mapping[str, Any], stored: Mapping[str, Any]) -> tuple[ReplicaView, ...]:
+    stored_specs = replica_specs(stored)
+    return tuple(
+        ReplicaView(
+            type=ReplicaType(key),
+            replicas=spec_replica_count(spec),
+            template=_template(spec),
+            restart_policy=restart_policy(defaulted, key),
+            restart_scope=restart_scope(defaulted, key),
+            port=replica_port(defaulted, key),
+            spec=spec,
+            stored_template=_template(stored_specs.get(key)),
         )
-    return tuple(found)
+        for key, spec in replica_specs(defaulted).items()
+    )
 
 
 def _run_policy(job: Mapping[str, Any]) -> RunPolicyView:
@@ -272,7 +278,7 @@ def read_job(
         labels=_strings(meta.get("labels")),
         annotations=_strings(meta.get("annotations")),
         mode=job_mode(spec_source),
-        replicas=_replicas(spec_source),
+        replicas=_replicas(spec_source, raw),
         run_policy=_run_policy(spec_source),
         queueing=QueueingView(queue_name=queue_name(raw), prebuilt_workload=prebuilt_workload(raw)),
         success_policy=success_policy(spec_source),

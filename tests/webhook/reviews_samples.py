@@ -16,9 +16,9 @@ from shared import constants
 from webhook.reviews import (
     ADMISSION_API_VERSION,
     ADMISSION_KIND,
-    AdmissionResponse,
     CONVERSION_API_VERSION,
     CONVERSION_KIND,
+    AdmissionResponse,
     JSONObject,
     JSONPatchOp,
     Operation,

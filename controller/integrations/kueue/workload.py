@@ -105,13 +105,13 @@ def mode_replicas(job: MXJobView) -> tuple[ReplicaView, ...]:
 
 
 def pod_sets(job: MXJobView) -> list[Obj]:
-    """One podSet per replica type: its lowercase name, replica count and pod template (the
-    defaulted one, which pods are built from)."""
+    """One podSet per replica type: its lowercase name, replica count and pod template (as
+    stored: Kueue compares the Workload with the job the API server holds)."""
     return [
         {
             "name": replica.lower,
             "count": replica.replicas,
-            "template": copy_json(dict(replica.template)),
+            "template": copy_json(dict(replica.stored_template)),
         }
         for replica in mode_replicas(job)
     ]
@@ -125,7 +125,7 @@ def priority_class(job: MXJobView) -> str:
     if isinstance(named, str) and named:
         return named
     for replica in mode_replicas(job):
-        name = as_mapping(replica.template.get("spec")).get("priorityClassName")
+        name = as_mapping(replica.stored_template.get("spec")).get("priorityClassName")
         if isinstance(name, str) and name:
             return name
     return ""
