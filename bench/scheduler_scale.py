@@ -15,10 +15,10 @@ registered as installed and ``mxjob-controller`` watching the run's namespace:
    every job is Succeeded and only the finished schedulers are left (``cleanPodPolicy: Running``).
 
 Per job: seconds, the controller's writes and CPU milliseconds. The controller's writes are its
-own count (``mxjob_controller_api_writes_total``) plus the core group's Event writes from
-``apiserver_request_total`` (kube-scheduler's Events are ``events.k8s.io``): the API server's
-counters alone cannot tell the controller's pod deletions from kwok's, which confirms a deleted
-pod as a kubelet would. The API server's view is reported beside it.
+own count (``mxjob_controller_api_writes_total``: its client counts every write, Events
+included): the API server's counters alone cannot tell the controller's pod deletions from
+kwok's, which confirms a deleted pod as a kubelet would. The API server's view is reported
+beside it.
 
 One size's measurement is ``bench.scheduler_scale_measure``; this module starts its plane and
 components, and judges the sizes together.

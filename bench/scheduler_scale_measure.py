@@ -1,9 +1,9 @@
 """One size of ``bench.scheduler_scale``: submit the jobs, wait for each step through the driver's
 watches, end the schedulers through kwok, and read the clocks and the costs.
 
-The controller's writes are its own count (``mxjob_controller_api_writes_total``) plus the core
-group's Event writes from ``apiserver_request_total``; its reconciles and dropped Events come from
-its ``/metrics`` too. Every cost is a difference of the counters read before the first job and
+The controller's writes are its own count (``mxjob_controller_api_writes_total``: its client
+counts every write it sends, Events included); its reconciles and dropped Events come from its
+``/metrics`` too. Every cost is a difference of the counters read before the first job and
 after the last clean-up, and the controller's memory is read once more when every pod is cached.
 """
 
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from bench.common import (
-    WRITE_VERBS,
     CountingClient,
     ProcessSample,
     RequestKey,
@@ -49,7 +48,8 @@ _WRITES_SERIES: Final = re.compile(
 
 
 def own_writes(metrics_text: str) -> collections.Counter[RequestKey]:
-    """``mxjob_controller_api_writes_total`` (every write but Events) by verb and resource."""
+    """``mxjob_controller_api_writes_total`` (every write the controller sent) by verb and
+    resource."""
     counts: collections.Counter[RequestKey] = collections.Counter()
     for line in metrics_text.splitlines():
         match = _WRITES_SERIES.match(line)
@@ -92,18 +92,6 @@ def reconciles(metrics_text: str) -> int:
 def scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         return str(response.read().decode())
-
-
-def event_writes(counts: Mapping[RequestKey, int]) -> collections.Counter[RequestKey]:
-    """The core group's Event writes: the controller's alone on this plane (kube-scheduler
-    writes ``events.k8s.io`` Events, kwok's stages write none)."""
-    return collections.Counter(
-        {
-            (verb, res): n
-            for (verb, res), n in counts.items()
-            if res == "events" and verb in WRITE_VERBS
-        }
-    )
 
 
 def poll(
@@ -294,7 +282,7 @@ def _read_after(
     seen = subtract(requests, delta(driver.snapshot(), driver_0))
     metrics_text = scrape(metrics_port)
     done = reconciles(metrics_text) - before.reconciles
-    ours = delta(own_writes(metrics_text), before.own_writes) + event_writes(seen)
+    ours = delta(own_writes(metrics_text), before.own_writes)
     cpu = component_cpu(plane)
     return Costs(
         end=end,

@@ -58,6 +58,51 @@ def _meta(obj: Obj) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
+def _job_informers(
+    client: KubeClient, *, namespaces: tuple[str, ...] | None, settings: InformerSettings
+) -> tuple[Informer, Informer, Informer]:
+    """The MXJobs', and their pods' and Services' informers (indexed by job name)."""
+    # Ours, and training-operator's: its pods of a job taken over are adopted, not doubled.
+    selector = f"{LABEL_OPERATOR_NAME} in ({','.join(WATCHED_OPERATOR_NAMES)})"
+    jobs = Informer(
+        client, name="mxjobs", path_for=mxjobs_path, namespaces=namespaces, settings=settings
+    )
+    pods = Informer(
+        client,
+        name="pods",
+        path_for=pods_path,
+        namespaces=namespaces,
+        label_selector=selector,
+        index_label=LABEL_JOB_NAME,
+        transform=slim_pod,
+        settings=settings,
+    )
+    services = Informer(
+        client,
+        name="services",
+        path_for=services_path,
+        namespaces=namespaces,
+        label_selector=selector,
+        index_label=LABEL_JOB_NAME,
+        settings=settings,
+    )
+    return jobs, pods, services
+
+
+def _elector(client: KubeClient, settings: ControllerSettings) -> LeaderElector:
+    return LeaderElector(
+        client,
+        ElectionSettings(
+            namespace=settings.lease_namespace,
+            name=settings.lease_name,
+            identity=settings.identity,
+            lease_duration=settings.lease_duration,
+            renew_deadline=settings.renew_deadline,
+            retry_period=settings.retry_period,
+        ),
+    )
+
+
 class Controller:
     """One controller process's moving parts."""
 
@@ -65,6 +110,8 @@ class Controller:
         self.settings = settings
         self.client = client or KubeClient.load(settings.kubeconfig, pool_size=settings.pool_size)
         self.metrics = Metrics()
+        # The client counts every write it sends (mxjob_controller_api_writes_total).
+        self.client.count_writes_with(self.metrics.count_api_write)
         self.queue = WorkQueue(metrics=self.metrics)
         self.metrics.track_queue(self.queue)
         self.expectations = Expectations(timeout=settings.expectations_timeout)
@@ -75,33 +122,8 @@ class Controller:
         )
         namespaces = settings.namespaces or None
         informer_settings = InformerSettings(watch_timeout=settings.watch_timeout)
-        # Ours, and training-operator's: its pods of a job taken over are adopted, not doubled.
-        selector = f"{LABEL_OPERATOR_NAME} in ({','.join(WATCHED_OPERATOR_NAMES)})"
-        self.jobs = Informer(
-            self.client,
-            name="mxjobs",
-            path_for=mxjobs_path,
-            namespaces=namespaces,
-            settings=informer_settings,
-        )
-        self.pods = Informer(
-            self.client,
-            name="pods",
-            path_for=pods_path,
-            namespaces=namespaces,
-            label_selector=selector,
-            index_label=LABEL_JOB_NAME,
-            transform=slim_pod,
-            settings=informer_settings,
-        )
-        self.services = Informer(
-            self.client,
-            name="services",
-            path_for=services_path,
-            namespaces=namespaces,
-            label_selector=selector,
-            index_label=LABEL_JOB_NAME,
-            settings=informer_settings,
+        self.jobs, self.pods, self.services = _job_informers(
+            self.client, namespaces=namespaces, settings=informer_settings
         )
         self.metrics.track_jobs(self.jobs.store.objects, by_state=jobs_by_state)
         self.gang = GangIntegration(self.client, scheduler="none")
@@ -125,19 +147,7 @@ class Controller:
         self.jobs.add_handler(self._on_job)
         self.pods.add_handler(self._owned_handler("pods"))
         self.services.add_handler(self._owned_handler("services"))
-        self.elector: LeaderElector | None = None
-        if settings.leader_elect:
-            self.elector = LeaderElector(
-                self.client,
-                ElectionSettings(
-                    namespace=settings.lease_namespace,
-                    name=settings.lease_name,
-                    identity=settings.identity,
-                    lease_duration=settings.lease_duration,
-                    renew_deadline=settings.renew_deadline,
-                    retry_period=settings.retry_period,
-                ),
-            )
+        self.elector = _elector(self.client, settings) if settings.leader_elect else None
         self.certificates = self._certificate_keeper()
         self.stop_event = threading.Event()
         self.lost_lease = False

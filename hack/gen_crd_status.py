@@ -1,7 +1,7 @@
 """The MXJob CRD's status schema, for ``hack/gen_crd.py``: what the controller writes.
 
 Structural schemas prune what they do not name, so every field the controller writes to
-``status`` is here (``controller/job/status.py``, ``controller/job/recovery.py``).
+``status`` is here (``controller/job/status/``, ``controller/job/recovery.py``).
 """
 
 from __future__ import annotations

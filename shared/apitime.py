@@ -15,8 +15,8 @@ def format_time(moment: datetime.datetime) -> str:
 
 
 def format_micro_time(moment: datetime.datetime) -> str:
-    """RFC 3339 in UTC with microseconds, the format of the API's ``MicroTime`` (a Lease's
-    ``acquireTime`` and ``renewTime``): the API server refuses a ``Time`` there."""
+    """RFC 3339 in UTC with six fraction digits, the format of the API's ``MicroTime`` (a
+    Lease's ``acquireTime`` and ``renewTime``), as apimachinery's ``RFC3339Micro`` writes it."""
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

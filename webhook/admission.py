@@ -158,7 +158,7 @@ def mutate(request: AdmissionRequest, *, kueue_workloads: bool = False) -> Admis
     # one (tests/fuzz checks that property). Re-validating cost 40 % of a mutate review
     # (bench/findings.md). What another mutating webhook makes of the job afterwards is judged
     # when this one is reinvoked (reinvocationPolicy IfNeeded), and by the controller before it
-    # runs anything (controller/job/status.py, MXJobFailedValidation).
+    # runs anything (controller/job/status/verdicts.py, MXJobFailedValidation).
     target = defaulted if version == constants.V1 else conversion.convert(defaulted, version)
     return allowed(request["uid"], patch=make_patch(sent, target))
 

@@ -37,13 +37,12 @@ from controller.certificates.cabundles import (
     crd_site,
     webhook_site,
 )
-from controller.runtime.client import ApiError, KubeClient, NotFound, resource_path
+from controller.runtime.client import JSON_PATCH, ApiError, KubeClient, NotFound, resource_path
 from controller.runtime.events import EventRecorder
 
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER: Final = "mxjob-operator-certificates"
-JSON_PATCH: Final = "application/json-patch+json"
 ISSUED: Final = "CertificateIssued"
 REPLACED: Final = "CertificateReplaced"
 REPAIRED: Final = "CABundleRepaired"

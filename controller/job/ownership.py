@@ -27,24 +27,34 @@ def owner_reference(job: MXJobView) -> dict[str, Any]:
     }
 
 
-def owner_uids(obj: Mapping[str, Any], *, controller_only: bool = False) -> list[str]:
-    """The uids of ``obj``'s owners (only its controller's with ``controller_only``)."""
+def _references(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     refs = as_mapping(obj.get("metadata")).get("ownerReferences")
-    if not isinstance(refs, list):
-        return []
-    return [
-        str(ref["uid"])
-        for ref in refs
-        if isinstance(ref, Mapping)
-        and isinstance(ref.get("uid"), str)
-        and (not controller_only or ref.get("controller") is True)
-    ]
+    return [ref for ref in refs if isinstance(ref, Mapping)] if isinstance(refs, list) else []
+
+
+def owner_uids(obj: Mapping[str, Any]) -> list[str]:
+    """The uids of ``obj``'s owners."""
+    return [str(ref["uid"]) for ref in _references(obj) if isinstance(ref.get("uid"), str)]
+
+
+def controller_reference(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``obj``'s controller owner reference (its MXJob's for what this operator makes)."""
+    return next((ref for ref in _references(obj) if ref.get("controller") is True), None)
 
 
 def controller_uid(obj: Mapping[str, Any]) -> str | None:
-    """The uid of the object's controller owner (its MXJob for what this operator makes)."""
-    found = owner_uids(obj, controller_only=True)
-    return found[0] if found else None
+    """The uid of the object's controller owner."""
+    uid = as_mapping(controller_reference(obj)).get("uid")
+    return uid if isinstance(uid, str) else None
+
+
+def controlling_job(obj: Mapping[str, Any]) -> str | None:
+    """``namespace/name`` of the MXJob controlling ``obj`` (in its namespace), None when its
+    controller is not an MXJob."""
+    ref = as_mapping(controller_reference(obj))
+    if ref.get("kind") != KIND or not isinstance(ref.get("name"), str):
+        return None
+    return f"{as_mapping(obj.get('metadata')).get('namespace')}/{ref['name']}"
 
 
 def owned_by(obj: Mapping[str, Any], job: MXJobView) -> bool:

@@ -21,7 +21,7 @@ from typing import Any, Final
 from controller.job.observed import PodView, observe
 from controller.job.status import Outcome
 from controller.job.view import MXJobView, read_job
-from controller.runtime.job_series import JOB_STATES, NEW, UNKNOWN, JobTally
+from controller.runtime.job_series import JOB_STATES, NEW, UNKNOWN_EXIT_CLASS, JobTally
 from shared.apitime import parse_time
 from shared.conditions import ConditionType, current_state, get_condition
 from shared.exitcodes import classify_exit
@@ -78,7 +78,8 @@ def restarts_by_exit_class(
     A recreated pod's class is its exit code's (no exit code: evicted or preempted, which
     ``shared.exitcodes`` calls retryable). The rest are in-place restarts by the kubelet; the pods
     tell only their last run's exit code, and not which of them restarted since the last count,
-    so they get the class the in-place restarted pods share, or :data:`UNKNOWN` when they differ.
+    so they get the class the in-place restarted pods share, or :data:`UNKNOWN_EXIT_CLASS` when
+    they differ.
     """
     found: dict[str, int] = {}
     left = max(0, new_restarts)
@@ -89,11 +90,13 @@ def restarts_by_exit_class(
     if left:
         ids = {v.uid for v in recreated}
         classes = {
-            classify_exit(v.last_exit_code).value if v.last_exit_code is not None else UNKNOWN
+            classify_exit(v.last_exit_code).value
+            if v.last_exit_code is not None
+            else UNKNOWN_EXIT_CLASS
             for v in views
             if v.in_place_restarts > 0 and v.uid not in ids
         }
-        name = classes.pop() if len(classes) == 1 else UNKNOWN
+        name = classes.pop() if len(classes) == 1 else UNKNOWN_EXIT_CLASS
         found[name] = found.get(name, 0) + left
     return found
 

@@ -35,8 +35,6 @@ from shared.apitime import parse_time
 from shared.constants import TRACKING_FINALIZER
 from shared.spec import as_mapping
 
-JSON_PATCH: Final = "application/json-patch+json"
-
 UNREPORTED_END_SLACK: Final = 60.0
 """Seconds after a tracked pod's ``deletionTimestamp`` (the end of its grace period) after which
 a pod still not reporting an end is taken as failed without an exit code (node lost)."""

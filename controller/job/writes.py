@@ -21,10 +21,11 @@ from controller.job.observed import observe
 from controller.job.ownership import controller_uid
 from controller.job.plan import Obj, Plan, object_name
 from controller.job.status import REMOVED_HISTORY, Outcome
-from controller.job.tracking import JSON_PATCH, release_patch
+from controller.job.tracking import release_patch
 from controller.job.view import MXJobView
 from controller.runtime import events as ev
 from controller.runtime.client import (
+    JSON_PATCH,
     MERGE_PATCH,
     AlreadyExists,
     Conflict,

@@ -33,6 +33,9 @@ from shared.constants import GROUP, PLURAL, V1
 
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
+JSON_PATCH: Final = "application/json-patch+json"
+APPLY_PATCH: Final = "application/apply-patch+yaml"
+"""Server-side apply's content type (a JSON body is YAML too)."""
 
 Query = list[tuple[str, str]]
 WriteCounter = Callable[[str, str], None]
@@ -42,7 +45,8 @@ WRITE_VERBS: Final = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELE
 """Kubernetes' verb for each writing method; a server-side apply is a PATCH, verb ``patch``."""
 NAMESPACE_SUBRESOURCES: Final = frozenset({"status", "finalize"})
 """What may follow ``namespaces/<name>`` as a subresource of the Namespace itself rather than
-a resource in it (the API server's ``RequestInfoFactory`` keeps the same set)."""
+a resource in it: the set of the API server's request parser (k8s.io/apiserver,
+``pkg/endpoints/request/requestinfo.go``), whose labels the API server's metrics carry."""
 
 
 class ApiError(Exception):

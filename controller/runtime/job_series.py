@@ -16,8 +16,8 @@ NEW: Final = "New"
 """The state of a job the controller has not yet written a status for (no condition True)."""
 JOB_STATES: Final = (NEW, "Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
 """Every value of ``mxjob_controller_jobs{state}``: ``status.state`` (``shared.conditions``)."""
-UNKNOWN: Final = "Unknown"
-EXIT_CLASSES: Final = ("Succeeded", "Permanent", "Retryable", UNKNOWN)
+UNKNOWN_EXIT_CLASS: Final = "Unknown"
+EXIT_CLASSES: Final = ("Succeeded", "Permanent", "Retryable", UNKNOWN_EXIT_CLASS)
 """``shared.exitcodes.ExitClass`` values, and ``Unknown`` for an in-place restart whose run's
 exit code cannot be told apart from another pod's (``controller.job.tally``,
 ``restarts_by_exit_class``)."""

@@ -1,10 +1,11 @@
-"""The API's times: written in UTC to the second, read back whatever the offset."""
+"""The API's times: written in UTC to the second (``MicroTime`` to the microsecond), read back
+whatever the offset."""
 
 from __future__ import annotations
 
 import datetime
 
-from shared.apitime import format_time, parse_time
+from shared.apitime import format_micro_time, format_time, parse_time
 
 NOW = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
 
@@ -18,6 +19,14 @@ def test_an_offset_or_a_micro_time_reads_as_the_same_moment() -> None:
     assert parse_time("2030-01-02T05:04:05+02:00") == NOW
     assert parse_time("2030-01-02T03:04:05.000000Z") == NOW
     assert parse_time("2030-01-02T03:04:05") == NOW  # no zone: UTC, as the API means
+
+
+def test_a_micro_time_keeps_its_microseconds_and_reads_back_equal() -> None:
+    """A Lease's ``renewTime`` (controller/runtime/election.py), six fraction digits always."""
+    moment = NOW.replace(microsecond=250)
+    east = datetime.timezone(datetime.timedelta(hours=2))
+    assert format_micro_time(moment.astimezone(east)) == "2030-01-02T03:04:05.000250Z"
+    assert parse_time(format_micro_time(moment)) == moment
 
 
 def test_what_is_not_a_time_reads_as_none() -> None:

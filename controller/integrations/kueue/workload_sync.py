@@ -44,23 +44,21 @@ from controller.integrations.kueue.workload import (
     build_kueue_workload,
     priority_class,
 )
-from controller.job.ownership import controller_uid, owner_reference
+from controller.job.ownership import controller_uid, controlling_job, owner_reference
 from controller.job.tally import admission_wait_seconds
 from controller.job.view import MXJobView
-from controller.runtime.client import KubeClient, NotFound, mxjobs_path, resource_path
+from controller.runtime.client import APPLY_PATCH, KubeClient, NotFound, mxjobs_path, resource_path
 from controller.runtime.events import EventRecorder
 from controller.runtime.informers import Store
 from controller.runtime.metrics import Metrics
 from shared.apitime import format_time
-from shared.constants import KIND
 from shared.queueing import PRIORITY_CLASS_LABEL
 from shared.spec import as_mapping
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-APPLY_PATCH: Final = "application/apply-patch+yaml"
-Handler = Callable[[MXJobView, Step], bool]
+StepHandler = Callable[[MXJobView, Step], bool]
 """Carries out one kind of step; True when the job itself was written."""
 
 
@@ -102,18 +100,8 @@ def verify_kueue_route(client: KubeClient) -> None:
 
 
 def workload_owner_key(workload: Mapping[str, Any]) -> str | None:
-    """``namespace/name`` of the MXJob controlling a Workload, None for anyone else's. The
-    controller is found by controller.job.ownership.controller_uid; its reference gives the name
-    (ownership answers uids only)."""
-    uid = controller_uid(workload)
-    if uid is None:
-        return None
-    meta = as_mapping(workload.get("metadata"))
-    refs = meta.get("ownerReferences") or []
-    ref = next((as_mapping(r) for r in refs if as_mapping(r).get("uid") == uid), {})
-    if ref.get("kind") != KIND:
-        return None
-    return f"{meta.get('namespace')}/{ref.get('name')}"
+    """``namespace/name`` of the MXJob controlling a Workload, None for anyone else's."""
+    return controlling_job(workload)
 
 
 class WorkloadSync:
@@ -136,7 +124,7 @@ class WorkloadSync:
         self.recorder = recorder
         self.metrics = metrics
         self._now = now
-        self.handlers: Final[dict[StepKind, Handler]] = {
+        self.handlers: Final[dict[StepKind, StepHandler]] = {
             "create": self._create_workload,
             "adopt": self._adopt_prebuilt,
             "out-of-sync": self._finish_out_of_sync,

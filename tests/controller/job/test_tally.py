@@ -15,7 +15,7 @@ from controller.job.tally import (
     seconds_since,
     tally,
 )
-from controller.runtime.job_series import JOB_STATES, NEW, UNKNOWN, JobTally
+from controller.runtime.job_series import JOB_STATES, NEW, UNKNOWN_EXIT_CLASS, JobTally
 from tests.controller.samples import NOW, NOW_TEXT, job, later, pod, pods_all, view_of
 
 
@@ -85,7 +85,7 @@ def test_in_place_restarts_take_the_class_the_restarted_pods_share_or_unknown() 
         "Permanent": 1
     }
     assert restarts_by_exit_class(new_restarts=3, recreated=[], views=[app_error, oom]) == {
-        UNKNOWN: 3
+        UNKNOWN_EXIT_CLASS: 3
     }
 
 

@@ -23,22 +23,9 @@ from controller.runtime.informers import (
 )
 from controller.runtime.store import Store
 from tests.controller.fakes import ScriptedWatchApi
+from tests.controller.runtime.cache_samples import obj
 
 Obj = dict[str, Any]
-
-
-def obj(name: str, rv: str, *, uid: str | None = None, job: str = "j", **extra: Any) -> Obj:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "uid": uid or f"uid-{name}",
-            "resourceVersion": rv,
-            "labels": {"job": job},
-            "managedFields": [{"manager": "x"}],
-        },
-        **extra,
-    }
 
 
 def listing(*items: Obj, rv: str, token: str = "") -> Obj:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from controller.runtime.store import DELETED, Store, object_key
-from tests.controller.runtime.test_informers import obj
+from tests.controller.runtime.cache_samples import obj
 
 
 def test_an_object_is_keyed_by_namespace_and_name() -> None:

@@ -17,14 +17,13 @@ from controller.integrations.kueue.workload import (
     workload_conditions,
 )
 from controller.integrations.kueue.workload_sync import (
-    APPLY_PATCH,
     KueueRouteError,
     WorkloadSync,
     verify_kueue_route,
     workload_owner_key,
 )
 from controller.integrations.kueue.workload_sync import kueue_workloads_path as wl_path
-from controller.runtime.client import mxjobs_path, resource_path
+from controller.runtime.client import APPLY_PATCH, mxjobs_path, resource_path
 from controller.runtime.events import EventRecorder
 from controller.runtime.informers import Store
 from controller.runtime.metrics import Metrics
