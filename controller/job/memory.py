@@ -2,8 +2,9 @@
 
 Reconcile is level-triggered, but three things cannot be read back from the cluster at once:
 
-- the job's view (controller/job/view.py) validated and defaulted, which costs a defaulting
-  and a validation per spec generation, not per reconcile (status changes do not bump it);
+- the job's spec validated, defaulted and read (controller/job/view.py), which costs a
+  defaulting, a validation and a reading per spec generation, not per reconcile (status
+  changes do not bump it);
 - the restart history of a slot whose pod was deleted for a retry and whose replacement does
   not exist yet (its *carry*: what the new pod will carry in its annotation);
 - the pods whose tracking finalizer this process removed, until the cache shows the PATCH.
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.job.view import MXJobView, read_job
+from controller.job.view import MXJobView, SpecReading, read_job, read_spec
 from shared.defaults import apply_defaults
 from shared.spec import as_mapping
 from shared.validation import replica_total_violations, validate
@@ -29,7 +30,7 @@ from shared.validation import replica_total_violations, validate
 class _Defaulted:
     uid: str
     generation: object
-    defaulted: Mapping[str, Any]
+    spec: SpecReading
     violations: tuple[str, ...]
 
 
@@ -67,10 +68,10 @@ class JobMemory:
             too_many = replica_total_violations(raw)
             defaulted = dict(raw) if too_many else apply_defaults(raw)
             violations = tuple(str(v) for v in too_many or validate(defaulted))
-            cached = _Defaulted(uid, generation, defaulted, violations)
+            cached = _Defaulted(uid, generation, read_spec(defaulted, stored=raw), violations)
             with self._lock:
                 self._defaulted[key] = cached
-        return read_job(raw, defaulted=cached.defaulted, violations=cached.violations)
+        return read_job(raw, spec=cached.spec, violations=cached.violations)
 
     # -- carries ----------------------------------------------------------------------------------
     def carries(self, key: str, uid: str) -> dict[str, int]:

@@ -256,15 +256,40 @@ def _strings(value: object) -> dict[str, str]:
     return {k: v for k, v in as_mapping(value).items() if isinstance(v, str)}
 
 
+@dataclass(frozen=True)
+class SpecReading:
+    """What the view reads from the job's spec: the same for every reconcile of one spec
+    generation, so :class:`controller.job.memory.JobMemory` reads it once per generation."""
+
+    defaulted: Mapping[str, Any]
+    mode: JobMode | None
+    replicas: tuple[ReplicaView, ...]
+    run_policy: RunPolicyView
+    success_policy: SuccessPolicy
+
+
+def read_spec(defaulted: Mapping[str, Any], *, stored: Mapping[str, Any]) -> SpecReading:
+    """The spec of ``defaulted`` (the templates as ``stored`` keeps them too)."""
+    return SpecReading(
+        defaulted=defaulted,
+        mode=job_mode(defaulted),
+        replicas=_replicas(defaulted, stored),
+        run_policy=_run_policy(defaulted),
+        success_policy=success_policy(defaulted),
+    )
+
+
 def read_job(
     raw: Mapping[str, Any],
     *,
     defaulted: Mapping[str, Any] | None = None,
     violations: tuple[str, ...] = (),
+    spec: SpecReading | None = None,
 ) -> MXJobView:
-    """The view of ``raw``; its spec is read from ``defaulted`` (``raw`` itself when None), its
-    metadata and status from ``raw``, the newest the cache holds."""
-    spec_source = raw if defaulted is None else defaulted
+    """The view of ``raw``; its spec is read from ``defaulted`` (``raw`` itself when None) unless
+    ``spec`` was read already, its metadata and status from ``raw``, the newest the cache holds."""
+    if spec is None:
+        spec = read_spec(raw if defaulted is None else defaulted, stored=raw)
     meta = as_mapping(raw.get("metadata"))
     status = as_mapping(raw.get("status"))
     succeeded, failed, message = _ended(status)
@@ -277,11 +302,11 @@ def read_job(
         created_at=str(meta.get("creationTimestamp") or ""),
         labels=_strings(meta.get("labels")),
         annotations=_strings(meta.get("annotations")),
-        mode=job_mode(spec_source),
-        replicas=_replicas(spec_source, raw),
-        run_policy=_run_policy(spec_source),
+        mode=spec.mode,
+        replicas=spec.replicas,
+        run_policy=spec.run_policy,
         queueing=QueueingView(queue_name=queue_name(raw), prebuilt_workload=prebuilt_workload(raw)),
-        success_policy=success_policy(spec_source),
+        success_policy=spec.success_policy,
         pod_start_timeout=pod_start_timeout_override(raw),
         status=status,
         succeeded=succeeded,
@@ -290,6 +315,6 @@ def read_job(
         active=_active(status),
         being_deleted=bool(meta.get("deletionTimestamp")),
         raw=raw,
-        defaulted=spec_source,
+        defaulted=spec.defaulted,
         violations=violations,
     )
