@@ -68,7 +68,7 @@ class JobMemory:
             too_many = replica_total_violations(raw)
             defaulted = dict(raw) if too_many else apply_defaults(raw)
             violations = tuple(str(v) for v in too_many or validate(defaulted))
-            cached = _Defaulted(uid, generation, read_spec(defaulted, stored=raw), violations)
+            cached = _Defaulted(uid, generation, read_spec(defaulted), violations)
             with self._lock:
                 self._defaulted[key] = cached
         return read_job(raw, spec=cached.spec, violations=cached.violations)

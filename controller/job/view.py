@@ -67,9 +67,6 @@ class ReplicaView:
     port: int
     spec: Mapping[str, Any]
     """The replica spec as defaulting left it, for what the view does not name."""
-    stored_template: Mapping[str, Any]
-    """The pod template as stored, before the controller's defaulting in memory: what Kueue's
-    podSets carry (a Workload is compared with the job as the API server holds it)."""
 
     @property
     def lower(self) -> str:
@@ -185,6 +182,11 @@ class MXJobView:
         """The replica type's view (its canonical spelling), None when the job has none."""
         return next((r for r in self.replicas if r.type.value == replica_type), None)
 
+    def stored_template(self, replica_type: str) -> Mapping[str, Any]:
+        """The replica's pod template as stored, before the controller's defaulting in memory:
+        what Kueue's podSets carry (a Workload is compared with the job the API server holds)."""
+        return _template(replica_specs(self.raw).get(replica_type))
+
     def replica_count(self, replica_type: str) -> int:
         found = self.replica(replica_type)
         return found.replicas if found is not None else 0
@@ -195,8 +197,7 @@ def _template(spec: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return template if isinstance(template, Mapping) else {}
 
 
-def _replicas(defaulted: Mapping[str, Any], stored: Mapping[str, Any]) -> tuple[ReplicaView, ...]:
-    stored_specs = replica_specs(stored)
+def _replicas(defaulted: Mapping[str, Any]) -> tuple[ReplicaView, ...]:
     return tuple(
         ReplicaView(
             type=ReplicaType(key),
@@ -206,7 +207,6 @@ def _replicas(defaulted: Mapping[str, Any], stored: Mapping[str, Any]) -> tuple[
             restart_scope=restart_scope(defaulted, key),
             port=replica_port(defaulted, key),
             spec=spec,
-            stored_template=_template(stored_specs.get(key)),
         )
         for key, spec in replica_specs(defaulted).items()
     )
@@ -268,12 +268,13 @@ class SpecReading:
     success_policy: SuccessPolicy
 
 
-def read_spec(defaulted: Mapping[str, Any], *, stored: Mapping[str, Any]) -> SpecReading:
-    """The spec of ``defaulted`` (the templates as ``stored`` keeps them too)."""
+def read_spec(defaulted: Mapping[str, Any]) -> SpecReading:
+    """The spec of ``defaulted``. Nothing of the stored job is kept: the cache replaces it on
+    every status change, and a reading held per generation would hold an old copy alive."""
     return SpecReading(
         defaulted=defaulted,
         mode=job_mode(defaulted),
-        replicas=_replicas(defaulted, stored),
+        replicas=_replicas(defaulted),
         run_policy=_run_policy(defaulted),
         success_policy=success_policy(defaulted),
     )
@@ -289,7 +290,7 @@ def read_job(
     """The view of ``raw``; its spec is read from ``defaulted`` (``raw`` itself when None) unless
     ``spec`` was read already, its metadata and status from ``raw``, the newest the cache holds."""
     if spec is None:
-        spec = read_spec(raw if defaulted is None else defaulted, stored=raw)
+        spec = read_spec(raw if defaulted is None else defaulted)
     meta = as_mapping(raw.get("metadata"))
     status = as_mapping(raw.get("status"))
     succeeded, failed, message = _ended(status)

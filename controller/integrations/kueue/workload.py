@@ -111,7 +111,7 @@ def pod_sets(job: MXJobView) -> list[Obj]:
         {
             "name": replica.lower,
             "count": replica.replicas,
-            "template": copy_json(dict(replica.stored_template)),
+            "template": copy_json(dict(job.stored_template(replica.type))),
         }
         for replica in mode_replicas(job)
     ]
@@ -125,7 +125,7 @@ def priority_class(job: MXJobView) -> str:
     if isinstance(named, str) and named:
         return named
     for replica in mode_replicas(job):
-        name = as_mapping(replica.stored_template.get("spec")).get("priorityClassName")
+        name = as_mapping(job.stored_template(replica.type).get("spec")).get("priorityClassName")
         if isinstance(name, str) and name:
             return name
     return ""
