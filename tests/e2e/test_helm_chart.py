@@ -345,6 +345,52 @@ def test_images_replicas_resources_placement_args_and_pdbs_land_in_their_objects
                 and d["kind"] == "PodDisruptionBudget"]  # fmt: skip
 
 
+def test_pull_secrets_pod_metadata_security_contexts_and_spread_land_in_the_pods(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    """What a platform team sets on every workload: a private registry's pull Secret, a mesh
+    opt-out annotation, its own labels, OpenShift's assigned user (the fixed one removed with
+    null) and a spread of its own; unset, each stays as the manifests have it."""
+    zone_spread = [
+        {
+            "maxSkew": 2,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app.kubernetes.io/component": "controller"}},
+        }
+    ]
+    values = {
+        "imagePullSecrets": [{"name": "mirror"}],
+        "webhook": {
+            "podAnnotations": {"sidecar.istio.io/inject": "false"},
+            "podLabels": {"team": "ml"},
+            "podSecurityContext": {"runAsUser": None, "runAsGroup": None},
+            "securityContext": {"readOnlyRootFilesystem": None},
+            "topologySpreadConstraints": [],
+        },
+        "controller": {"topologySpreadConstraints": zone_spread},
+    }  # fmt: skip
+    docs = template(helm_binary, tmp_path, values)
+    webhook = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]
+    controller = one(docs, "Deployment", "mxjob-controller")["spec"]["template"]
+    for pod in (webhook, controller):
+        assert pod["spec"]["imagePullSecrets"] == [{"name": "mirror"}]
+    assert webhook["metadata"]["annotations"] == {"sidecar.istio.io/inject": "false"}
+    assert webhook["metadata"]["labels"] == {"app.kubernetes.io/name": "mxjob-operator",
+                                             "app.kubernetes.io/component": "webhook",
+                                             "team": "ml"}  # fmt: skip
+    assert webhook["spec"]["securityContext"] == {
+        "runAsNonRoot": True, "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}
+    }  # fmt: skip
+    assert "readOnlyRootFilesystem" not in webhook["spec"]["containers"][0]["securityContext"]
+    assert "topologySpreadConstraints" not in webhook["spec"]
+    assert controller["spec"]["topologySpreadConstraints"] == zone_spread
+    # The controller keeps what was not set: the manifests' user and container hardening.
+    assert controller["spec"]["securityContext"]["runAsUser"] == 65532
+    assert controller["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"]
+    assert "annotations" not in controller["metadata"]
+
+
 def test_option_flags_come_before_extra_args(helm_binary: Path, tmp_path: Path) -> None:
     values = {"kueueWorkloads": True, "webhook": {"extraArgs": ["--threads=8"]},
               "controller": {"extraArgs": ["--log-level=debug"]}}  # fmt: skip
@@ -445,7 +491,7 @@ def test_the_rule_and_the_dashboard_take_their_labels_and_follow_the_release_nam
 
 
 # -- values helm refuses ------------------------------------------------------------------------
-PASSED_THROUGH = (".resources", ".affinity")
+PASSED_THROUGH = (".resources", ".affinity", ".podSecurityContext", ".securityContext")
 """Kubernetes objects the chart passes through: their keys are Kubernetes', not defaults."""
 Refusal = tuple[Values, Callable[[str], bool]]
 REFUSED: dict[str, Refusal] = {
@@ -456,6 +502,14 @@ REFUSED: dict[str, Refusal] = {
     "unknown-key": (
         {"webhook": {"replica": 3}},
         lambda said: "/webhook" in said and "'replica' not allowed" in said,
+    ),
+    "pod-label-the-deployment-selects-by": (
+        {"controller": {"podLabels": {"app.kubernetes.io/component": "other"}}},
+        lambda said: "app.kubernetes.io/component" in said,
+    ),
+    "pull-secret-without-a-name": (
+        {"imagePullSecrets": [{"secret": "mirror"}]},
+        lambda said: "/imagePullSecrets/0" in said and "name" in said,
     ),
     "unknown-top-level-key": (
         {"certificate": {"mode": "cert-manager"}},

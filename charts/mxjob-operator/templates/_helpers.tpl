@@ -120,3 +120,45 @@ clientConfig:
   caBundle: {{ include "mxjob.existingCABundle" .root }}
   {{- end }}
 {{- end }}
+
+{{/* A Deployment's pod template metadata: the selector labels, then values.<name>.podLabels
+(the schema refuses the two selector keys) and .podAnnotations. Called with
+(dict "component" "webhook" "values" .Values.webhook). */}}
+{{- define "mxjob.podMetadata" -}}
+labels:
+  {{- include "mxjob.selectorLabels" .component | nindent 2 }}
+  {{- with .values.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with .values.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The Secrets the kubelet pulls the images with (imagePullSecrets), when given. Called with
+the root context. */}}
+{{- define "mxjob.imagePullSecrets" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* How a Deployment's pods spread: values.<name>.topologySpreadConstraints when given (an
+empty list: none), else the manifests' spread over nodes. Called with
+(dict "component" "webhook" "values" .Values.webhook). */}}
+{{- define "mxjob.podSpread" -}}
+{{- if kindIs "invalid" .values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "mxjob.selectorLabels" .component | nindent 8 }}
+{{- else if .values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml .values.topologySpreadConstraints | nindent 2 }}
+{{- end }}
+{{- end }}
