@@ -213,6 +213,32 @@ def test_cert_manager_mode_renders_the_cert_manager_overlay(
     assert {d["kind"] for d in chart} >= {"Issuer", "Certificate"}
 
 
+def test_cert_manager_mode_issues_from_an_issuer_of_the_platforms_own(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    """With ``certificates.certManager.issuerRef``, only the serving Certificate is made, from
+    that issuer, and the CA injector reads the CA from its Secret (``ca.crt``)."""
+    ref = {"name": "platform-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
+    values = {"certificates": {"mode": "cert-manager", "certManager": {"issuerRef": ref}}}
+    docs = template(helm_binary, tmp_path, values)
+    issued = [d for d in docs if d["kind"] in ("Issuer", "Certificate")]
+    assert [(d["kind"], d["metadata"]["name"]) for d in issued] == [
+        ("Certificate", "mxjob-webhook")
+    ]
+    assert issued[0]["spec"]["issuerRef"] == ref
+    injected = {
+        (d["kind"], d["metadata"]["name"]): d["metadata"]["annotations"][
+            "cert-manager.io/inject-ca-from"
+        ]
+        for d in docs
+        if "cert-manager.io/inject-ca-from" in (d["metadata"].get("annotations") or {})
+    }
+    assert set(injected.values()) == {f"{NAMESPACE}/mxjob-webhook"}
+    assert {kind for kind, _ in injected} == {
+        "CustomResourceDefinition", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
+    }  # fmt: skip
+
+
 def test_existing_secret_mode_renders_the_self_signed_overlay_less_its_secret(
     helm_binary: Path, kubectl: Path, manifests: Path, tmp_path: Path
 ) -> None:
@@ -506,6 +532,10 @@ REFUSED: dict[str, Refusal] = {
     "pod-label-the-deployment-selects-by": (
         {"controller": {"podLabels": {"app.kubernetes.io/component": "other"}}},
         lambda said: "app.kubernetes.io/component" in said,
+    ),
+    "issuer-of-another-kind": (
+        {"certificates": {"certManager": {"issuerRef": {"name": "x", "kind": "Vault"}}}},
+        lambda said: "/certificates/certManager/issuerRef/kind" in said,
     ),
     "pull-secret-without-a-name": (
         {"imagePullSecrets": [{"secret": "mirror"}]},

@@ -69,11 +69,22 @@ certificates.existingSecret.caBundle given, checked to be the base64 of a PEM ce
 {{ $bundle }}
 {{- end }}
 
+{{/* The Certificate cert-manager's CA injector copies the CA from, in mode cert-manager: the
+chart's own CA, or with certificates.certManager.issuerRef the serving certificate (its Secret's
+ca.crt is the issuer's CA). */}}
+{{- define "mxjob.caSource" -}}
+{{- if .Values.certificates.certManager.issuerRef.name -}}
+{{ .Release.Namespace }}/mxjob-webhook
+{{- else -}}
+{{ .Release.Namespace }}/mxjob-webhook-ca
+{{- end -}}
+{{- end }}
+
 {{/* The annotation cert-manager's CA injector fills a caBundle by, in mode cert-manager. */}}
 {{- define "mxjob.injectCA" -}}
 {{- if eq .Values.certificates.mode "cert-manager" }}
 annotations:
-  cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/mxjob-webhook-ca
+  cert-manager.io/inject-ca-from: {{ include "mxjob.caSource" . }}
 {{- end }}
 {{- end }}
 
