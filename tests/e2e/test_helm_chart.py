@@ -417,6 +417,42 @@ def test_pull_secrets_pod_metadata_security_contexts_and_spread_land_in_the_pods
     assert "annotations" not in controller["metadata"]
 
 
+def notes(helm_binary: Path, tmp_path: Path, values: Values) -> str:
+    """templates/NOTES.txt as ``helm install`` prints it. ``helm template`` leaves NOTES out, so
+    a copy of the chart carries it as a manifest's block scalar, rendered by the same engine."""
+    chart = tmp_path / "chart"
+    shutil.copytree(CHART, chart)
+    text = (chart / "templates" / "NOTES.txt").read_text()
+    (chart / "templates" / "NOTES.txt").unlink()
+    block = "".join(f"  {line}\n" for line in text.splitlines())
+    (chart / "templates" / "notes.yaml").write_text("notes: |\n" + block)
+    args = ["template", RELEASE, str(chart), "--namespace", NAMESPACE,
+            "--values", str(values_file(tmp_path, "values", values)),
+            "--show-only", "templates/notes.yaml"]  # fmt: skip
+    rendered = yaml.safe_load(helm.run(helm_binary, *args).stdout)
+    return str(rendered["notes"])
+
+
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [
+        ({}, "the controller makes and renews the webhook's Secret mxjob-webhook-tls"),
+        ({"certificates": {"mode": "cert-manager",
+                           "certManager": {"issuerRef": {"name": "platform-ca"}}}},
+         "cert-manager issues mxjob-webhook-tls from platform-ca"),
+    ],
+    ids=["in-cluster", "cert-manager-issuer"],
+)  # fmt: skip
+def test_the_install_notes_say_where_it_went_and_what_to_do_next(
+    helm_binary: Path, tmp_path: Path, values: Values, said: str
+) -> None:
+    text = notes(helm_binary, tmp_path, values)
+    assert f"installed in {NAMESPACE}" in text
+    assert said in text
+    assert f"kubectl -n {NAMESPACE} rollout status deployment/mxjob-webhook" in text
+    assert "kubectl get mxjobs -w" in text
+
+
 def test_option_flags_come_before_extra_args(helm_binary: Path, tmp_path: Path) -> None:
     values = {"kueueWorkloads": True, "webhook": {"extraArgs": ["--threads=8"]},
               "controller": {"extraArgs": ["--log-level=debug"]}}  # fmt: skip
