@@ -332,6 +332,8 @@ class Controller:
         choice = self.settings.gang_scheduler
         self.gang.scheduler = detect(self.client) if choice == "auto" else choice
         log.info("gang scheduler: %s (asked: %s)", self.gang.scheduler, choice)
+        names = ", ".join(i.name for i in self.reconciler.integrations)
+        log.info("integrations, in the order a reconcile calls them: %s", names)
 
     def start(self) -> None:
         """Start informers, the event writer and the HTTP endpoints (not the workers)."""

@@ -187,10 +187,6 @@ class MXJobView:
         what Kueue's podSets carry (a Workload is compared with the job the API server holds)."""
         return _template(replica_specs(self.raw).get(replica_type))
 
-    def replica_count(self, replica_type: str) -> int:
-        found = self.replica(replica_type)
-        return found.replicas if found is not None else 0
-
 
 def _template(spec: Mapping[str, Any] | None) -> Mapping[str, Any]:
     template = as_mapping(spec).get("template")
