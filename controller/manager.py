@@ -30,6 +30,7 @@ from controller.integrations.kueue.workload_sync import (
     kueue_workloads_path,
     workload_owner_key,
 )
+from controller.integrations.netpol.integration import NetworkPolicyIntegration
 from controller.job.hooks import Integration
 from controller.job.reconciler import Reconciler, job_key
 from controller.job.tally import jobs_by_state
@@ -40,6 +41,8 @@ from controller.runtime.expectations import Expectations, Kind
 from controller.runtime.health import HttpEndpoints, Route, metrics_route, probe_route
 from controller.runtime.informers import DELETED, Informer, InformerSettings, object_key, slim_pod
 from controller.runtime.metrics import Metrics
+from controller.runtime.metrics_reviews import metrics_gate
+from controller.runtime.serving_tls import METRICS_SERVICE, ServingCertificate
 from controller.runtime.settings import ControllerSettings
 from controller.runtime.workqueue import WorkQueue
 from shared.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, WATCHED_OPERATOR_NAMES
@@ -132,6 +135,8 @@ class Controller:
         # Kueue first: a job it writes (suspends, starts) is not looked at further. The budget
         # before the gang, so a PodGroup that cannot be written still leaves its budget made.
         budget = BudgetIntegration(self.client, scheduler=lambda: self.gang.scheduler)
+        # With --job-network-policy, the job's NetworkPolicy before anything else of its pods.
+        netpol = [NetworkPolicyIntegration(self.client)] if settings.job_network_policy else []
         self.reconciler = Reconciler(
             self.client,
             jobs=self.jobs.store,
@@ -140,7 +145,7 @@ class Controller:
             expectations=self.expectations,
             recorder=self.recorder,
             metrics=self.metrics,
-            integrations=[*kueue, budget, self.gang],
+            integrations=[*kueue, *netpol, budget, self.gang],
             now=_utc_now,
             pod_start_timeout=settings.pod_start_timeout,
         )
@@ -254,14 +259,28 @@ class Controller:
             "/healthz": probe_route(self._healthy),
             "/readyz": probe_route(self._ready),
         }
-        metrics: dict[str, Route] = {"/metrics": metrics_route(self.metrics.exposition)}
         health_address = self.settings.health_probe_bind_address
         metrics_address = self.settings.metrics_bind_address
-        if health_address == metrics_address:
-            self._servers.append(HttpEndpoints(health_address, health | metrics))
+        if not self.settings.metrics_secure:
+            metrics: dict[str, Route] = {"/metrics": metrics_route(self.metrics.exposition)}
+            if health_address == metrics_address:
+                self._servers.append(HttpEndpoints(health_address, health | metrics))
+            else:
+                self._servers.append(HttpEndpoints(health_address, health))
+                self._servers.append(HttpEndpoints(metrics_address, metrics))
         else:
+            gate = metrics_gate(
+                self.client, cache_seconds=self.settings.metrics_auth_cache_seconds
+            )
+            namespace = self.settings.certificate_namespace or self.settings.lease_namespace
+            certificate = ServingCertificate(
+                cert_dir=self.settings.metrics_cert_dir,
+                hosts=(f"{METRICS_SERVICE}.{namespace}.svc",),
+            )
+            log.info("metrics over HTTPS, presenting %s", certificate.source)
+            secured = {"/metrics": metrics_route(self.metrics.exposition, gate=gate)}
             self._servers.append(HttpEndpoints(health_address, health))
-            self._servers.append(HttpEndpoints(metrics_address, metrics))
+            self._servers.append(HttpEndpoints(metrics_address, secured, tls=certificate.context))
         for server in self._servers:
             server.start()
 

@@ -25,6 +25,7 @@ from flask import Flask, Response, g, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.wrappers import Response as WerkzeugResponse
 
+from shared.metrics_access import AccessSettings, MetricsGate, Reviewer
 from webhook import admission, conversion_review
 from webhook.answers import (
     CONVERT_OPERATION,
@@ -34,6 +35,7 @@ from webhook.answers import (
     answer_conversion,
     error_body,
 )
+from webhook.apiserver import api_reviewer, in_cluster_url
 from webhook.metrics import CONTENT_TYPE, Endpoint, WebhookMetrics
 from webhook.reviews import (
     admission_review_response,
@@ -42,7 +44,7 @@ from webhook.reviews import (
     encode_json,
     review_uid,
 )
-from webhook.settings import WebhookSettings
+from webhook.settings import WebhookSettings, host_port
 from webhook.tls import CertificateReloader, reloader_for
 
 log = logging.getLogger("webhook.review")
@@ -58,6 +60,7 @@ REVIEW_PATHS: Final[dict[str, Endpoint]] = {
     CONVERT_PATH: "convert",
     EXPERIMENT_PATH: "validate-experiment",
 }
+METRICS_PATH: Final = "/metrics"
 JSON: Final = "application/json"
 EXTENSION_KEY: Final = "mxjob_webhook"
 
@@ -69,6 +72,9 @@ class WebhookState:
     settings: WebhookSettings
     metrics: WebhookMetrics
     certificates: CertificateReloader | None
+    metrics_gate: MetricsGate | None = None
+    """Asks the API server who may read ``/metrics`` (``settings.metrics_secure`` on a metrics
+    listener of its own); None: anyone may."""
 
 
 def webhook_state(app: Flask) -> WebhookState:
@@ -83,7 +89,7 @@ def _json_response(body: bytes, status: int) -> Response:
     return Response(body, status=status, mimetype=JSON)
 
 
-def create_app(*, settings: WebhookSettings | None = None) -> Flask:
+def create_app(*, settings: WebhookSettings | None = None, review: Reviewer | None = None) -> Flask:
     """The webhook's WSGI app: review endpoints, ``/healthz``, ``/readyz``, ``/metrics``.
 
     Each app has its own metrics registry. With ``settings.cert_dir`` set, ``/readyz`` reports
@@ -105,12 +111,56 @@ def create_app(*, settings: WebhookSettings | None = None) -> Flask:
             key_file=settings.key_file,
             check_interval=settings.cert_check_interval,
         )
-    state = WebhookState(settings=settings, metrics=WebhookMetrics(), certificates=certificates)
+    state = WebhookState(
+        settings=settings,
+        metrics=WebhookMetrics(),
+        certificates=certificates,
+        metrics_gate=_metrics_gate(settings, review=review),
+    )
     app.extensions[EXTENSION_KEY] = state
+    _add_listener_split(app, state)
     _add_review_routes(app, state)
     _add_probe_routes(app, state)
     _add_error_handlers(app, state)
     return app
+
+
+def _metrics_gate(settings: WebhookSettings, *, review: Reviewer | None) -> MetricsGate | None:
+    """The gate of a metrics listener under ``metrics_secure``; ``review`` replaces the API
+    server of ``settings`` (tests)."""
+    if settings.metrics_bind is None or not settings.metrics_secure:
+        return None
+    if review is None:
+        review = api_reviewer(
+            server=settings.api_server or in_cluster_url(),
+            token_file=settings.api_token_file,
+            ca_file=settings.api_ca_file,
+        )
+    return MetricsGate(
+        review, settings=AccessSettings(cache_seconds=settings.metrics_auth_cache_seconds)
+    )
+
+
+def _add_listener_split(app: Flask, state: WebhookState) -> None:
+    """With a metrics listener of its own, it answers ``/metrics`` and nothing else, and the
+    admission listener answers everything but ``/metrics``: a NetworkPolicy that opens one port
+    to scrapers opens no review endpoint to them (docs/install.md, "Hardened clusters").
+    gunicorn names the listener a request came in on in ``SERVER_PORT``."""
+    if state.settings.metrics_bind is None:
+        return
+    metrics_port = str(host_port(state.settings.metrics_bind)[1])
+
+    @app.before_request
+    def split_by_listener() -> Response | None:
+        on_metrics_listener = request.environ.get("SERVER_PORT") == metrics_port
+        if on_metrics_listener != (request.path == METRICS_PATH):
+            return _json_response(error_body("not found"), 404)
+        if on_metrics_listener and state.metrics_gate is not None:
+            decision = state.metrics_gate.check(request.headers.get("Authorization"))
+            if not decision.allowed:
+                log.info("/metrics refused (%d): %s", decision.status, decision.reason)
+                return _json_response(error_body(decision.reason), decision.status)
+        return None
 
 
 def _add_review_routes(app: Flask, state: WebhookState) -> None:
@@ -179,7 +229,7 @@ def _add_probe_routes(app: Flask, state: WebhookState) -> None:
             return _json_response(encode_json({"status": "not ready", "reason": reason}), 503)
         return _json_response(encode_json({"status": "ok"}), 200)
 
-    @app.get("/metrics")
+    @app.get(METRICS_PATH)
     def metrics() -> Response:
         return Response(state.metrics.exposition(), status=200, content_type=CONTENT_TYPE)
 

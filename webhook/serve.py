@@ -72,7 +72,9 @@ def gunicorn_options(settings: WebhookSettings) -> dict[str, Any]:
     if settings.cert_file is None or settings.key_file is None:
         raise ValueError("mxjob-webhook serves TLS only: a certificate directory is required")
     return {
-        "bind": [settings.bind],
+        # One listener for the API server's reviews, and one for scrapers when asked for: both
+        # TLS with the same certificate; webhook.app answers each listener's paths only.
+        "bind": [settings.bind] + ([settings.metrics_bind] if settings.metrics_bind else []),
         "worker_class": webhook_worker_class(max_connection_age=settings.max_connection_age),
         "workers": settings.workers,
         "threads": settings.threads,
@@ -129,8 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("cannot load the serving certificate from %s: %s", settings.cert_dir, err)
         return 1
     log.info(
-        "serving on https://%s with %d worker(s) x %d thread(s), certificates from %s",
+        "serving on https://%s%s with %d worker(s) x %d thread(s), certificates from %s",
         settings.bind,
+        ""
+        if settings.metrics_bind is None
+        else f", /metrics on https://{settings.metrics_bind}"
+        + (" for authorized scrapers" if settings.metrics_secure else " for anyone"),
         settings.workers,
         settings.threads,
         settings.cert_dir,

@@ -24,6 +24,7 @@ DEFAULT_CERT_DIR: Final = Path("/tmp/k8s-webhook-server/serving-certs")
 CERT_FILE_NAME: Final = "tls.crt"
 KEY_FILE_NAME: Final = "tls.key"
 ENV_PREFIX: Final = "MXJOB_WEBHOOK_"
+SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,9 +90,35 @@ class WebhookSettings:
     """Level of the webhook's and gunicorn's loggers. At ``info`` one line per review is logged
     (uid, kind, namespace/name, operation, result, duration) and never object contents."""
 
+    metrics_bind: str | None = None
+    """``host:port`` of a listener apart from admission that serves ``/metrics`` only (the
+    manifests: ``0.0.0.0:8443``), so a NetworkPolicy can tell scrapes from reviews. ``None``:
+    ``/metrics`` is served on ``bind`` beside the reviews, and never asks for credentials."""
+
+    metrics_secure: bool = True
+    """On the metrics listener, answer only scrapers the API server authenticates and
+    authorizes for ``get /metrics`` (shared/metrics_access.py). Needs the pod's ServiceAccount
+    token and API access (``api_*`` below). Off: that listener answers anyone (still over TLS)."""
+
+    metrics_auth_cache_seconds: float = 60.0
+    """Seconds a scraper's TokenReview and SubjectAccessReview are reused."""
+
+    api_server: str = ""
+    """URL of the API server the reviews go to; empty: ``https://$KUBERNETES_SERVICE_HOST:
+    $KUBERNETES_SERVICE_PORT``, as every in-cluster client reads it."""
+
+    api_token_file: Path = SERVICE_ACCOUNT_DIR / "token"
+    """The webhook's own token, re-read for every review (the kubelet rotates it)."""
+
+    api_ca_file: Path = SERVICE_ACCOUNT_DIR / "ca.crt"
+    """The CA the API server's certificate is verified against."""
+
     def __post_init__(self) -> None:
         # Fail when the settings are made, not when gunicorn forks a worker with them.
         host_port(self.bind)
+        metrics_port = None if self.metrics_bind is None else host_port(self.metrics_bind)[1]
+        if metrics_port is not None and metrics_port == host_port(self.bind)[1] != 0:
+            raise ValueError("metrics_bind must be a port apart from bind's")
         if self.workers < 1:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
         if self.threads < 1:
@@ -102,6 +129,7 @@ class WebhookSettings:
             "timeout",
             "graceful_timeout",
             "cert_check_interval",
+            "metrics_auth_cache_seconds",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
@@ -180,6 +208,25 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="create queued jobs suspended for Kueue's Workload route (docs/queueing.md)",
     )
+    parser.add_argument(
+        "--metrics-bind",
+        help="host:port of a listener serving /metrics only (default: /metrics on --bind)",
+    )
+    parser.add_argument(
+        "--metrics-secure",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="on --metrics-bind, answer only scrapers the API server authenticates and "
+        "authorizes for get /metrics (default on)",
+    )
+    parser.add_argument(
+        "--metrics-auth-cache-seconds",
+        type=float,
+        help="seconds a scraper's TokenReview and SubjectAccessReview are reused (default 60)",
+    )
+    parser.add_argument("--api-server", help="API server URL (default: the in-cluster one)")
+    parser.add_argument("--api-token-file", type=Path, help="the webhook's ServiceAccount token")
+    parser.add_argument("--api-ca-file", type=Path, help="the API server's CA")
     return parser
 
 
@@ -207,6 +254,12 @@ _CONVERTERS: Final[dict[str, Callable[[str], Any]]] = {
     "log_format": str,
     "log_level": str,
     "kueue_workloads": parse_bool,
+    "metrics_bind": str,
+    "metrics_secure": parse_bool,
+    "metrics_auth_cache_seconds": float,
+    "api_server": str,
+    "api_token_file": Path,
+    "api_ca_file": Path,
 }
 
 

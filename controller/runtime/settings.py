@@ -53,8 +53,21 @@ class ControllerSettings:
     """Seconds between acquire/renew attempts."""
     identity: str = ""
     """This process's name in the Lease; empty picks ``<hostname>_<pid>_<random>``."""
-    metrics_bind_address: str = ":8080"
+    metrics_bind_address: str = ":8443"
     """``host:port`` serving ``/metrics``."""
+    metrics_secure: bool = True
+    """Serve ``/metrics`` over HTTPS to scrapers the API server authenticates (TokenReview) and
+    authorizes (SubjectAccessReview, ``get`` on ``/metrics``: the ClusterRole
+    ``mxjob-metrics-reader``), as Kubebuilder's ``--metrics-secure`` does. Off: plain HTTP to
+    anyone, for clusters that secure metrics another way (docs/install.md, "Hardened
+    clusters")."""
+    metrics_cert_dir: Path | None = None
+    """Directory of the metrics server's ``tls.crt`` and ``tls.key``, re-read when they change;
+    a self-signed certificate is presented while it holds none (controller/runtime/
+    serving_tls.py)."""
+    metrics_auth_cache_seconds: float = 60.0
+    """Seconds a scraper's authentication and authorization is reused before it is asked
+    again."""
     health_probe_bind_address: str = ":8081"
     """``host:port`` serving ``/healthz`` and ``/readyz`` (may equal ``metrics_bind_address``)."""
     log_format: LogFormat = "json"
@@ -87,6 +100,11 @@ class ControllerSettings:
     Kueue ≥ v0.15 with ``MXJob.v1.kubeflow.org`` among its ``integrations.externalFrameworks``.
     Off for Kueue ≤ v0.10, which does all this itself; start-up fails when the cluster serves
     only that Kueue's Workload API."""
+
+    job_network_policy: bool = False
+    """Give every job a NetworkPolicy, owned by it, that admits connections to its pods only
+    from its own pods (controller/integrations/netpol/policy.py; docs/install.md, "Hardened
+    clusters: network policies"). Needs RBAC for ``networking.k8s.io`` networkpolicies."""
 
     pod_start_timeout: float = 600.0
     """Seconds a job's pod may be unable to start (its image cannot be pulled, a ConfigMap or
@@ -165,7 +183,19 @@ def _parser() -> argparse.ArgumentParser:
     add("--renew-deadline", type=float, help="seconds (default 10)")
     add("--retry-period", type=float, help="seconds (default 2)")
     add("--identity", help="this process's identity in the Lease")
-    add("--metrics-bind-address", help="host:port for /metrics (default :8080)")
+    add("--metrics-bind-address", help="host:port for /metrics (default :8443)")
+    add(
+        "--metrics-secure",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve /metrics over HTTPS to authenticated, authorized scrapers only (default on)",
+    )
+    add("--metrics-cert-dir", type=Path, help="tls.crt and tls.key of the metrics server")
+    add(
+        "--metrics-auth-cache-seconds",
+        type=float,
+        help="seconds a scraper's TokenReview and SubjectAccessReview are reused (default 60)",
+    )
     add(
         "--health-probe-bind-address",
         help="host:port for /healthz and /readyz (default :8081)",
@@ -190,6 +220,12 @@ def _parser() -> argparse.ArgumentParser:
         help="write Kueue Workloads for queued jobs (Kueue >= v0.15; docs/queueing.md)",
     )
     add(
+        "--job-network-policy",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="give every job a NetworkPolicy admitting only its own pods (docs/install.md)",
+    )
+    add(
         "--pod-start-timeout",
         type=float,
         help="seconds a pod may be unable to start before its job fails (default 600; 0 never)",
@@ -211,6 +247,8 @@ def _parser() -> argparse.ArgumentParser:
 
 _CONVERTERS = {
     "kubeconfig": Path,
+    "metrics_cert_dir": Path,
+    "metrics_auth_cache_seconds": float,
     "workers": int,
     "lease_duration": float,
     "renew_deadline": float,
@@ -233,6 +271,11 @@ def _flag(raw: str, *, name: str) -> bool:
     raise SystemExit(f"mxjob-controller: {name}={raw!r} is not a boolean (true or false)")
 
 
+def _is_switch(field_name: str) -> bool:
+    """A setting that is on or off (its default is a bool)."""
+    return isinstance(ControllerSettings.__dataclass_fields__[field_name].default, bool)
+
+
 def from_args(
     argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None
 ) -> ControllerSettings:
@@ -252,7 +295,7 @@ def from_args(
             continue
         if field_name == "namespaces":
             values[field_name] = tuple(n for n in raw.replace(",", " ").split() if n)
-        elif field_name in ("kueue_workloads", "manage_webhook_certificates"):
+        elif field_name != "leader_elect" and _is_switch(field_name):
             values[field_name] = _flag(raw, name=ENV_PREFIX + field_name.upper())
         elif field_name == "leader_elect":
             values[field_name] = raw.lower() in ("1", "true", "yes", "on")
@@ -267,6 +310,13 @@ def from_args(
         raise SystemExit("mxjob-controller: --pod-start-timeout must be 0 (never) or more")
     if settings.certificate_check_interval <= 0:
         raise SystemExit("mxjob-controller: --certificate-check-interval must be positive")
+    if settings.metrics_secure and (
+        settings.metrics_bind_address == settings.health_probe_bind_address
+    ):  # the kubelet probes over plain HTTP without credentials
+        raise SystemExit(
+            "mxjob-controller: --metrics-secure serves /metrics apart from the probes: give "
+            "--metrics-bind-address and --health-probe-bind-address different addresses"
+        )
     if settings.gang_scheduler not in GANG_SCHEDULER_CHOICES:
         raise SystemExit(f"mxjob-controller: unknown gang scheduler {settings.gang_scheduler!r}")
     return settings

@@ -1,15 +1,22 @@
-"""Health and metrics endpoints over HTTP."""
+"""Health and metrics endpoints over HTTP, and metrics over HTTPS for authorized scrapers."""
 
 from __future__ import annotations
 
+import http.client
+import ssl
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from certs.authority import CertificateAuthority
 from controller.runtime.health import HttpEndpoints, metrics_route, parse_address, probe_route
 from controller.runtime.metrics import Metrics
+from controller.runtime.serving_tls import ServingCertificate
+from shared.metrics_access import TOKEN_REVIEW_PATH, MetricsGate
 
 
 @pytest.fixture
@@ -94,3 +101,56 @@ def test_addresses_parse_with_or_without_a_host() -> None:
     assert parse_address("127.0.0.1:1") == ("127.0.0.1", 1)
     with pytest.raises(ValueError, match="host:port"):
         parse_address("8080")
+
+
+def _gate() -> MetricsGate:
+    """A gate whose API server authenticates ``good`` (a reader) and ``nosy`` (not one)."""
+
+    def review(path: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        if path == TOKEN_REVIEW_PATH:
+            name = {"good": "reader", "nosy": "nosy"}.get(body["spec"]["token"])
+            return {"status": {"authenticated": bool(name), "user": {"username": name}}}
+        return {"status": {"allowed": body["spec"]["user"] == "reader"}}
+
+    return MetricsGate(review)
+
+
+def _https_get(port: int, *, token: str | None, ca: bytes) -> tuple[int, str]:
+    context = ssl.create_default_context(cadata=ca.decode())
+    context.check_hostname = False
+    request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=5) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_secure_metrics_speak_tls_only_and_answer_authorized_scrapers_only(
+    tmp_path: Path,
+) -> None:
+    authority = CertificateAuthority.create()
+    pair = authority.issue_serving(hosts=("mxjob-controller-metrics.mxjob-system.svc",))
+    (tmp_path / "tls.crt").write_bytes(pair.cert_pem)
+    (tmp_path / "tls.key").write_bytes(pair.key_pem)
+    certificate = ServingCertificate(cert_dir=tmp_path, hosts=("ignored.svc",))
+    metrics = Metrics()
+    server = HttpEndpoints(
+        "127.0.0.1:0",
+        {"/metrics": metrics_route(metrics.exposition, gate=_gate())},
+        tls=certificate.context,
+    ).start()
+    try:
+        assert server.scheme == "https"
+        assert _https_get(server.port, token=None, ca=authority.cert_pem)[0] == 401
+        assert _https_get(server.port, token="stolen", ca=authority.cert_pem)[0] == 401
+        status, body = _https_get(server.port, token="nosy", ca=authority.cert_pem)
+        assert status == 403 and "nosy may not get /metrics" in body
+        status, body = _https_get(server.port, token="good", ca=authority.cert_pem)
+        assert status == 200 and "controller_runtime_reconcile_total" in body
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+            urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5)
+    finally:
+        server.stop()
