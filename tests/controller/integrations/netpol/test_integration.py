@@ -1,0 +1,66 @@
+"""controller.integrations.netpol.integration: the job's NetworkPolicy made before its pods,
+which wait while it cannot be (in-memory fake API)."""
+
+from __future__ import annotations
+
+from controller.integrations.netpol.integration import NetworkPolicyIntegration
+from controller.integrations.netpol.policy_writes import ForeignPolicyError, policy_path
+from controller.job.desired import job_labels
+from controller.job.hooks import Integration
+from controller.job.view import MXJobView
+from controller.manager import Controller
+from controller.runtime.client import ApiError, error_for
+from controller.runtime.settings import ControllerSettings, from_args
+from tests.controller.fakes import FakeApi
+from tests.controller.samples import job, view_of
+
+MNIST = view_of(job())
+
+
+def prepare(integration: NetworkPolicyIntegration, view: MXJobView) -> tuple[bool, list[Exception]]:
+    errors: list[Exception] = []
+    ready = integration.prepare_pods(view, labels=job_labels(view), errors=errors)
+    return ready, errors
+
+
+def test_it_is_an_integration_named_netpol() -> None:
+    integration: Integration = NetworkPolicyIntegration(FakeApi())
+    assert integration.name == "netpol"
+
+
+def test_every_job_gets_its_policy_before_its_pods() -> None:
+    api = FakeApi()
+    assert prepare(NetworkPolicyIntegration(api), MNIST) == (True, [])
+    stored = api.objects[policy_path("ns", "mnist")]
+    assert stored["metadata"]["labels"] == job_labels(MNIST)
+
+
+def test_a_policy_that_cannot_be_written_holds_the_pods_back_with_the_error() -> None:
+    api = FakeApi()
+    refused = error_for(403, "Forbidden", {"kind": "Status", "reason": "Forbidden", "code": 403})
+    api.fail_next[("POST", policy_path("ns"))] = refused
+    ready, errors = prepare(NetworkPolicyIntegration(api), MNIST)
+    assert ready is False
+    assert errors == [refused] and isinstance(errors[0], ApiError)
+
+
+def test_a_users_policy_of_the_jobs_name_holds_the_pods_back_and_stays() -> None:
+    api = FakeApi()
+    users = {"metadata": {"name": "mnist", "namespace": "ns"}, "spec": {"podSelector": {}}}
+    api.put_object(policy_path("ns", "mnist"), users)
+    ready, errors = prepare(NetworkPolicyIntegration(api), MNIST)
+    assert ready is False
+    assert len(errors) == 1 and isinstance(errors[0], ForeignPolicyError)
+    assert api.objects[policy_path("ns", "mnist")]["spec"] == {"podSelector": {}}
+
+
+def test_the_controller_joins_it_to_reconciles_only_with_the_flag_before_the_others() -> None:
+    def names(settings: ControllerSettings) -> list[str]:
+        controller = Controller(settings, client=FakeApi())
+        return [i.name for i in controller.reconciler.integrations]
+
+    assert "netpol" not in names(from_args([], environ={}))
+    on = names(from_args(["--job-network-policy"], environ={}))
+    assert on[0] == "netpol" and "budget" in on
+    by_env = from_args([], environ={"MXJOB_CONTROLLER_JOB_NETWORK_POLICY": "true"})
+    assert by_env.job_network_policy is True
