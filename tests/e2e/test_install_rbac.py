@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,7 @@ import yaml
 
 from localkube.base.api import Api, ApiError
 from localkube.base.paths import PROJECT_ROOT
+from localkube.base.ports import free_port
 from localkube.base.processes import stop_process
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
@@ -264,7 +269,7 @@ def test_controller_may_only_take_its_own_lease_in_its_own_namespace(
     assert not _allowed(controller, verb="create", namespace=namespace, **leases)
 
 
-def test_the_webhooks_service_account_can_do_nothing(
+def test_the_webhooks_service_account_can_only_review_the_scrapers_of_its_metrics(
     identities: Identities, namespace: str
 ) -> None:
     webhook = Api.from_kubeconfig(identities["mxjob-webhook"])
@@ -285,9 +290,13 @@ def test_the_webhooks_service_account_can_do_nothing(
             "spec": {"namespace": SYSTEM},
         },
     )
-    # What every authenticated user may do (system:basic-user: ask about its own access) is all.
-    groups = {g for rule in review["status"]["resourceRules"] for g in rule.get("apiGroups", [])}
+    # What every authenticated user may do (system:basic-user: ask about its own access), and the
+    # reviews of a scraper of /metrics (ClusterRole mxjob-metrics-auth), are all.
+    rules = review["status"]["resourceRules"]
+    groups = {g for rule in rules for g in rule.get("apiGroups", [])}
     assert groups <= {"authorization.k8s.io", "authentication.k8s.io"}
+    granted = {(r, v) for rule in rules for r in rule["resources"] for v in rule["verbs"]}
+    assert {("tokenreviews", "create"), ("subjectaccessreviews", "create")} <= granted
 
 
 @pytest.mark.parametrize("account", ["mxjob-controller", "mxjob-webhook"])
@@ -455,3 +464,83 @@ def test_in_cluster_certificates_add_only_their_secret_and_three_objects_by_name
             assert not allowed(**forbidden), forbidden
     finally:
         control_plane.kubectl("delete", "-f", str(IN_CLUSTER_RBAC), "--ignore-not-found")
+
+
+def _scrape(port: int, token: str | None, *, context: ssl.SSLContext) -> int:
+    request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+@pytest.fixture
+def scrapers(control_plane: ControlPlane, namespace: str) -> Iterator[dict[str, str]]:
+    """Tokens of a ServiceAccount bound to ``mxjob-metrics-reader`` and of one bound to nothing
+    (real ServiceAccount tokens, which only a TokenReview can tell from a forgery)."""
+    binding = f"reader-{namespace}"
+    for account in ("reader", "nosy"):
+        control_plane.kubectl("-n", namespace, "create", "serviceaccount", account)
+    control_plane.kubectl(
+        "create", "clusterrolebinding", binding, "--clusterrole=mxjob-metrics-reader",
+        f"--serviceaccount={namespace}:reader",
+    )  # fmt: skip
+    tokens = {
+        account: control_plane.kubectl("-n", namespace, "create", "token", account).stdout.strip()
+        for account in ("reader", "nosy")
+    }
+    yield {**tokens, "forged": tokens["reader"][:-4] + "AAAA"}
+    control_plane.kubectl("delete", "clusterrolebinding", binding, check=False)
+
+
+EXPECTED_SCRAPES = {None: 401, "forged": 401, "nosy": 403, "reader": 200}
+"""What each scraper gets from ``/metrics`` under ``--metrics-secure``."""
+
+
+def test_the_controllers_rbac_lets_it_answer_only_scrapers_bound_to_the_reader_role(
+    local_operator: RunningOperator, identities: Identities, scrapers: dict[str, str]
+) -> None:
+    process, metrics_port, _ = local_operator.local.start_controller(
+        f"--kubeconfig={identities['mxjob-controller']}", "--metrics-secure",
+        log_name="controller-secure-metrics.log",
+    )  # fmt: skip
+    try:
+        # No certificate directory: a self-signed certificate, as before a mounted one appears.
+        context = ssl._create_unverified_context()
+        answers = {who: _scrape(metrics_port, scrapers.get(who or ""), context=context)
+                   for who in EXPECTED_SCRAPES}  # fmt: skip
+        assert answers == EXPECTED_SCRAPES
+    finally:
+        stop_process(process.pid)
+
+
+def test_the_webhooks_rbac_lets_it_answer_only_scrapers_bound_to_the_reader_role(
+    control_plane: ControlPlane,
+    local_operator: RunningOperator,
+    identities: Identities,
+    scrapers: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    token_file = tmp_path / "webhook.token"
+    token = control_plane.kubectl("-n", SYSTEM, "create", "token", "mxjob-webhook").stdout
+    token_file.write_text(token.strip())
+    state = control_plane.state()
+    assert state is not None
+    metrics_port = free_port()
+    pid, admission_port = local_operator.local.start_webhook(
+        f"--metrics-bind=127.0.0.1:{metrics_port}", f"--api-server={state.server}",
+        f"--api-token-file={token_file}", f"--api-ca-file={control_plane.pki / 'ca.crt'}",
+        log_name="webhook-secure-metrics.log",
+    )  # fmt: skip
+    try:
+        context = ssl.create_default_context(cafile=str(local_operator.local.dir / "ca.crt"))
+        answers = {who: _scrape(metrics_port, scrapers.get(who or ""), context=context)
+                   for who in EXPECTED_SCRAPES}  # fmt: skip
+        assert answers == EXPECTED_SCRAPES
+        # The admission listener serves no metrics, and the metrics listener no reviews.
+        assert _scrape(admission_port, scrapers["reader"], context=context) == 404
+    finally:
+        stop_process(pid)

@@ -42,6 +42,7 @@ from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
 SYSTEM = "mxjob-system"
+METRICS_PORT = 8443
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -259,12 +260,35 @@ def test_a_job_applied_is_defaulted_and_run_to_success_by_the_controller_pods(
     assert done["status"]["replicaStatuses"]["Worker"]["succeeded"] == 1
 
 
+def scraper_token(install: Install) -> str:
+    """A token of a ServiceAccount bound to ``mxjob-metrics-reader``, as a scraper has one: both
+    processes answer ``/metrics`` only to such a token (``--metrics-secure``)."""
+    if install.namespace in _SCRAPER_TOKENS:
+        return _SCRAPER_TOKENS[install.namespace]
+    install.kubectl("-n", install.namespace, "create", "serviceaccount", "scraper")
+    install.kubectl(
+        "create", "clusterrolebinding", "scraper-mxjob-metrics",
+        "--clusterrole=mxjob-metrics-reader", f"--serviceaccount={install.namespace}:scraper",
+    )  # fmt: skip
+    token = install.kubectl("-n", install.namespace, "create", "token", "scraper").stdout.strip()
+    return _SCRAPER_TOKENS.setdefault(install.namespace, token)
+
+
+_SCRAPER_TOKENS: dict[str, str] = {}
+
+
+def scrape(install: Install, url: str, *, context: ssl.SSLContext, timeout: float = 10) -> str:
+    request = urllib.request.Request(url)
+    request.add_header("Authorization", f"Bearer {scraper_token(install)}")
+    with urllib.request.urlopen(request, context=context, timeout=timeout) as reply:
+        return str(reply.read().decode())
+
+
 def webhook_reviews(install: Install, address: str) -> int:
-    """Reviews one webhook pod answered, from its own ``/metrics``."""
+    """Reviews one webhook pod answered, from its own ``/metrics`` (its metrics listener)."""
     context = ssl.create_default_context(cafile=str(install.ca_file))
     context.check_hostname = False
-    with urllib.request.urlopen(f"https://{address}:9443/metrics", context=context) as reply:
-        text = reply.read().decode()
+    text = scrape(install, f"https://{address}:{METRICS_PORT}/metrics", context=context)
     return int(
         sum(
             float(m.group(1))
@@ -318,10 +342,12 @@ def controller_leaders(install: Install) -> dict[str, bool]:
     for pod in install.pods("controller"):
         if pod["status"].get("phase") != "Running" or not pod["status"].get("podIP"):
             continue
-        url = f"http://{pod['status']['podIP']}:8080/metrics"
+        url = f"https://{pod['status']['podIP']}:{METRICS_PORT}/metrics"
+        # This overlay mounts a pair for the webhook's Service name; not what is checked here.
+        context = ssl.create_default_context(cafile=str(install.ca_file))
+        context.check_hostname = False
         try:
-            with urllib.request.urlopen(url, timeout=2) as reply:
-                text = reply.read().decode()
+            text = scrape(install, url, context=context, timeout=2)
         except OSError:
             continue
         found = re.search(r"^mxjob_controller_is_leader (\S+)$", text, re.M)

@@ -7,7 +7,9 @@ Kueue v0.19.2 (so the Kueue panel has a queued job to show), and the operator wi
 PrometheusRule back from the API server (accepted by the real CRDs) and turns them into a plain
 Prometheus's configuration as prometheus-operator would (``localkube.thirdparty.
 prometheus_config``): Kubernetes service discovery of the Services the ServiceMonitors select,
-the webhook scraped over TLS with the CA of the Secret they name. prometheus-operator itself is
+both processes scraped over TLS with the CA of the Secret they name and with the token of the
+ServiceAccount ``monitoring/prometheus``, bound to the ClusterRole ``mxjob-metrics-reader`` as
+docs/operations.md tells a user to bind theirs. prometheus-operator itself is
 not run (it would run Prometheus as a StatefulSet from images this machine cannot pull).
 
 Prometheus scrapes and evaluates every second, and each alert's ``for`` is shortened to
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 import base64
 import functools
+import http.client
 import json
+import socket
 import ssl
 import time
 import urllib.error
@@ -64,6 +68,11 @@ DASHBOARD = PROJECT_ROOT / "manifests" / "components" / "monitoring" / "dashboar
 MONITORING_API = "/apis/monitoring.coreos.com/v1/namespaces/mxjob-system"
 CONTROLLER_JOB = "mxjob-controller-metrics"
 WEBHOOK_JOB = "mxjob-webhook-metrics"
+SCRAPERS = "monitoring"
+"""The namespace of the scrapers' ServiceAccounts: ``prometheus`` (bound to the reader role)
+and ``nosy`` (bound to nothing)."""
+METRICS_PORT = 8443
+SERVER_NAME = "mxjob-webhook.mxjob-system.svc"
 
 
 @dataclass
@@ -85,19 +94,42 @@ def install_crds(installed: InstalledCluster) -> None:
         wait_established(installed.plane, f"{plural}.monitoring.coreos.com")
 
 
+def scraper_token(installed: InstalledCluster, name: str) -> str:
+    """A token of the ServiceAccount ``monitoring/<name>``, as its pod would have mounted."""
+    done = installed.plane.kubectl("create", "token", name, "-n", SCRAPERS, "--duration=2h")
+    return done.stdout.strip()
+
+
+def add_scrapers(installed: InstalledCluster) -> None:
+    """``monitoring/prometheus`` bound to ``mxjob-metrics-reader``; ``monitoring/nosy`` not."""
+    namespace_for(installed, SCRAPERS)
+    for name in ("prometheus", "nosy"):
+        installed.plane.kubectl("create", "serviceaccount", name, "-n", SCRAPERS)
+    installed.plane.kubectl(
+        "create", "clusterrolebinding", "prometheus-mxjob-metrics",
+        "--clusterrole=mxjob-metrics-reader", f"--serviceaccount={SCRAPERS}:prometheus",
+    )  # fmt: skip
+
+
+def webhook_ca(installed: InstalledCluster) -> bytes:
+    path = f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/mxjob-webhook-tls"
+    return base64.b64decode(installed.api.request("GET", path)["data"]["ca.crt"])
+
+
 def prometheus_configuration(installed: InstalledCluster, work: Path) -> dict[str, Any]:
     """The component's objects as the API server stored them, as Prometheus's configuration."""
     api = installed.api
-    secret = api.request("GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/mxjob-webhook-tls")
     ca_file = work / "webhook-ca.crt"
-    ca_file.write_bytes(base64.b64decode(secret["data"]["ca.crt"]))
+    ca_file.write_bytes(webhook_ca(installed))
+    token_file = work / "prometheus.token"
+    token_file.write_text(scraper_token(installed, "prometheus"))
     monitors = api.request("GET", f"{MONITORING_API}/servicemonitors")["items"]
     assert {m["metadata"]["name"] for m in monitors} == {CONTROLLER_JOB, WEBHOOK_JOB}
     jobs = [
         job
         for monitor in monitors
         for job in prometheus_config.scrape_jobs(
-            monitor, kubeconfig=installed.plane.kubeconfig, ca_file=ca_file
+            monitor, kubeconfig=installed.plane.kubeconfig, ca_file=ca_file, token_file=token_file
         )
     ]
     rule = api.request("GET", f"{MONITORING_API}/prometheusrules/mxjob-operator")
@@ -138,6 +170,7 @@ def watched(real_cluster: InstalledCluster) -> Iterator[Watched]:
         seconds = kueue.CURRENT.install(cluster, work / "kueue")
         cluster.install_operator(work / "operator", components=COMPONENTS)
         namespace_for(real_cluster, NAMESPACE)
+        add_scrapers(real_cluster)
         queued = Queued(real_cluster, seconds, NAMESPACE, KUEUE_VERSION)
         queued.apply(*queue_objects(NAMESPACE, KUEUE_VERSION))
         wait_for("the ClusterQueue to be active", lambda: queue_active(queued), bool, timeout=60)
@@ -152,6 +185,11 @@ def watched(real_cluster: InstalledCluster) -> Iterator[Watched]:
         if server is not None:
             server.stop()
         remove_namespace(real_cluster, NAMESPACE)
+        remove_namespace(real_cluster, SCRAPERS)
+        real_cluster.plane.kubectl(
+            "delete", "clusterrolebinding", "prometheus-mxjob-metrics", "--ignore-not-found",
+            check=False,
+        )  # fmt: skip
         # Back to the session's install: the components' objects and roles gone.
         cluster.install_operator(work / "operator")
         real_cluster.plane.kubectl(
@@ -214,8 +252,8 @@ def seconds_to_resolve(watched: Watched, name: str, *, timeout: float = 120) -> 
 def scrape_urls(watched: Watched) -> dict[str, set[str]]:
     """The URL of every pod the ServiceMonitors select, as Prometheus should scrape it."""
     return {
-        CONTROLLER_JOB: {f"http://{ip}:8080/metrics" for ip in pod_ips(watched, "controller")},
-        WEBHOOK_JOB: {f"https://{ip}:9443/metrics" for ip in pod_ips(watched, "webhook")},
+        job: {f"https://{ip}:{METRICS_PORT}/metrics" for ip in pod_ips(watched, component)}
+        for job, component in ((CONTROLLER_JOB, "controller"), (WEBHOOK_JOB, "webhook"))
     }
 
 
@@ -244,6 +282,42 @@ def test_prometheus_scrapes_every_operator_pod_the_service_monitors_select(
     # Exactly one controller leads, and Prometheus sees it.
     leaders = watched.server.query(f'sum(mxjob_controller_is_leader{{job="{CONTROLLER_JOB}"}})')
     assert [float(v["value"][1]) for v in leaders] == [1.0]
+
+
+def scrape_status(ip: str, *, token: str | None, ca: bytes) -> int:
+    """The HTTP status of one scrape of ``https://<ip>:8443/metrics``, verified as the
+    ServiceMonitors verify it: against the CA, for the Service name the certificate carries
+    (Prometheus's ``server_name``), whatever pod address is dialled."""
+    context = ssl.create_default_context(cadata=ca.decode())
+    authorization = "" if token is None else f"Authorization: Bearer {token}\r\n"
+    request = f"GET /metrics HTTP/1.1\r\nHost: {ip}\r\nConnection: close\r\n{authorization}\r\n"
+    with (
+        socket.create_connection((ip, METRICS_PORT), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname=SERVER_NAME) as tls,
+    ):
+        tls.sendall(request.encode())
+        response = http.client.HTTPResponse(tls)
+        response.begin()
+        return int(response.status)
+
+
+def test_a_scrape_without_a_token_is_401_and_one_without_the_reader_role_is_403(
+    watched: Watched,
+) -> None:
+    ca = webhook_ca(watched.installed)
+    nosy = scraper_token(watched.installed, "nosy")
+    reader = scraper_token(watched.installed, "prometheus")
+    for component in ("controller", "webhook"):
+        for ip in pod_ips(watched, component):
+            answers = {
+                "none": scrape_status(ip, token=None, ca=ca),
+                "forged": scrape_status(ip, token="not-a-token", ca=ca),
+                "nosy": scrape_status(ip, token=nosy, ca=ca),
+                "reader": scrape_status(ip, token=reader, ca=ca),
+            }
+            assert answers == {"none": 401, "forged": 401, "nosy": 403, "reader": 200}, (
+                component, ip,
+            )  # fmt: skip
 
 
 def dashboard_queries() -> list[tuple[str, str]]:

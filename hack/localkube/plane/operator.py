@@ -200,7 +200,7 @@ class LocalOperator:
 
     def start_webhook(
         self,
-        *,
+        *extra: str,
         port: int | None = None,
         workers: int = 1,
         log_level: str = "info",
@@ -216,6 +216,7 @@ class LocalOperator:
             f"--workers={workers}",
             "--log-format=text",
             f"--log-level={log_level}",
+            *extra,
         ]
         webhook = programs.start(Program("mxjob-webhook", argv, log=self.logs / log_name))
         _await(webhook, lambda: self._webhook_ready(port), what="mxjob-webhook's /readyz")

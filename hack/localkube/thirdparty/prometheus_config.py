@@ -20,7 +20,9 @@ from typing import Any
 
 Obj = dict[str, Any]
 
-ENDPOINT_FIELDS = frozenset({"path", "port", "scheme", "tlsConfig", "honorLabels"})
+ENDPOINT_FIELDS = frozenset(
+    {"path", "port", "scheme", "tlsConfig", "honorLabels", "bearerTokenFile"}
+)
 """The ServiceMonitor endpoint fields translated here."""
 TLS_FIELDS = frozenset({"serverName", "ca"})
 
@@ -81,10 +83,18 @@ def _tls(tls: Mapping[str, Any], *, name: str, ca_file: Path | None) -> Obj:
     return config
 
 
-def scrape_jobs(monitor: Mapping[str, Any], *, kubeconfig: Path, ca_file: Path | None) -> list[Obj]:
+def scrape_jobs(
+    monitor: Mapping[str, Any],
+    *,
+    kubeconfig: Path,
+    ca_file: Path | None,
+    token_file: Path | None = None,
+) -> list[Obj]:
     """One scrape job per endpoint of ``monitor`` (a ServiceMonitor), discovering targets
     through the API server of ``kubeconfig``. ``ca_file`` holds the CA its ``tlsConfig.ca``
-    names (the caller reads the Secret, as prometheus-operator does)."""
+    names (the caller reads the Secret, as prometheus-operator does); ``token_file`` stands for
+    the file an endpoint's ``bearerTokenFile`` names inside the Prometheus pod (its
+    ServiceAccount's token)."""
     meta, spec = monitor["metadata"], monitor["spec"]
     name = f"{meta['namespace']}/{meta['name']}"
     namespaces = (spec.get("namespaceSelector") or {}).get("matchNames") or [meta["namespace"]]
@@ -124,6 +134,12 @@ def scrape_jobs(monitor: Mapping[str, Any], *, kubeconfig: Path, ca_file: Path |
         }
         if endpoint.get("honorLabels"):
             job["honor_labels"] = True
+        if "bearerTokenFile" in endpoint:
+            if token_file is None:
+                raise UnsupportedMonitorError(
+                    f"ServiceMonitor {name}: endpoints[{index}].bearerTokenFile needs its file"
+                )
+            job["authorization"] = {"type": "Bearer", "credentials_file": str(token_file)}
         if "tlsConfig" in endpoint:
             job["tls_config"] = _tls(endpoint["tlsConfig"], name=name, ca_file=ca_file)
         jobs.append(job)

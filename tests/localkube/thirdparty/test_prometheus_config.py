@@ -19,6 +19,7 @@ from localkube.thirdparty.prometheus_config import (
 COMPONENT = Path(__file__).resolve().parents[3] / "manifests" / "components" / "monitoring"
 KUBECONFIG = Path("/state/kubeconfig")
 CA = Path("/state/ca.crt")
+TOKEN = Path("/state/prometheus.token")
 
 
 def monitors() -> dict[str, dict[str, Any]]:
@@ -35,8 +36,10 @@ def test_labels_are_named_as_kubernetes_service_discovery_names_them() -> None:
 
 
 def test_the_controller_monitor_keeps_its_service_and_port_and_names_the_job_after_it() -> None:
-    [job] = scrape_jobs(monitors()["mxjob-controller-metrics"], kubeconfig=KUBECONFIG, ca_file=CA)
-    assert job["scheme"] == "http" and job["metrics_path"] == "/metrics"
+    [job] = scrape_jobs(
+        monitors()["mxjob-controller-metrics"], kubeconfig=KUBECONFIG, ca_file=CA, token_file=TOKEN
+    )
+    assert job["scheme"] == "https" and job["metrics_path"] == "/metrics"
     [discovery] = job["kubernetes_sd_configs"]
     assert discovery == {
         "role": "endpointslice",
@@ -53,7 +56,7 @@ def test_the_controller_monitor_keeps_its_service_and_port_and_names_the_job_aft
             "__meta_kubernetes_service_label_app_kubernetes_io_name",
             "__meta_kubernetes_service_labelpresent_app_kubernetes_io_name",
         ): r"(mxjob\-operator);true",
-        ("__meta_kubernetes_endpointslice_port_name",): r"http\-metrics",
+        ("__meta_kubernetes_endpointslice_port_name",): r"https\-metrics",
     }
     job_label = [r for r in relabel(job, "replace") if r["target_label"] == "job"]
     assert job_label == [
@@ -63,34 +66,47 @@ def test_the_controller_monitor_keeps_its_service_and_port_and_names_the_job_aft
             "target_label": "job",
         }
     ]
-    assert "tls_config" not in job and "honor_labels" not in job
+    assert "honor_labels" not in job
 
 
-def test_the_webhook_monitor_verifies_tls_with_the_secrets_ca_for_the_service_name() -> None:
-    [job] = scrape_jobs(monitors()["mxjob-webhook-metrics"], kubeconfig=KUBECONFIG, ca_file=CA)
+@pytest.mark.parametrize("monitor", ["mxjob-webhook-metrics", "mxjob-controller-metrics"])
+def test_each_monitor_verifies_tls_for_the_service_name_and_sends_the_scrapers_token(
+    monitor: str,
+) -> None:
+    [job] = scrape_jobs(monitors()[monitor], kubeconfig=KUBECONFIG, ca_file=CA, token_file=TOKEN)
     assert job["scheme"] == "https"
-    # The reviews' own `endpoint` label wins over the target's (the port's name).
-    assert job["honor_labels"] is True
     assert job["tls_config"] == {
         "server_name": "mxjob-webhook.mxjob-system.svc",
         "ca_file": str(CA),
     }
+    assert job["authorization"] == {"type": "Bearer", "credentials_file": str(TOKEN)}
+
+
+def test_the_webhook_monitor_keeps_the_reviews_endpoint_label() -> None:
+    [job] = scrape_jobs(
+        monitors()["mxjob-webhook-metrics"], kubeconfig=KUBECONFIG, ca_file=CA, token_file=TOKEN
+    )
+    # The reviews' own `endpoint` label wins over the target's (the port's name).
+    assert job["honor_labels"] is True
 
 
 def test_a_field_not_translated_is_refused_by_name() -> None:
     monitor = monitors()["mxjob-controller-metrics"]
-    monitor["spec"]["endpoints"][0]["bearerTokenFile"] = "/token"
-    with pytest.raises(UnsupportedMonitorError, match=r"endpoints\[0\]\.bearerTokenFile"):
-        scrape_jobs(monitor, kubeconfig=KUBECONFIG, ca_file=CA)
+    monitor["spec"]["endpoints"][0]["bearerTokenSecret"] = {"name": "token"}
+    with pytest.raises(UnsupportedMonitorError, match=r"endpoints\[0\]\.bearerTokenSecret"):
+        scrape_jobs(monitor, kubeconfig=KUBECONFIG, ca_file=CA, token_file=TOKEN)
     monitor = monitors()["mxjob-controller-metrics"]
     monitor["spec"]["selector"]["matchExpressions"] = []
     with pytest.raises(UnsupportedMonitorError, match=r"spec\.selector\.matchExpressions"):
         scrape_jobs(monitor, kubeconfig=KUBECONFIG, ca_file=CA)
 
 
-def test_a_ca_to_verify_against_needs_its_file() -> None:
+def test_a_ca_and_a_token_file_are_needed_to_translate_them() -> None:
+    webhook = monitors()["mxjob-webhook-metrics"]
     with pytest.raises(UnsupportedMonitorError, match=r"tlsConfig\.ca needs its file"):
-        scrape_jobs(monitors()["mxjob-webhook-metrics"], kubeconfig=KUBECONFIG, ca_file=None)
+        scrape_jobs(webhook, kubeconfig=KUBECONFIG, ca_file=None, token_file=TOKEN)
+    with pytest.raises(UnsupportedMonitorError, match=r"bearerTokenFile needs its file"):
+        scrape_jobs(webhook, kubeconfig=KUBECONFIG, ca_file=CA)
 
 
 def test_a_shorter_pending_time_changes_every_alerts_for_and_nothing_else() -> None:
