@@ -156,6 +156,23 @@ class _Deprecated(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
+def _add_metrics_flags(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--metrics-bind-address", help="host:port for /metrics (default :8443)")
+    add(
+        "--metrics-secure",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve /metrics over HTTPS to authenticated, authorized scrapers only (default on)",
+    )
+    add("--metrics-cert-dir", type=Path, help="tls.crt and tls.key of the metrics server")
+    add(
+        "--metrics-auth-cache-seconds",
+        type=float,
+        help="seconds a scraper's TokenReview and SubjectAccessReview are reused (default 60)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mxjob-controller",
@@ -183,19 +200,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--renew-deadline", type=float, help="seconds (default 10)")
     add("--retry-period", type=float, help="seconds (default 2)")
     add("--identity", help="this process's identity in the Lease")
-    add("--metrics-bind-address", help="host:port for /metrics (default :8443)")
-    add(
-        "--metrics-secure",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="serve /metrics over HTTPS to authenticated, authorized scrapers only (default on)",
-    )
-    add("--metrics-cert-dir", type=Path, help="tls.crt and tls.key of the metrics server")
-    add(
-        "--metrics-auth-cache-seconds",
-        type=float,
-        help="seconds a scraper's TokenReview and SubjectAccessReview are reused (default 60)",
-    )
+    _add_metrics_flags(parser)
     add(
         "--health-probe-bind-address",
         help="host:port for /healthz and /readyz (default :8081)",

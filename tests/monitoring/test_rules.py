@@ -164,12 +164,14 @@ def test_service_monitors_scrape_the_metrics_services_as_they_serve() -> None:
         assert endpoint["path"] == "/metrics"
         namespace = monitor["metadata"]["namespace"]
         assert monitor["spec"]["namespaceSelector"]["matchNames"] == [namespace]
-    (webhook,) = monitors["mxjob-webhook-metrics"]["spec"]["endpoints"]
-    assert webhook["scheme"] == "https"
-    assert webhook["tlsConfig"]["serverName"] == "mxjob-webhook.mxjob-system.svc"
-    assert webhook["tlsConfig"]["ca"]["secret"] == {"name": "mxjob-webhook-tls", "key": "ca.crt"}
-    (controller,) = monitors["mxjob-controller-metrics"]["spec"]["endpoints"]
-    assert controller["scheme"] == "http" and "tlsConfig" not in controller
+        # Both over HTTPS, verified for the serving certificate's name, with Prometheus's token.
+        assert endpoint["scheme"] == "https"
+        assert endpoint["tlsConfig"]["serverName"] == "mxjob-webhook.mxjob-system.svc"
+        assert endpoint["tlsConfig"]["ca"]["secret"] == {
+            "name": "mxjob-webhook-tls",
+            "key": "ca.crt",
+        }
+        assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 
 def test_the_dashboard_is_for_grafanas_sidecar_with_unique_panels() -> None:
