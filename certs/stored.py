@@ -1,12 +1,13 @@
-"""What the webhook's certificate Secret holds, read defensively.
+"""What the webhook's certificate Secrets hold, read defensively.
 
-The Secret (``kubernetes.io/tls``) made by the controller's certificate keeper
-(controller/certificates/keeper.py) holds:
+The controller's certificate keeper (controller/certificates/keeper.py) keeps, read here as one
+mapping:
 
 - ``ca.crt``: the trust bundle, PEM certificates, the signing CA first; the webhook
   configurations' and the CRD's ``caBundle`` are exactly this;
-- ``ca.key``: the signing CA's private key (never mounted into webhook pods);
-- ``tls.crt`` / ``tls.key``: the serving pair the webhook presents.
+- ``ca.key``: the signing CA's private key (in the Secret ``mxjob-webhook-ca`` that only the
+  controller reads; never mounted into webhook pods);
+- ``tls.crt`` / ``tls.key``: the serving pair the webhook presents (``mxjob-webhook-tls``).
 
 Anyone with access may have written anything there, so every part is checked on its own and
 what is wrong is named: a garbage ``ca.key`` still leaves ``ca.crt``'s certificates usable as

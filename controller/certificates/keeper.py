@@ -1,5 +1,11 @@
 """The webhook's certificates made and kept inside the cluster (``--manage-webhook-certificates``).
 
+Two Secrets, split by who reads them: ``mxjob-webhook-ca`` holds the CA's certificate and key and
+is read by this controller alone; ``mxjob-webhook-tls`` holds the serving pair and the trust
+bundle (``ca.crt``), which the webhook pods mount (the pair only) and scrapers read (``ca.crt``).
+An install from before the split kept ``ca.key`` in ``mxjob-webhook-tls``: the first pass moves
+it (the CA Secret is written first, so the key is never in neither).
+
 While this process leads, a thread reads the Secret and the ``caBundle`` of both webhook
 configurations and of the CRD conversion by name every ``certificate_check_interval`` seconds,
 asks certs/rotation.py what they must hold, and writes that: a missing or unusable Secret is
@@ -28,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from certs.rotation import Observed, Plan, RotationPolicy, plan
+from certs.stored import CA_CERT_KEY, CA_KEY_KEY, TLS_CERT_KEY, TLS_KEY_KEY
 from controller.certificates.cabundles import (
     CRDS,
     MUTATING,
@@ -59,6 +66,8 @@ class CertificateTargets:
 
     namespace: str
     secret: str = "mxjob-webhook-tls"
+    ca_secret: str = "mxjob-webhook-ca"
+    """The CA's certificate and key, apart from what the webhook and the scrapers read."""
     service: str = "mxjob-webhook"
     mutating: str = "zz-mxjob-operator-mutating"
     validating: str = "mxjob-operator-validating"
@@ -74,11 +83,16 @@ class CertificateTargets:
         return (short, f"{short}.cluster.local")
 
 
-def _secret_path(targets: CertificateTargets, *, named: bool = True) -> str:
+def _secret_path(targets: CertificateTargets, *, name: str | None) -> str:
     return resource_path(
-        group="", version="v1", plural="secrets", namespace=targets.namespace,
-        name=targets.secret if named else None,
+        group="", version="v1", plural="secrets", namespace=targets.namespace, name=name,
     )  # fmt: skip
+
+
+CA_KEYS: Final = (CA_CERT_KEY, CA_KEY_KEY)
+"""What the CA Secret holds."""
+SERVING_KEYS: Final = (CA_CERT_KEY, TLS_CERT_KEY, TLS_KEY_KEY)
+"""What the serving Secret holds: the pair the webhook presents, and the bundle to trust."""
 
 
 def _site_path(plural: str, name: str) -> str:
@@ -142,10 +156,16 @@ class WebhookCertificateKeeper:
 
     def sync_once(self) -> float:
         """One pass: read, plan, write; seconds until the next pass."""
-        secret = self._get(_secret_path(self.targets))
+        secret = self._get(_secret_path(self.targets, name=self.targets.secret))
+        ca_secret = self._get(_secret_path(self.targets, name=self.targets.ca_secret))
         sites = self._sites()
         now = self._clock()
         data = _decoded(secret)
+        ca_data = _decoded(ca_secret)
+        if ca_data and ca_data.get(CA_KEY_KEY):
+            # The split layout; with the serving Secret gone, its CA still signs the next pair.
+            data = {**(data or {CA_CERT_KEY: ca_data.get(CA_CERT_KEY, b"")}),
+                    CA_KEY_KEY: ca_data[CA_KEY_KEY]}  # fmt: skip
         stored_bundle = (data or {}).get("ca.crt", b"")
         observed = Observed(
             data=data,
@@ -156,9 +176,9 @@ class WebhookCertificateKeeper:
         step = plan(observed, now=now, policy=self.policy)
         if step.bundles_first:
             patched = self._write_bundles(sites, step.bundle)
-            self._write_secret(secret, step)
+            self._write_secrets(secret, ca_secret, step)
         else:
-            self._write_secret(secret, step)
+            self._write_secrets(secret, ca_secret, step)
             patched = self._write_bundles(sites, step.bundle)
         self._report(secret, step)  # after the writes: a pass that lost a race says nothing
         if patched or step.bundle != stored_bundle:
@@ -224,41 +244,71 @@ class WebhookCertificateKeeper:
             patched.append(site)
         return patched
 
-    def _write_secret(self, secret: dict[str, Any] | None, step: Plan) -> None:
-        if not step.secret_changed:
-            return
-        encoded = {key: base64.b64encode(value).decode() for key, value in step.data.items()}
+    def _write_secrets(
+        self, secret: dict[str, Any] | None, ca_secret: dict[str, Any] | None, step: Plan
+    ) -> None:
+        """The CA Secret first, then the serving one (without ``ca.key``): a pass cut off
+        between the two leaves the key in both, never in neither."""
+        ca_data = {key: step.data[key] for key in CA_KEYS if key in step.data}
+        if ca_data and (step.secret_changed or _decoded(ca_secret) != ca_data):
+            self._write_secret(
+                ca_secret, name=self.targets.ca_secret, data=ca_data, secret_type="Opaque",
+                annotations={}, component="webhook-ca",
+            )  # fmt: skip
+        legacy = secret is not None and CA_KEY_KEY in (secret.get("data") or {})
+        if step.secret_changed or legacy:
+            serving = {key: step.data[key] for key in SERVING_KEYS if key in step.data}
+            self._write_secret(
+                secret, name=self.targets.secret, data=serving, secret_type="kubernetes.io/tls",
+                annotations=step.annotations, component="webhook",
+            )  # fmt: skip
+
+    def _write_secret(
+        self,
+        secret: dict[str, Any] | None,
+        *,
+        name: str,
+        data: dict[str, bytes],
+        secret_type: str,
+        annotations: dict[str, str | None],
+        component: str,
+    ) -> None:
+        """Create ``name`` with ``data``, or replace the data of ``secret`` (keys not in
+        ``data`` go) with the ``resourceVersion`` read, so a concurrent writer's change fails."""
+        encoded = {key: base64.b64encode(value).decode() for key, value in data.items()}
         if secret is None:
             created = {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "type": "kubernetes.io/tls",
-                "metadata": self._new_metadata(step),
+                "type": secret_type,
+                "metadata": self._new_metadata(name, annotations, component=component),
                 "data": encoded,
             }
-            self.client.request("POST", _secret_path(self.targets, named=False), body=created)
+            self.client.request("POST", _secret_path(self.targets, name=None), body=created)
             return
         metadata = secret["metadata"]
-        annotations = dict(metadata.get("annotations") or {})
-        for key, value in step.annotations.items():
+        kept = dict(metadata.get("annotations") or {})
+        for key, value in annotations.items():
             if value is None:
-                annotations.pop(key, None)
+                kept.pop(key, None)
             else:
-                annotations[key] = value
-        metadata["annotations"] = annotations
-        secret["data"] = {**(secret.get("data") or {}), **encoded}
-        self.client.request("PUT", _secret_path(self.targets), body=secret)  # resourceVersion kept
+                kept[key] = value
+        metadata["annotations"] = kept
+        secret["data"] = encoded
+        self.client.request("PUT", _secret_path(self.targets, name=name), body=secret)
 
-    def _new_metadata(self, step: Plan) -> dict[str, Any]:
+    def _new_metadata(
+        self, name: str, annotations: dict[str, str | None], *, component: str
+    ) -> dict[str, Any]:
         metadata: dict[str, Any] = {
-            "name": self.targets.secret,
+            "name": name,
             "namespace": self.targets.namespace,
             "labels": {
                 "app.kubernetes.io/name": "mxjob-operator",
-                "app.kubernetes.io/component": "webhook",
+                "app.kubernetes.io/component": component,
                 "app.kubernetes.io/managed-by": "mxjob-controller",
             },
-            "annotations": {k: v for k, v in step.annotations.items() if v is not None},
+            "annotations": {k: v for k, v in annotations.items() if v is not None},
         }
         owner = self._owner()
         if owner is not None:

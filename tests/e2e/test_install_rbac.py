@@ -420,11 +420,12 @@ def test_a_kubeflow_profile_contributor_manages_mxjobs_and_reads_logs_and_nothin
 IN_CLUSTER_RBAC = PROJECT_ROOT / "manifests" / "overlays" / "in-cluster" / "rbac.yaml"
 
 
-def test_in_cluster_certificates_add_only_their_secret_and_three_objects_by_name(
+def test_in_cluster_certificates_add_only_their_secrets_and_three_objects_by_name(
     identities: Identities, control_plane: ControlPlane, namespace: str
 ) -> None:
     """What ``--manage-webhook-certificates`` adds (the in-cluster overlay): create Secrets in
-    the operator's namespace, read and update one Secret, patch three objects, all by name. It
+    the operator's namespace, read and update its two Secrets, patch three objects, all by name;
+    and no other account of the install may read the one with the CA's key. It
     works on the real node (tests/e2e/test_real_node_certificates.py); here, that it is no more.
     """
     control_plane.kubectl("apply", "--server-side", "-f", str(IN_CLUSTER_RBAC))
@@ -442,6 +443,12 @@ def test_in_cluster_certificates_add_only_their_secret_and_three_objects_by_name
             bool, timeout=30,
         )  # fmt: skip
         assert allowed("get", namespace=SYSTEM, name="mxjob-webhook-tls")
+        assert allowed("get", namespace=SYSTEM, name="mxjob-webhook-ca")
+        assert allowed("update", namespace=SYSTEM, name="mxjob-webhook-ca")
+        webhook = Api.from_kubeconfig(identities["mxjob-webhook"])
+        for name in ("mxjob-webhook-ca", "mxjob-webhook-tls"):
+            assert not _allowed(webhook, verb="get", resource="secrets", namespace=SYSTEM,
+                                name=name)  # fmt: skip
         assert allowed("create", namespace=SYSTEM)
         assert allowed("get", "deployments", group="apps", namespace=SYSTEM,
                        name="mxjob-controller")  # fmt: skip

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from cryptography import x509
 
+from certs.authority import CertificateAuthority
 from certs.rotation import ROTATE_ANNOTATION, RotationPolicy
 from certs.stored import issued_by, parse_bundle
 from controller.certificates.cabundles import crd_site, webhook_site
@@ -94,9 +95,11 @@ def keeper(
     return WebhookCertificateKeeper(api, targets=targets, policy=policy, **options)
 
 
-def secret_of(api: KubeClient, targets: CertificateTargets) -> dict[str, Any]:
+def secret_of(
+    api: KubeClient, targets: CertificateTargets, *, name: str | None = None
+) -> dict[str, Any]:
     found: dict[str, Any] = api.request(
-        "GET", f"/api/v1/namespaces/{targets.namespace}/secrets/{targets.secret}"
+        "GET", f"/api/v1/namespaces/{targets.namespace}/secrets/{name or targets.secret}"
     )
     return found
 
@@ -220,15 +223,60 @@ def test_a_ca_rotation_asked_by_annotation_moves_the_served_certificate_to_a_tru
     assert live_bundles(api, targets) == [data_of(moved, "ca.crt")] * 5
 
 
-def test_a_deleted_secret_is_made_again_and_the_ca_pods_still_serve_from_stays_trusted(
+def test_deleted_secrets_are_made_again_and_the_ca_pods_still_serve_from_stays_trusted(
     api: KubeClient, targets: CertificateTargets
 ) -> None:
     one = keeper(api, targets)
     one.sync_once()
     old_ca = parse_bundle(data_of(secret_of(api, targets), "ca.crt"))[0]
-    api.request("DELETE", f"/api/v1/namespaces/{targets.namespace}/secrets/{targets.secret}")
+    for name in (targets.secret, targets.ca_secret):
+        api.request("DELETE", f"/api/v1/namespaces/{targets.namespace}/secrets/{name}")
     with pytest.raises(NotFound):
         secret_of(api, targets)
     one.sync_once()
     remade = parse_bundle(data_of(secret_of(api, targets), "ca.crt"))
     assert remade[1:] == [old_ca] and remade[0] != old_ca
+
+
+def test_the_ca_key_is_kept_apart_from_what_the_webhook_and_the_scrapers_read(
+    api: KubeClient, targets: CertificateTargets
+) -> None:
+    keeper(api, targets).sync_once()
+    serving, authority = secret_of(api, targets), secret_of(api, targets, name=targets.ca_secret)
+    assert sorted(serving["data"]) == ["ca.crt", "tls.crt", "tls.key"]
+    assert sorted(authority["data"]) == ["ca.crt", "ca.key"] and authority["type"] == "Opaque"
+    ca = CertificateAuthority.load(
+        cert_pem=data_of(authority, "ca.crt"), key_pem=data_of(authority, "ca.key")
+    )
+    assert issued_by(served_leaf(serving), ca.pair.certificate)
+
+
+def test_a_ca_key_kept_beside_the_serving_pair_moves_to_the_ca_secret_and_nothing_is_reissued(
+    api: KubeClient, targets: CertificateTargets
+) -> None:
+    keeper(api, targets).sync_once()
+    serving, authority = secret_of(api, targets), secret_of(api, targets, name=targets.ca_secret)
+    # The layout of earlier releases: one Secret with the CA's key in it, and no CA Secret.
+    serving["data"]["ca.key"] = authority["data"]["ca.key"]
+    secrets_path = f"/api/v1/namespaces/{targets.namespace}/secrets"
+    api.request("PUT", f"{secrets_path}/{targets.secret}", body=serving)
+    api.request("DELETE", f"{secrets_path}/{targets.ca_secret}")
+    keeper(api, targets).sync_once()
+    moved, split = secret_of(api, targets), secret_of(api, targets, name=targets.ca_secret)
+    assert "ca.key" not in moved["data"]
+    assert split["data"] == authority["data"]
+    assert moved["data"]["tls.crt"] == serving["data"]["tls.crt"]  # nothing re-issued
+
+
+def test_a_deleted_serving_secret_is_issued_again_by_the_kept_ca(
+    api: KubeClient, targets: CertificateTargets
+) -> None:
+    one = keeper(api, targets)
+    one.sync_once()
+    bundle = data_of(secret_of(api, targets), "ca.crt")
+    api.request("DELETE", f"/api/v1/namespaces/{targets.namespace}/secrets/{targets.secret}")
+    one.sync_once()
+    remade = secret_of(api, targets)
+    assert data_of(remade, "ca.crt") == bundle
+    assert issued_by(served_leaf(remade), parse_bundle(bundle)[0])
+    assert live_bundles(api, targets) == [bundle] * 5
