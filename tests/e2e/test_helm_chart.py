@@ -12,37 +12,51 @@ outputs are parsed and compared object by object, keyed by (kind, namespace, nam
   component of the same name; ``metrics.serviceMonitor``, ``metrics.prometheusRule`` and
   ``metrics.dashboard`` and ``overlays/in-cluster`` with ``components/monitoring``.
 
-Two differences are Helm's own and left out of the comparison, exactly these:
+What Helm adds is left out of the comparison, exactly this:
 
-- the kustomize install's Namespace: Helm creates the release namespace itself
-  (``--create-namespace``) and a chart that rendered it would fight Helm over it;
-- the CRD's annotation ``helm.sh/resource-policy: keep``, which makes ``helm uninstall`` leave
-  the CRD (and every MXJob) as ``kubectl delete -k`` of a kustomize overlay would not. The CRD is
+- Helm's recommended labels on every object (``app.kubernetes.io/name``, ``instance``,
+  ``version``, ``managed-by`` and ``helm.sh/chart``): the kustomize objects are compared with
+  those five added to their labels (an object that already has ``app.kubernetes.io/name`` must
+  have the same value). Nothing else of an object may differ: the selectors and the pods'
+  labels are the manifests', so an upgrade from an earlier chart keeps the Deployments'
+  immutable selectors;
+- the kustomize install's Namespace, unless ``namespace.create`` renders it (then it is compared
+  too): by default Helm creates the release namespace itself (``--create-namespace``);
+- the annotation ``helm.sh/resource-policy: keep`` of the CRD and the Namespace, which makes
+  ``helm uninstall`` leave the CRD (and every MXJob) and the namespace (and what else is in it)
+  as ``kubectl delete -k`` of a kustomize overlay would not. The CRD is
   a template, not a file of ``crds/``, because it differs between the choices above (its
-  caBundle, cert-manager's annotation, v1beta1 served or not) and Helm renders ``crds/`` as is.
+  caBundle, cert-manager's annotation, v1beta1 served or not) and Helm renders ``crds/`` as is;
+- the ``helm test`` hook's objects (templates/tests/), which exist only while ``helm test`` runs
+  and have no kustomize counterpart; they are checked on their own below.
 
-The chart adds no label of its own (helm.sh/chart, app.kubernetes.io/instance): Helm labels what
-it installs itself (app.kubernetes.io/managed-by, meta.helm.sh annotations), outside the render.
+The module also checks the chart's ``kubeVersion`` floor, its Artifact Hub annotations and the
+values ``values.schema.json`` refuses.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import copy
 import json
 import shutil
 import subprocess
+import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from jsonschema import Draft7Validator
 
 from certs.cli import main as certs_main
 from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.controlplane import find_binaries
 from localkube.thirdparty import helm
+from shared.validation import format_violations, validate
 from tests.e2e.helm_fixtures import NAMESPACE, RELEASE, Docs, helm_or_require, parse, values_file
 
 MANIFESTS = PROJECT_ROOT / "manifests"
@@ -124,23 +138,61 @@ def keyed(docs: Docs) -> dict[Key, dict[str, Any]]:
     return found
 
 
+CHART_META = yaml.safe_load((CHART / "Chart.yaml").read_text())
+HELM_LABELS = {
+    "app.kubernetes.io/name": "mxjob-operator",
+    "app.kubernetes.io/instance": RELEASE,
+    "app.kubernetes.io/version": CHART_META["appVersion"],
+    "app.kubernetes.io/managed-by": "Helm",
+    "helm.sh/chart": f"mxjob-operator-{CHART_META['version']}",
+}
+"""Helm's recommended labels, as the chart gives them to every object it renders."""
+TEST_HOOKS = {
+    (kind, NAMESPACE, "mxjob-operator-test")
+    for kind in ("ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Pod")
+}
+"""The objects of ``helm test`` (templates/tests/check-install.yaml)."""
+
+
+def is_test_hook(doc: dict[str, Any]) -> bool:
+    return (doc["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"
+
+
 def without_helms_own(docs: Docs) -> dict[Key, dict[str, Any]]:
-    """The chart's objects less the one thing Helm needs that kustomize has no use for: the CRD's
-    keep annotation (asserted there, then removed)."""
-    objects = keyed(copy.deepcopy(docs))
-    metadata = objects[("CustomResourceDefinition", None, CRD)]["metadata"]
-    annotations = metadata["annotations"]
-    assert annotations.pop(KEEP) == "keep"
-    if not annotations:
-        del metadata["annotations"]
+    """The chart's objects less what Helm needs that kustomize has no use for: the ``helm test``
+    hooks and the keep annotation of the CRD and the Namespace (asserted there, then
+    removed)."""
+    hooks = {key for key, doc in keyed(docs).items() if is_test_hook(doc)}
+    assert hooks == TEST_HOOKS
+    objects = {key: doc for key, doc in keyed(copy.deepcopy(docs)).items() if key not in hooks}
+    kept = [key for key in objects if key[0] in ("CustomResourceDefinition", "Namespace")]
+    for key in kept:
+        metadata = objects[key]["metadata"]
+        annotations = metadata["annotations"]
+        assert annotations.pop(KEEP) == "keep", key
+        if not annotations:
+            del metadata["annotations"]
     return objects
+
+
+def with_helm_labels(objects: dict[Key, dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+    """The kustomize objects with Helm's recommended labels added, the one difference the chart
+    may make to an object; a label kustomize already has must keep its value."""
+    labelled = copy.deepcopy(objects)
+    for key, doc in labelled.items():
+        labels = doc["metadata"].setdefault("labels", {})
+        clash = {k: v for k, v in labels.items() if k in HELM_LABELS and HELM_LABELS[k] != v}
+        assert not clash, (key, clash)
+        labels.update(HELM_LABELS)
+    return labelled
 
 
 def without_namespace(docs: Docs) -> dict[Key, dict[str, Any]]:
-    """The kustomize install's objects less its Namespace, which Helm makes."""
+    """The kustomize install's objects less its Namespace (which Helm makes), with Helm's
+    labels."""
     objects = keyed(docs)
     assert objects.pop(("Namespace", None, NAMESPACE))
-    return objects
+    return with_helm_labels(objects)
 
 
 def assert_same_objects(chart: dict[Key, Any], kustomized: dict[Key, Any]) -> None:
@@ -197,11 +249,32 @@ def test_the_chart_and_the_schema_name_the_pinned_versions() -> None:
 def test_default_values_render_the_in_cluster_overlay(
     helm_binary: Path, kubectl: Path, tmp_path: Path
 ) -> None:
-    chart = template(helm_binary, tmp_path)
+    chart = without_helms_own(template(helm_binary, tmp_path))
     kustomized = kustomize(kubectl, MANIFESTS / "overlays" / "in-cluster")
-    assert_same_objects(without_helms_own(chart), without_namespace(kustomized))
+    assert_same_objects(chart, without_namespace(kustomized))
     # A comparison of something: the whole install, the namespace being the only one left out.
     assert len(chart) == len(kustomized) - 1 >= 20
+
+
+def test_namespace_create_renders_the_kustomize_namespace_too(
+    helm_binary: Path, kubectl: Path, tmp_path: Path
+) -> None:
+    """With ``namespace.create`` the chart renders the whole in-cluster overlay, its Namespace
+    with Pod Security "restricted" included; another level changes only those labels."""
+    chart = template(helm_binary, tmp_path, {"namespace": {"create": True}})
+    kustomized = kustomize(kubectl, MANIFESTS / "overlays" / "in-cluster")
+    assert_same_objects(without_helms_own(chart), with_helm_labels(keyed(kustomized)))
+    assert len(without_helms_own(chart)) == len(kustomized)
+    baseline = template(helm_binary, tmp_path, {"namespace": {"create": True,
+                                                              "podSecurity": "baseline"}},
+                        namespace="ml-ops")  # fmt: skip
+    labels = one(baseline, "Namespace", "ml-ops")["metadata"]["labels"]
+    assert {k: v for k, v in labels.items() if k.startswith("pod-security")} == {
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/warn": "baseline",
+        "pod-security.kubernetes.io/warn-version": "latest",
+    }
 
 
 def test_cert_manager_mode_renders_the_cert_manager_overlay(
@@ -307,6 +380,49 @@ def test_every_object_goes_into_the_release_namespace(helm_binary: Path, tmp_pat
     assert binding["subjects"][0]["namespace"] == "kueue-system"
 
 
+# -- Helm's labels, the selectors as they were ----------------------------------------------------
+EVERY_OPTION: Values = {
+    "namespace": {"create": True}, "certificates": {"mode": "cert-manager"}, **MONITORING,
+    "v1beta1": True, "validateOnCreate": True, "kueueWorkloads": True, "kubeflowRoles": True,
+    "katibTrials": True,
+}  # fmt: skip
+"""Every option at once: every template renders something."""
+SELECTED_BY = {
+    "mxjob-webhook": {"app.kubernetes.io/name": "mxjob-operator",
+                      "app.kubernetes.io/component": "webhook"},
+    "mxjob-controller": {"app.kubernetes.io/name": "mxjob-operator",
+                         "app.kubernetes.io/component": "controller"},
+}  # fmt: skip
+"""The Deployments' selectors, as every earlier version of the chart rendered them: immutable,
+so ``helm upgrade`` from one of those would fail on any other."""
+
+
+def test_every_object_carries_helms_recommended_labels(helm_binary: Path, tmp_path: Path) -> None:
+    docs = template(helm_binary, tmp_path, EVERY_OPTION)
+    assert len(docs) >= 40
+    for doc in docs:
+        labels = doc["metadata"].get("labels") or {}
+        assert labels.items() >= HELM_LABELS.items(), (doc["kind"], doc["metadata"]["name"])
+
+
+def test_the_selectors_and_the_pods_labels_stay_the_manifests(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    """Helm's labels are on the objects only: a Deployment's selector, which an upgrade cannot
+    change, and its pods' labels (a new chart version alone rolls no pod) are as before."""
+    docs = template(helm_binary, tmp_path, EVERY_OPTION)
+    for name, selector in SELECTED_BY.items():
+        spec = one(docs, "Deployment", name)["spec"]
+        assert spec["selector"] == {"matchLabels": selector}
+        assert spec["template"]["metadata"]["labels"] == selector
+        (spread,) = spec["template"]["spec"]["topologySpreadConstraints"]
+        assert spread["labelSelector"] == {"matchLabels": selector}
+        assert one(docs, "PodDisruptionBudget", name)["spec"]["selector"] == spec["selector"]
+    for service in services(docs):
+        component = "webhook" if "webhook" in service["metadata"]["name"] else "controller"
+        assert service["spec"]["selector"] == SELECTED_BY[f"mxjob-{component}"]
+
+
 # -- values land where they say -----------------------------------------------------------------
 PLACEMENT: Values = {
     "nodeSelector": {"node-role.example.com/infra": "true"},
@@ -357,7 +473,8 @@ def test_images_replicas_resources_placement_args_and_pdbs_land_in_their_objects
         "requests": {"cpu": "200m", "memory": "64Mi"}, "limits": {"cpu": "1", "memory": "256Mi"}
     }  # fmt: skip
     assert webhook["args"][-1] == "--max-connection-age=60"
-    assert webhook["args"][:-1] == ["--bind=0.0.0.0:9443", "--cert-dir=/etc/mxjob-webhook/tls",
+    assert webhook["args"][:-1] == ["--bind=0.0.0.0:9443", "--metrics-bind=0.0.0.0:8443",
+                                    "--cert-dir=/etc/mxjob-webhook/tls",
                                     "--graceful-timeout=20", "--log-format=json"]  # fmt: skip
     assert controller["args"][-2:] == ["--manage-webhook-certificates", "--gang-scheduler=volcano"]
     pod = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]["spec"]
@@ -497,14 +614,14 @@ def test_service_monitors_select_the_metrics_services_by_label(
         assert scraped_by(monitor, docs) == [name]
         (endpoint,) = monitor["spec"]["endpoints"]
         assert (endpoint["path"], endpoint["interval"]) == ("/metrics", "30s")
-    (webhook,) = monitors["mxjob-webhook-metrics"]["spec"]["endpoints"]
-    assert webhook["scheme"] == "https"
-    assert webhook["tlsConfig"] == {
-        "serverName": f"mxjob-webhook.{NAMESPACE}.svc",
-        "ca": {"secret": {"name": "mxjob-webhook-tls", "key": "ca.crt"}},
-    }
-    (controller,) = monitors["mxjob-controller-metrics"]["spec"]["endpoints"]
-    assert controller["scheme"] == "http"
+    for monitor in monitors.values():  # both over HTTPS with Prometheus's token
+        (endpoint,) = monitor["spec"]["endpoints"]
+        assert endpoint["scheme"] == "https"
+        assert endpoint["tlsConfig"] == {
+            "serverName": f"mxjob-webhook.{NAMESPACE}.svc",
+            "ca": {"secret": {"name": "mxjob-webhook-tls", "key": "ca.crt"}},
+        }
+        assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
     # Off by default: the CRD may not exist in the cluster.
     assert not [d for d in template(helm_binary, tmp_path) if d["kind"] == "ServiceMonitor"]
 
@@ -549,7 +666,8 @@ def test_the_rule_and_the_dashboard_take_their_labels_and_follow_the_release_nam
     assert json.loads(dashboard["data"]["mxjob-operator.json"])["uid"] == "mxjob-operator"
     # Off by default: the PrometheusRule CRD may not exist in the cluster.
     defaults = template(helm_binary, tmp_path)
-    assert not [d for d in defaults if d["kind"] in ("PrometheusRule", "ConfigMap")]
+    assert not [d for d in defaults if d["kind"] in ("PrometheusRule", "ConfigMap")
+                and not is_test_hook(d)]  # fmt: skip
 
 
 # -- values helm refuses ------------------------------------------------------------------------
@@ -592,6 +710,18 @@ REFUSED: dict[str, Refusal] = {
     "unknown-toleration-field": (
         {"webhook": {"tolerations": [{"key": "a", "efect": "NoSchedule"}]}},
         lambda said: "/webhook/tolerations/0" in said and "'efect' not allowed" in said,
+    ),
+    "namespace-create-not-a-boolean": (
+        {"namespace": {"create": "yes"}},
+        lambda said: "/namespace/create" in said and "want boolean" in said,
+    ),
+    "namespace-pod-security-level-unknown": (
+        {"namespace": {"create": True, "podSecurity": "strict"}},
+        lambda said: "/namespace/podSecurity" in said and "restricted" in said,
+    ),
+    "namespace-unknown-key": (
+        {"namespace": {"create": True, "name": "ml-ops"}},
+        lambda said: "/namespace" in said and "'name' not allowed" in said,
     ),
     "existing-secret-without-ca": (
         {"certificates": {"mode": "existingSecret"}},
@@ -652,3 +782,176 @@ def test_the_schema_is_closed_and_values_yaml_gives_every_value_it_names() -> No
     walk(schema, defaults, "")
     assert open_objects == []
     assert undocumented == []
+
+
+# -- the Kubernetes versions it installs on -------------------------------------------------------
+FLOOR = (1, 28)
+"""The oldest Kubernetes minor the install works on (docs/install.md, "Kubernetes versions"):
+admission webhooks' matchConditions are on by default from 1.28 (beta; alpha and off in 1.27)."""
+
+
+def test_the_webhooks_use_what_sets_the_floor() -> None:
+    """The floor is there for matchConditions: if the webhooks stop using them, revisit it."""
+    configurations = list(yaml.safe_load_all(
+        (MANIFESTS / "webhook" / "webhook-configurations.yaml").read_text()))  # fmt: skip
+    assert all(w.get("matchConditions") for c in configurations for w in c["webhooks"])
+    assert CHART_META["kubeVersion"] == f">={FLOOR[0]}.{FLOOR[1]}.0-0"
+
+
+@pytest.mark.parametrize(
+    ("version", "accepted"),
+    [
+        (f"v1.{FLOOR[1] - 1}.16", False),
+        (f"v1.{FLOOR[1]}.0", True),
+        (f"v1.{FLOOR[1]}.3-eks-a1b2c3d", True),  # a provider's pre-release suffix: the -0
+        ("v1.37.2", True),
+    ],
+)
+def test_helm_refuses_a_kubernetes_older_than_the_floor(
+    helm_binary: Path, version: str, accepted: bool
+) -> None:
+    args = ["template", RELEASE, str(CHART), "--kube-version", version]
+    done = helm.run(helm_binary, *args, check=False)
+    if accepted:
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode != 0
+        assert f"chart requires kubeVersion: >=1.{FLOOR[1]}.0-0" in done.stderr, done.stderr
+
+
+# -- helm test ----------------------------------------------------------------------------------
+def test_the_helm_test_hook_runs_the_check_in_the_controller_image_as_restricted_pod(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    """templates/tests/: test hooks only, replaced by each run and deleted once passed; a Pod
+    that passes Pod Security "restricted", in the controller's image as installed (its pull
+    policy and Secrets), running files/tests/check_install.py with a Role for MXJobs in the
+    release namespace only."""
+    values = {"images": {"controller": {"repository": "registry.example.com/mx/controller",
+                                        "tag": "1.2.4", "pullPolicy": "Never"}},
+              "imagePullSecrets": [{"name": "mirror"}]}  # fmt: skip
+    hooks = [d for d in template(helm_binary, tmp_path, values) if is_test_hook(d)]
+    assert {(d["kind"], d["metadata"]["namespace"], d["metadata"]["name"]) for d in hooks} == (
+        TEST_HOOKS
+    )
+    for doc in hooks:
+        annotations = doc["metadata"]["annotations"]
+        assert annotations["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
+        assert int(annotations["helm.sh/hook-weight"]) == (0 if doc["kind"] == "Pod" else -1)
+        assert doc["metadata"]["labels"].items() >= HELM_LABELS.items()
+    pod = one(hooks, "Pod", "mxjob-operator-test")["spec"]
+    (check,) = pod["containers"]
+    assert check["image"] == "registry.example.com/mx/controller:1.2.4"
+    assert check["imagePullPolicy"] == "Never"
+    assert pod["imagePullSecrets"] == [{"name": "mirror"}]
+    assert pod["restartPolicy"] == "Never"
+    assert pod["serviceAccountName"] == "mxjob-operator-test"
+    # Pod Security "restricted" (and a read-only root filesystem besides).
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert check["securityContext"] == {
+        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+    }  # fmt: skip
+    assert [list(v) for v in pod["volumes"]] == [["name", "configMap"]]
+    assert not [key for key in pod if key.startswith("host")]
+    script = one(hooks, "ConfigMap", "mxjob-operator-test")["data"]["check_install.py"]
+    assert script == (CHART / "files" / "tests" / "check_install.py").read_text()
+    assert check["command"] == ["/opt/venv/bin/python",
+                                "/etc/mxjob-operator-test/check_install.py"]  # fmt: skip
+    (rule,) = one(hooks, "Role", "mxjob-operator-test")["rules"]
+    assert rule == {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"],
+                    "verbs": ["get", "create", "delete"]}  # fmt: skip
+
+
+def test_the_check_script_is_in_the_controller_images_python() -> None:
+    """The Pod runs it with the image's interpreter: it imports only the standard library and
+    the ``kubernetes`` client the controller's extra installs (pyproject.toml)."""
+    source = (CHART / "files" / "tests" / "check_install.py").read_text()
+    tree = ast.parse(source)
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}  # fmt: skip
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}  # fmt: skip
+    third_party = imported - set(sys.stdlib_module_names) - {"__future__"}
+    assert third_party == {"kubernetes"}
+    pyproject = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
+    controller_extra = pyproject["project"]["optional-dependencies"]["controller"]
+    assert any(requirement.startswith("kubernetes") for requirement in controller_extra)
+
+
+# -- Artifact Hub -------------------------------------------------------------------------------
+def annotation(name: str) -> Any:
+    return yaml.safe_load(CHART_META["annotations"][f"artifacthub.io/{name}"])
+
+
+def test_artifact_hub_names_the_images_values_yaml_installs() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    expected = [{"name": name, "image": f"{image['repository']}:{image['tag']}"}
+                for name, image in values["images"].items()]  # fmt: skip
+    assert annotation("images") == expected
+
+
+def test_artifact_hub_metadata_is_of_its_kinds() -> None:
+    meta = CHART_META["annotations"]
+    pyproject = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
+    assert meta["artifacthub.io/license"] == pyproject["project"]["license"]["text"]
+    for flag in ("operator", "prerelease", "containsSecurityUpdates"):
+        assert meta[f"artifacthub.io/{flag}"] in ("true", "false")
+    assert meta["artifacthub.io/operatorCapabilities"] in (
+        "Basic Install", "Seamless Upgrades", "Full Lifecycle", "Deep Insights", "Auto Pilot"
+    )  # fmt: skip
+    assert all(set(link) == {"name", "url"} and link["url"].startswith("https://")
+               for link in annotation("links"))  # fmt: skip
+    kinds = {"added", "changed", "deprecated", "removed", "fixed", "security"}
+    assert all(change["kind"] in kinds and change["description"]
+               for change in annotation("changes"))  # fmt: skip
+    crd = yaml.safe_load((MANIFESTS / "crd" / f"{CRD}.yaml").read_text())
+    assert [(c["kind"], c["version"], c["name"]) for c in annotation("crds")] == [
+        (crd["spec"]["names"]["kind"], "v1", crd["metadata"]["name"])
+    ]
+
+
+def test_artifact_hub_crd_examples_are_examples_the_crd_and_the_webhook_admit() -> None:
+    """Each crdsExample is an example of examples/ as it is there (comments aside), valid for
+    the CRD's v1 schema and for the webhook's rules (shared/validation.py)."""
+    crd = yaml.safe_load((MANIFESTS / "crd" / f"{CRD}.yaml").read_text())
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    schema = Draft7Validator(v1["schema"]["openAPIV3Schema"])
+    files = {
+        (doc["kind"], doc["metadata"]["name"]): doc
+        for path in sorted((PROJECT_ROOT / "examples" / "v1").rglob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+    }
+    examples = annotation("crdsExamples")
+    assert len(examples) == 2
+    for example in examples:
+        assert example == files[(example["kind"], example["metadata"]["name"])]
+        errors = [f"{list(e.absolute_path)}: {e.message}" for e in schema.iter_errors(example)]
+        assert errors == []
+        assert validate(example) == [], format_violations(validate(example))
+
+
+def test_metrics_secure_off_serves_the_controller_over_http_and_sends_no_token(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    values = {"metrics": {"secure": False, "serviceMonitor": {"enabled": True}}}
+    docs = template(helm_binary, tmp_path, values)
+    controller = one(docs, "Deployment", "mxjob-controller")["spec"]["template"]["spec"]
+    (container,) = controller["containers"]
+    assert {"--metrics-bind-address=:8080", "--no-metrics-secure"} <= set(container["args"])
+    assert "metrics-tls" not in {v["name"] for v in controller["volumes"]}
+    webhook = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]["spec"]
+    assert "--no-metrics-secure" in webhook["containers"][0]["args"]
+    assert webhook["automountServiceAccountToken"] is False
+    (endpoint,) = one(docs, "ServiceMonitor", "mxjob-controller-metrics")["spec"]["endpoints"]
+    assert (endpoint["scheme"], endpoint["port"]) == ("http", "http-metrics")
+    assert scraped_by(one(docs, "ServiceMonitor", "mxjob-controller-metrics"), docs) == [
+        "mxjob-controller-metrics"
+    ]
+    for monitor in ("mxjob-controller-metrics", "mxjob-webhook-metrics"):
+        (endpoint,) = one(docs, "ServiceMonitor", monitor)["spec"]["endpoints"]
+        assert "bearerTokenFile" not in endpoint
+    names = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    assert ("ClusterRole", "mxjob-metrics-auth") not in names
+    assert ("ClusterRole", "mxjob-metrics-reader") in names

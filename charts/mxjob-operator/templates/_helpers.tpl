@@ -1,26 +1,54 @@
 {{/*
-What the templates share. The chart adds no labels of Helm's own (helm.sh/chart, ...): every
-object carries exactly the labels of the kustomize install (tests/e2e/test_helm_chart.py), and
-Helm marks what it manages itself (app.kubernetes.io/managed-by and the meta.helm.sh annotations,
-added at install time).
+What the templates share. Every object carries the kustomize install's labels and, besides them,
+Helm's recommended ones (mxjob.labels): app.kubernetes.io/name, instance, version, managed-by
+and helm.sh/chart. tests/e2e/test_helm_chart.py compares the render with kustomize's, those
+five labels being the only difference it allows. The selectors (the Deployments', the
+Services', the PDBs', the spread's) and the pods' own labels stay the manifests': a Deployment's
+selector is immutable, so an upgrade from an earlier chart must find it as it was, and a new
+chart version alone does not roll the pods.
 */}}
 
-{{/* The labels the base install selects a component's pods by: "webhook" or "controller". */}}
+{{/* The name every object of the operator carries: the selectors' and the chart's. */}}
+{{- define "mxjob.name" -}}
+mxjob-operator
+{{- end }}
+
+{{/* The labels the base install selects a component's pods by: "webhook" or "controller".
+Never more: the Deployments' selectors are immutable. */}}
 {{- define "mxjob.selectorLabels" -}}
-app.kubernetes.io/name: mxjob-operator
+app.kubernetes.io/name: {{ include "mxjob.name" . }}
 app.kubernetes.io/component: {{ . }}
 {{- end }}
 
-{{/* The label kustomize's manifests/base gives every object of the base (not of an overlay or
-a component). */}}
-{{- define "mxjob.partOf" -}}
-app.kubernetes.io/part-of: mxjob-operator
+{{/* Helm's recommended labels, on every object the chart renders (not on the pods, whose
+labels are the manifests'). Called with the root context. */}}
+{{- define "mxjob.labels" -}}
+app.kubernetes.io/name: {{ include "mxjob.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* The labels of a base object of a component: selector labels and part-of. */}}
+{{/* The labels of an object of kustomize's manifests/base (not of an overlay or a component):
+the part-of label the base gives every object, and Helm's. Called with the root context. */}}
+{{- define "mxjob.baseLabels" -}}
+app.kubernetes.io/part-of: mxjob-operator
+{{ include "mxjob.labels" . }}
+{{- end }}
+
+{{/* The labels of a base object of a component: its component, part-of and Helm's (whose
+app.kubernetes.io/name is the selectors'). Called with (dict "root" $ "component" "webhook"). */}}
 {{- define "mxjob.componentLabels" -}}
-{{ include "mxjob.selectorLabels" . }}
-{{ include "mxjob.partOf" . }}
+app.kubernetes.io/component: {{ .component }}
+{{ include "mxjob.baseLabels" .root }}
+{{- end }}
+
+{{/* An object's labels and the ones a value gives (metrics.*.labels), as one map: a key given
+replaces the chart's (e.g. another grafana_dashboard). Called with
+(dict "labels" <include of a labels template> "given" <the value's map>). */}}
+{{- define "mxjob.withLabels" -}}
+{{- toYaml (merge (deepCopy (.given | default dict)) (fromYaml .labels)) }}
 {{- end }}
 
 {{/* The container image: images.<name> as repository:tag, and its pullPolicy when set.
@@ -55,6 +83,11 @@ affinity:
 
 {{/* The webhook Service's DNS name in the release namespace: what the serving certificate
 names and what the API server calls. */}}
+{{- /* The controller's metrics port name: HTTPS under metrics.secure, plain HTTP without. */ -}}
+{{- define "mxjob.controllerMetricsPort" -}}
+{{- ternary "https-metrics" "http-metrics" .Values.metrics.secure -}}
+{{- end }}
+
 {{- define "mxjob.webhookHost" -}}
 mxjob-webhook.{{ .Release.Namespace }}.svc
 {{- end }}
@@ -98,10 +131,7 @@ metadata:
   name: {{ .service }}
   namespace: {{ .root.Release.Namespace }}
   labels:
-    {{- include "mxjob.componentLabels" .component | nindent 4 }}
-    {{- with $monitor.labels }}
-    {{- toYaml . | nindent 4 }}
-    {{- end }}
+    {{- include "mxjob.withLabels" (dict "labels" (include "mxjob.componentLabels" (dict "root" .root "component" .component)) "given" $monitor.labels) | nindent 4 }}
 spec:
   # The Service by its labels; of the Services these select, only the metrics one has the port.
   selector:
@@ -172,4 +202,19 @@ topologySpreadConstraints:
 topologySpreadConstraints:
   {{- toYaml .values.topologySpreadConstraints | nindent 2 }}
 {{- end }}
+{{- end }}
+
+{{/* The labels of the objects of `helm test` (templates/tests/): Helm's and their own
+component, which no selector of the chart names. Called with the root context. */}}
+{{- define "mxjob.testLabels" -}}
+app.kubernetes.io/component: helm-test
+{{ include "mxjob.labels" . }}
+{{- end }}
+
+{{/* What makes an object a `helm test` hook: made by each run at the weight given ("-1" before
+"0"), replaced by the next run, deleted once the test passed. Called with the weight. */}}
+{{- define "mxjob.testHook" -}}
+helm.sh/hook: test
+helm.sh/hook-weight: {{ . | quote }}
+helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 {{- end }}
