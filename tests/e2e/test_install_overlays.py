@@ -173,7 +173,8 @@ def with_component(overlay_dirs: dict[str, Path], component: str) -> Path:
 
 
 COMPONENTS = (
-    "v1beta1", "validate-on-create", "kueue-workloads", "kubeflow", "katib", "monitoring"
+    "v1beta1", "validate-on-create", "kueue-workloads", "kubeflow", "katib", "monitoring",
+    "network-policies",  # applied for real by tests/e2e/test_real_node_network_policies.py
 )  # fmt: skip
 
 
@@ -381,8 +382,10 @@ def test_containers_are_hardened_beyond_what_pod_security_checks(
             assert set(container["resources"]["requests"]) == {"cpu", "memory"}
             (tmp,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/tmp"]
             assert tmp["name"] in tmp_volumes
+    # The webhook's token reviews the scrapers of its /metrics, all its RBAC allows
+    # (tests/e2e/test_install_rbac.py).
     webhook = one(rendered["self-signed"], "Deployment", "mxjob-webhook")["spec"]["template"]
-    assert webhook["spec"]["automountServiceAccountToken"] is False
+    assert webhook["spec"]["automountServiceAccountToken"] is True
 
 
 def test_webhook_runs_two_drained_replicas_probed_over_https_behind_a_pdb(
@@ -395,7 +398,10 @@ def test_webhook_runs_two_drained_replicas_probed_over_https_behind_a_pdb(
     pod = deployment["spec"]["template"]
     (container,) = pod["spec"]["containers"]
     assert container["image"] == "mxjob-operator/webhook:0.1.0"
-    assert container["ports"] == [{"name": "https", "containerPort": 9443, "protocol": "TCP"}]
+    assert container["ports"] == [
+        {"name": "https", "containerPort": 9443, "protocol": "TCP"},
+        {"name": "https-metrics", "containerPort": 8443, "protocol": "TCP"},
+    ]
     probes = {
         kind: (p["httpGet"]["path"], p["httpGet"]["port"], p["httpGet"]["scheme"])
         for kind in ("readinessProbe", "livenessProbe")
@@ -434,7 +440,8 @@ def test_controller_runs_two_leader_elected_replicas_with_a_metrics_service(
     assert pod["spec"]["serviceAccountName"] == "mxjob-controller"
     metrics = one(docs, "Service", "mxjob-controller-metrics")
     assert metrics["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
-    assert metrics["spec"]["ports"][0]["targetPort"] == "http-metrics"
+    assert metrics["spec"]["ports"][0]["targetPort"] == "https-metrics"
+    assert "--metrics-bind-address=:8443" in container["args"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
 
@@ -542,10 +549,14 @@ def test_rbac_names_every_group_resource_and_verb_without_wildcards(
         for rule in role["rules"]:
             for field in ("apiGroups", "resources", "verbs", "resourceNames"):
                 assert "*" not in rule.get(field, []), (role["metadata"]["name"], rule)
-    bound = {
-        subject["name"]
+    bindings = {
+        (subject["name"], binding["roleRef"]["name"])
         for kind in ("ClusterRoleBinding", "RoleBinding")
         for binding in find(docs, kind)
         for subject in binding["subjects"]
     }
-    assert bound == {"mxjob-controller"}  # the webhook's account is bound to nothing
+    assert {account for account, _ in bindings} == {"mxjob-controller", "mxjob-webhook"}
+    # The webhook's account may only review the scrapers of its /metrics.
+    assert {role for account, role in bindings if account == "mxjob-webhook"} == {
+        "mxjob-metrics-auth"
+    }
