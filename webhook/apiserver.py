@@ -39,16 +39,18 @@ def in_cluster_url(environ: Mapping[str, str] | None = None) -> str:
 
 
 def api_reviewer(*, server: str, token_file: Path, ca_file: Path) -> Reviewer:
-    """Sends a review to ``server`` as the holder of ``token_file``."""
-    context = ssl.create_default_context(cafile=str(ca_file))
+    """Sends a review to ``server`` (empty: the in-cluster one) as the holder of ``token_file``.
+    Nothing is read before the first review: a webhook whose metrics nobody scrapes starts, and
+    answers admission, even where the API server's address or CA is missing."""
 
     def review(path: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
         try:
             token = token_file.read_text().strip()
-        except OSError as error:
-            raise ApiServerUnavailableError(f"cannot read the token: {error}") from error
+            context = ssl.create_default_context(cafile=str(ca_file))
+        except (OSError, ssl.SSLError) as error:
+            raise ApiServerUnavailableError(f"cannot read the token or CA: {error}") from error
         request = urllib.request.Request(
-            server.rstrip("/") + path,
+            (server or in_cluster_url()).rstrip("/") + path,
             data=json.dumps(body).encode(),
             method="POST",
             headers={

@@ -35,7 +35,7 @@ from webhook.answers import (
     answer_conversion,
     error_body,
 )
-from webhook.apiserver import api_reviewer, in_cluster_url
+from webhook.apiserver import api_reviewer
 from webhook.metrics import CONTENT_TYPE, Endpoint, WebhookMetrics
 from webhook.reviews import (
     admission_review_response,
@@ -132,7 +132,7 @@ def _metrics_gate(settings: WebhookSettings, *, review: Reviewer | None) -> Metr
         return None
     if review is None:
         review = api_reviewer(
-            server=settings.api_server or in_cluster_url(),
+            server=settings.api_server,
             token_file=settings.api_token_file,
             ca_file=settings.api_ca_file,
         )
