@@ -269,9 +269,7 @@ class Controller:
                 self._servers.append(HttpEndpoints(health_address, health))
                 self._servers.append(HttpEndpoints(metrics_address, metrics))
         else:
-            gate = metrics_gate(
-                self.client, cache_seconds=self.settings.metrics_auth_cache_seconds
-            )
+            gate = metrics_gate(self.client, cache_seconds=self.settings.metrics_auth_cache_seconds)
             namespace = self.settings.certificate_namespace or self.settings.lease_namespace
             certificate = ServingCertificate(
                 cert_dir=self.settings.metrics_cert_dir,

@@ -107,9 +107,7 @@ def authenticated_user(answer: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return user if user.get("username") else None
 
 
-def decide(
-    token: str | None, *, review: Reviewer, audiences: tuple[str, ...] = ()
-) -> Decision:
+def decide(token: str | None, *, review: Reviewer, audiences: tuple[str, ...] = ()) -> Decision:
     """The decision for one token, asking the API server (no cache)."""
     if token is None:
         return Decision(status=401, reason="no bearer token")

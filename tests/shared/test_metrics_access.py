@@ -18,7 +18,7 @@ from shared.metrics_access import (
     token_review,
 )
 
-USERS = {
+USERS: dict[str, dict[str, Any]] = {
     "reader-token": {"username": "system:serviceaccount:monitoring:prometheus", "uid": "u1",
                      "groups": ["system:serviceaccounts"], "extra": {"k": ["v"]}},
     "other-token": {"username": "system:serviceaccount:default:nosy", "groups": []},
