@@ -25,7 +25,7 @@ DEV_ARGS ?=
 # Debian packages, containerd and CoreDNS, and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages build-node-binaries images)
 
-.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus node-packages images third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench bench-compare fuzz chaos clean
+.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies node-packages images third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench bench-compare fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -48,7 +48,7 @@ $(SDK_STAMP): $(SDK_REQUIREMENTS)
 
 sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
 
-binaries: build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS, helm, prometheus and promtool once per machine
+binaries: build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS, helm, prometheus, promtool and kube-network-policies once per machine
 
 # One target per build script, so that `make -j` (make builds) runs them side by side: each
 # writes its own cache directory (hack/lib/build.sh), and Go's module and build caches take
@@ -71,6 +71,9 @@ build-helm:
 
 build-prometheus:
 	@hack/build-prometheus.sh >/dev/null
+
+build-kube-network-policies:
+	@hack/build-kube-network-policies.sh >/dev/null
 
 node-packages: ## the Debian packages of the real node and the image builds (runc, CNI plugins, nftables, buildah, debootstrap); root
 	@hack/install-node-packages.sh
@@ -133,7 +136,8 @@ BUILD_JOBS ?= 1
 # What make test builds while its first tests run (hack/run-tests.sh): the components only some
 # tests need, in the order they are first needed. Those tests (marked late_builds) run last and
 # wait on a build's lock for the background build to end (hack/lib/build.sh).
-LATE_BUILDS := third-party-volcano third-party-katib build-prometheus third-party-kueue-current \
+LATE_BUILDS := third-party-volcano third-party-katib build-prometheus build-kube-network-policies \
+	third-party-kueue-current \
 	third-party-cert-manager third-party-kueue
 
 builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the virtualenvs, binaries, images, third-party components, lint and typecheck
@@ -170,3 +174,10 @@ chaos: venv binaries ## 50 MXJobs through controller kills, API server and etcd 
 clean: ## stop what dev-up, demo and demo-node started (if .venv is installed), then remove .local, .venv and .venv-sdk
 	@if [ -f $(STAMP) ]; then $(PY) -m localkube dev-down --state-dir $(LOCAL); fi
 	rm -rf $(LOCAL) $(VENV) $(SDK_VENV)
+
+# Not in make test: the first run builds kube-apiserver once per release (about 6 minutes each).
+KUBE_VERSIONS ?= v1.28.15 v1.37.2
+.PHONY: test-kube-versions
+test-kube-versions: venv build-kubernetes build-helm ## the Helm install and an MXJob on kube-apiserver v1.28.15 (the chart's floor) and v1.37.2 (KUBE_VERSIONS=...; root)
+	$(PY) -m localkube.scenarios.kube_versions $(foreach v,$(KUBE_VERSIONS),--version $(v)) \
+		--state-dir $(LOCAL)/kube-versions

@@ -59,7 +59,7 @@ def apiserver_argv(
 ) -> list[str]:
     pki = paths.pki
     return [
-        str(Path(state.bin_dir) / "kube-apiserver"),
+        str(settings.apiserver_binary or Path(state.bin_dir) / "kube-apiserver"),
         f"--etcd-servers={state.etcd_url}",
         f"--bind-address={state.address}",
         f"--advertise-address={state.address}",

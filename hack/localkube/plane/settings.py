@@ -57,6 +57,9 @@ class ControlPlaneSettings:
     """Everything of this control plane: certs, etcd data, logs, kubeconfig, state.json."""
     bin_dir: Path | None = None
     """Built binaries; None builds (or finds cached) ones with ``hack/build-binaries.sh``."""
+    apiserver_binary: Path | None = None
+    """A kube-apiserver of another release than ``bin_dir``'s (``hack/build-kube-apiserver.sh``,
+    for ``make test-kube-versions``); None: ``bin_dir``'s."""
     start_timeout: float = 60.0
     """Seconds to wait for ``/readyz``: a cold start on 2 busy cores takes ~5-10 s."""
     extra_apiserver_args: tuple[str, ...] = ()

@@ -100,7 +100,8 @@ def image_overlay(
              str(manifests / "overlays" / "self-signed"), "--ca-dir", str(work / "ca")],
             check=True, cwd=PROJECT_ROOT, capture_output=True,
         )  # fmt: skip
-    overlay = manifests / "overlays" / "-".join((OVERLAY_NAME, base, *components))
+    # A nested component (network-policies/jobs) names the overlay with a dash, not a folder.
+    overlay = manifests / "overlays" / "-".join((OVERLAY_NAME, base, *components)).replace("/", "-")
     overlay.mkdir()
     never = [{"op": "add", "path": "/spec/template/spec/containers/0/imagePullPolicy",
               "value": "Never"}]  # fmt: skip

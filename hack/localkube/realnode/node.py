@@ -31,7 +31,7 @@ from localkube.base.paths import PROJECT_ROOT
 from localkube.base.ports import free_port
 from localkube.base.programs import Program, Running
 from localkube.plane.controlplane import ControlPlane, find_binaries
-from localkube.realnode import containerd, network, teardown
+from localkube.realnode import containerd, network, nfqueue, teardown
 from localkube.realnode.components import (
     NodePaths,
     corefile,
@@ -43,6 +43,7 @@ from localkube.realnode.credentials import write_credentials
 from localkube.realnode.settings import (
     CLAIM,
     KUBE_PROXY_TABLE,
+    NETWORK_POLICY_TABLE,
     PROGRAMS,
     RealNodeError,
     RealNodeSettings,
@@ -367,6 +368,8 @@ class RealNode:
         teardown.unmount_all(self.dir)
         teardown.remove_cgroups(self.settings.cgroup_root)
         teardown.delete_nft_tables(KUBE_PROXY_TABLE)
+        nfqueue.remove()
+        teardown.delete_nft_tables(NETWORK_POLICY_TABLE, families=("inet",))
         network.delete_bridges(self.net)
         teardown.remove_container_log_links(self.dir)
         teardown.remove_cni_cache(self.dir)

@@ -12,6 +12,9 @@ from localkube.realnode.network import NodeNetwork
 CLAIM = Path("/run/mxjob-operator/real-node.json")
 """Which state directory's node runs on this machine (one at a time)."""
 KUBE_PROXY_TABLE = "kube-proxy"
+NETWORK_POLICY_TABLE = "kube-network-policies"
+"""The ``inet`` table of kube-network-policies (localkube.thirdparty.network_policies), when a test
+runs it: deleted with the node, since one left behind would drop its pods' traffic."""
 PROGRAMS = ("containerd", "kubelet", "coredns", "kube-proxy")
 
 

@@ -177,9 +177,10 @@ def host_paths_present() -> set[Path]:
     return present | (set(CNI_CACHE.iterdir()) if CNI_CACHE.is_dir() else set())
 
 
-def delete_nft_tables(name: str) -> None:
-    """kube-proxy's tables (``ip``/``ip6`` families, both named ``kube-proxy``)."""
-    for family in ("ip", "ip6"):
+def delete_nft_tables(name: str, *, families: tuple[str, ...] = ("ip", "ip6")) -> None:
+    """The tables ``name`` of ``families``: kube-proxy's (``ip``/``ip6``, both ``kube-proxy``),
+    kube-network-policies' (``inet``)."""
+    for family in families:
         subprocess.run(["nft", "delete", "table", family, name], capture_output=True, check=False)
 
 

@@ -98,3 +98,16 @@ def test_a_plane_on_the_node_address_authorizes_kubelets_and_publishes_its_endpo
     on_node = components.apiserver_argv(node, state, paths)
     assert "--authorization-mode=Node,RBAC" in on_node
     assert "--enable-admission-plugins=NodeRestriction" in on_node
+
+
+def test_the_apiserver_is_bin_dirs_unless_another_release_is_given(tmp_path: Path) -> None:
+    """``apiserver_binary`` (make test-kube-versions) replaces kube-apiserver only."""
+    state, paths = _state(tmp_path), PlanePaths(tmp_path)
+    pinned = ControlPlaneSettings(state_dir=tmp_path)
+    assert components.apiserver_argv(pinned, state, paths)[0] == str(
+        tmp_path / "bin" / "kube-apiserver"
+    )
+    other = ControlPlaneSettings(state_dir=tmp_path, apiserver_binary=tmp_path / "v1.28.15")
+    assert components.apiserver_argv(other, state, paths)[0] == str(tmp_path / "v1.28.15")
+    kcm = components.controller_manager_argv(other, state, paths)[0]
+    assert kcm == str(tmp_path / "bin" / "kube-controller-manager")
