@@ -1,26 +1,36 @@
-"""The Helm chart on the real node: install, a job, an upgrade under traffic, rollback, uninstall.
+"""The Helm chart on the real node: install, a job, helm test, an upgrade under traffic,
+rollback, uninstall.
 
 The session's kustomize install is removed (``kubectl delete -k``) and the chart is installed
-with the pinned ``helm`` as docs/helm.md says (``helm install ... -n mxjob-system
---create-namespace``), with values that only name the built images and ``pullPolicy: Never`` (no
-registry is reachable here) and the default certificate mode, ``in-cluster``: the controller
-makes the webhook's certificate and fills every caBundle. Then, in order:
+with the pinned ``helm`` as docs/helm.md says for a namespace of the chart's own (``kubectl create
+namespace mxjob-system``, then ``helm install ... -n mxjob-system --set namespace.create=true
+--take-ownership``: Pod Security "restricted" enforced there), with
+values that only name the built images and ``pullPolicy: Never`` (no registry is reachable here)
+and the default certificate mode, ``in-cluster``: the controller makes the webhook's certificate
+and fills every caBundle. Then, in order:
 
 - admission works (a server-side dry run of a valid MXJob is admitted), timed from ``helm
-  install``; an MXJob runs to ``Succeeded`` in the examples' image;
+  install``; the namespace enforces "restricted" and the operator's pods run in it; an MXJob runs
+  to ``Succeeded`` in the examples' image;
+- ``helm test`` passes (its pod, "restricted" too, sees an invalid MXJob refused by the webhook
+  and a valid one defaulted and given a status by the controller) and leaves nothing behind;
+  with the webhook scaled to 0 it fails, saying why, and passes again once the webhook is back;
 - ``helm upgrade --reuse-values --set webhook.replicas=3`` while ``admission_traffic`` streams
   valid and invalid MXJobs: no wrong answer, 3 ready webhook pods after;
 - ``helm rollback <release> 1``: back to 2 webhook pods;
-- ``helm uninstall``: nothing of the release is left but the CRD (``helm.sh/resource-policy:
-  keep``), nor the Secret the controller made (owned by its Deployment).
+- ``helm uninstall``: nothing of the release is left but the CRD and the namespace
+  (``helm.sh/resource-policy: keep``), nor the Secrets the controller made (owned by its
+  Deployment: the CA's key does not stay behind in the kept namespace).
 
-At the end the CRD is deleted as docs/helm.md says and the default kustomize install is put back
-for the session's other real-node tests, even when a step failed.
+At the end the CRD and the namespace are deleted as docs/helm.md says and the default kustomize
+install is put back for the session's other real-node tests, even when a step failed.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,13 +58,17 @@ from tests.helpers.waiting import wait_for
 pytestmark = pytest.mark.timeout(900)
 
 CRD = "mxjobs.kubeflow.org"
+CRD_GROUP = "apiextensions.k8s.io/v1"
+KEEP = "helm.sh/resource-policy"
+TEST_POD = "mxjob-operator-test"
+"""The name of the ``helm test`` hook's Pod (and its other objects, and its MXJob)."""
 CLUSTER_SCOPED = {
     "/apis/rbac.authorization.k8s.io/v1/clusterroles": (
         "mxjob-controller", "mxjob-controller-webhook-certificates", "mxjob-operator-edit",
-        "mxjob-operator-view",
+        "mxjob-operator-view", "mxjob-metrics-auth", "mxjob-metrics-reader",
     ),
     "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings": (
-        "mxjob-controller", "mxjob-controller-webhook-certificates",
+        "mxjob-controller", "mxjob-controller-webhook-certificates", "mxjob-metrics-auth",
     ),
     "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": (
         "zz-mxjob-operator-mutating",
@@ -68,7 +82,7 @@ NAMESPACED = {
     "/api/v1/namespaces/{ns}/services": (
         "mxjob-webhook", "mxjob-webhook-metrics", "mxjob-controller-metrics",
     ),
-    "/api/v1/namespaces/{ns}/secrets": ("mxjob-webhook-tls",),
+    "/api/v1/namespaces/{ns}/secrets": ("mxjob-webhook-tls", "mxjob-webhook-ca"),
     "/apis/apps/v1/namespaces/{ns}/deployments": ("mxjob-webhook", "mxjob-controller"),
     "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets": ("mxjob-webhook", "mxjob-controller"),
     "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles": (
@@ -78,7 +92,8 @@ NAMESPACED = {
         "mxjob-controller-leader-election", "mxjob-controller-webhook-certificates",
     ),
 }  # fmt: skip
-"""What the default install makes, by name: the Secret is the controller's, the rest the chart's."""
+"""What the install makes, by name: the Secrets are the controller's (the serving pair, and the
+CA's key apart), the rest the chart's."""
 
 
 @dataclass
@@ -106,7 +121,8 @@ class HelmInstalled:
 
 
 def image_values(cluster: RealCluster) -> dict[str, Any]:
-    """The built images, never pulled: the only values the install sets."""
+    """The built images, never pulled, and the namespace the chart makes: the only values the
+    install sets."""
     images = {}
     for name, image in (
         ("webhook", cluster.images.webhook),
@@ -114,7 +130,7 @@ def image_values(cluster: RealCluster) -> dict[str, Any]:
     ):
         repository, tag = image.ref.rsplit(":", 1)
         images[name] = {"repository": repository, "tag": tag, "pullPolicy": "Never"}
-    return {"images": images}
+    return {"images": images, "namespace": {"create": True}}
 
 
 @pytest.fixture(scope="module")
@@ -128,9 +144,11 @@ def helm_installed(real_cluster: InstalledCluster) -> Iterator[HelmInstalled]:
     cluster.uninstall_operator(cluster.plane.dir / "install")
     try:
         started = time.monotonic()
+        # docs/helm.md, "The namespace": made first, then taken over by the chart.
+        cluster.plane.kubectl("create", "namespace", SYSTEM_NAMESPACE)
         helm.run(
             binary, "install", RELEASE, str(helm.CHART), "--namespace", SYSTEM_NAMESPACE,
-            "--create-namespace", "--values", str(values), kubeconfig=kubeconfig,
+            "--values", str(values), "--take-ownership", kubeconfig=kubeconfig,
         )  # fmt: skip
         cluster.wait_admission(timeout=180)
         seconds = time.monotonic() - started
@@ -142,12 +160,13 @@ def helm_installed(real_cluster: InstalledCluster) -> Iterator[HelmInstalled]:
                 binary, "uninstall", RELEASE, "--namespace", SYSTEM_NAMESPACE, "--wait",
                 "--ignore-not-found", kubeconfig=kubeconfig, check=False,
             )  # fmt: skip
-            # The CRD Helm keeps, removed as docs/helm.md says, so the kustomize install below
-            # starts from a cluster without the operator.
-            cluster.plane.kubectl(
-                "delete", "crd", CRD, "--ignore-not-found", "--wait", "--timeout=120s",
-                timeout=130, check=False,
-            )  # fmt: skip
+            # The CRD and the namespace Helm keeps, removed as docs/helm.md says, so the
+            # kustomize install below starts from a cluster without the operator.
+            for kept in (("crd", CRD), ("namespace", SYSTEM_NAMESPACE)):
+                cluster.plane.kubectl(
+                    "delete", *kept, "--ignore-not-found", "--wait", "--timeout=120s",
+                    timeout=130, check=False,
+                )  # fmt: skip
         finally:
             cluster.install_operator(cluster.plane.dir / "install")
 
@@ -212,6 +231,87 @@ def test_an_mxjob_runs_to_succeeded_under_the_helm_install(helm_installed: HelmI
     remove_namespace(helm_installed.installed, namespace)
 
 
+def test_the_charts_namespace_enforces_pod_security_restricted(
+    helm_installed: HelmInstalled,
+) -> None:
+    namespace = helm_installed.api.request("GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}")
+    labels = namespace["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert labels["app.kubernetes.io/managed-by"] == "Helm"
+    assert namespace["metadata"]["annotations"]["meta.helm.sh/release-name"] == RELEASE
+    # What restricted refuses here: a pod that may escalate (the operator's pods passed).
+    image = helm_installed.cluster.images.controller.ref
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "not-restricted"},
+           "spec": {"containers": [{"name": "c", "image": image}]}}  # fmt: skip
+    refused = helm_installed.cluster.plane.kubectl(
+        "create", "--dry-run=server", "-n", SYSTEM_NAMESPACE, "-f", "-",
+        input_text=json.dumps(pod), check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0 and 'violates PodSecurity "restricted:latest"' in refused.stderr
+
+
+def helm_test(installed: HelmInstalled) -> subprocess.CompletedProcess[str]:
+    return helm.run(
+        installed.helm, "test", RELEASE, "--namespace", SYSTEM_NAMESPACE, "--timeout=180s",
+        kubeconfig=installed.cluster.plane.kubeconfig, check=False, timeout=200,
+    )  # fmt: skip
+
+
+def hook_pod_left(installed: HelmInstalled) -> bool:
+    return exists(installed.api, f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/pods/{TEST_POD}")
+
+
+def test_helm_test_passes_and_leaves_nothing_behind(helm_installed: HelmInstalled) -> None:
+    started = time.monotonic()
+    done = helm_test(helm_installed)
+    seconds = time.monotonic() - started
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(rf"TEST SUITE:\s+{TEST_POD}\n.*\n.*\nPhase:\s+Succeeded", done.stdout), (
+        done.stdout
+    )
+    # hook-succeeded: the test's objects and its MXJob are gone.
+    assert not hook_pod_left(helm_installed)
+    mxjobs = f"/apis/kubeflow.org/v1/namespaces/{SYSTEM_NAMESPACE}/mxjobs/{TEST_POD}"
+    assert not exists(helm_installed.api, mxjobs)
+    helm_installed.figures["helm test"] = f"{seconds:.1f} s"
+    print(f"\nhelm test passed in {seconds:.1f} s")
+
+
+def scale_webhook(installed: HelmInstalled, replicas: int) -> None:
+    installed.cluster.plane.kubectl(
+        "-n", SYSTEM_NAMESPACE, "scale", "deployment/mxjob-webhook", f"--replicas={replicas}"
+    )  # fmt: skip
+    wait_for(
+        f"{replicas} webhook pods",
+        lambda: every_pod_of(installed.installed, "webhook") if replicas == 0
+        else ready_webhook_pods(installed),
+        lambda pods: len(pods) == replicas,
+        timeout=120,
+    )  # fmt: skip
+
+
+def test_helm_test_fails_when_the_webhook_is_down(helm_installed: HelmInstalled) -> None:
+    """The hook cannot pass vacuously: with no webhook pod, ``failurePolicy: Fail`` refuses every
+    MXJob, and the test says so; with the webhook back, it passes again."""
+    try:
+        scale_webhook(helm_installed, 0)
+        done = helm_test(helm_installed)
+        assert done.returncode != 0, done.stdout
+        assert f"{TEST_POD} failed" in done.stderr, done.stderr
+        # A failed test's pod stays (no hook-failed policy): its log says what it found.
+        logs = helm_installed.cluster.plane.kubectl(
+            "-n", SYSTEM_NAMESPACE, "logs", TEST_POD
+        ).stdout  # fmt: skip
+        assert "FAILED: the invalid MXJob was refused, not by the webhook" in logs, logs
+        assert 'failed calling webhook "mutate.mxjobs.kubeflow.org"' in logs, logs
+    finally:
+        scale_webhook(helm_installed, 2)
+        helm_installed.cluster.wait_admission(timeout=120)
+    again = helm_test(helm_installed)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not hook_pod_left(helm_installed)
+
+
 def test_helm_upgrade_to_three_webhook_replicas_answers_every_review_right(
     helm_installed: HelmInstalled,
 ) -> None:
@@ -261,14 +361,15 @@ def test_helm_rollback_to_the_first_revision_brings_back_two_replicas(
     helm_installed.cluster.wait_admission(timeout=60)
 
 
-def test_helm_uninstall_leaves_nothing_of_the_release_but_the_crd(
+def test_helm_uninstall_leaves_nothing_of_the_release_but_the_crd_and_the_namespace(
     helm_installed: HelmInstalled,
 ) -> None:
     manifest = parse(helm_installed.helm_run("get", "manifest", RELEASE))
     released = {(d["kind"], d["metadata"]["name"]) for d in manifest}
     helm_installed.helm_run("uninstall", RELEASE, "--wait", "--timeout=180s", timeout=200)
     api = helm_installed.api
-    # The Secret goes with its owner, the controller's Deployment, by garbage collection.
+    # The Secrets go with their owner, the controller's Deployment, by garbage collection: the
+    # namespace stays, but not the CA's key.
     paths = [f"{plural}/{name}" for plural, names in CLAIMED_BY_NAME.items() for name in names]
     wait_for(
         "every object of the release to be gone",
@@ -278,11 +379,15 @@ def test_helm_uninstall_leaves_nothing_of_the_release_but_the_crd(
     )
     assert not pods_of(helm_installed.installed, "webhook")
     assert not pods_of(helm_installed.installed, "controller")
-    crd = api.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
-    assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
-    # What was checked is what the release listed, less the CRD it keeps and the Secret (the
+    kept = {
+        "CustomResourceDefinition": f"/apis/{CRD_GROUP}/customresourcedefinitions/{CRD}",
+        "Namespace": f"/api/v1/namespaces/{SYSTEM_NAMESPACE}",
+    }
+    for path in kept.values():
+        assert api.request("GET", path)["metadata"]["annotations"][KEEP] == "keep"
+    # What was checked is what the release listed, less what it keeps and the Secrets (the
     # controller's, not the chart's).
-    listed = sorted(name for kind, name in released if kind != "CustomResourceDefinition")
+    listed = sorted(name for kind, name in released if kind not in kept)
     assert listed == sorted(path.rsplit("/", 1)[1] for path in paths if "/secrets/" not in path)
     left = helm.run(
         helm_installed.helm, "list", "--all", "--namespace", SYSTEM_NAMESPACE, "--short",
