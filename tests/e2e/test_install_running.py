@@ -34,8 +34,8 @@ import pytest
 
 from localkube.base.api import Api, ApiError, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
-from localkube.kubelet.core import ExecSettings, TestKubelet
-from localkube.kubelet.profile.entrypoints import ExecProfile
+from localkube.kubelet.core import TestKubelet
+from localkube.kubelet.profile.operator_node import operator_kubelet
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.settings import INSTALL_CONTROLLERS, ControlPlaneSettings
 from tests.helpers.pod_creations import PodCreations
@@ -43,7 +43,6 @@ from tests.helpers.waiting import wait_for
 
 SYSTEM = "mxjob-system"
 METRICS_PORT = 8443
-VENV_BIN = Path(sys.executable).parent
 
 
 @dataclass
@@ -87,19 +86,9 @@ def install(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Install]:
     try:
         state = plane.up()
         api = Api.from_kubeconfig(plane.kubeconfig)
-        hosts = work / "hosts"
-        hosts.write_text("127.0.0.1 localhost\n")
-        profile = ExecProfile(
-            entrypoints={
-                "mxjob-operator/webhook": str(VENV_BIN / "mxjob-webhook"),
-                "mxjob-operator/controller": str(VENV_BIN / "mxjob-controller"),
-            },
-            api_port=state.apiserver_port,
+        kubelet = operator_kubelet(
+            api, work=work, api_port=state.apiserver_port, node_name="install-node"
         )
-        settings = ExecSettings(
-            log_dir=work / "pods", path_prefix=(str(VENV_BIN),), hosts_file=hosts, profile=profile
-        )
-        kubelet = TestKubelet(api, node_name="install-node", exec_settings=settings).start()
         # docs/install.md, "Install without cert-manager", in a copy of manifests/ so the
         # generated Secret (a private key) stays out of the working tree.
         manifests = work / "manifests"

@@ -41,8 +41,8 @@ import yaml
 
 from localkube.base.api import Api, ApiError, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
-from localkube.kubelet.core import ExecSettings, TestKubelet
-from localkube.kubelet.profile.entrypoints import ExecProfile
+from localkube.kubelet.core import TestKubelet
+from localkube.kubelet.profile.operator_node import operator_kubelet
 from localkube.plane.controlplane import ControlPlane, ControlPlaneError
 from localkube.plane.settings import INSTALL_CONTROLLERS, ControlPlaneSettings
 from localkube.thirdparty import helm
@@ -51,7 +51,6 @@ VERSIONS = ("v1.28.15", "v1.37.2")
 """The oldest release the chart's kubeVersion admits (its last patch) and the newest release."""
 SYSTEM = "mxjob-system"
 JOBS = "kube-versions"
-VENV_BIN = Path(sys.executable).parent
 BUILD_SCRIPT = PROJECT_ROOT / "hack" / "build-kube-apiserver.sh"
 STEPS = ("build kube-apiserver", "helm install to admission", "refusal and fields kept",
          "an MXJob to Succeeded")  # fmt: skip
@@ -101,21 +100,10 @@ def plane_with(version: str, apiserver: Path, state_dir: Path) -> Iterator[Contr
     kubelet: TestKubelet | None = None
     try:
         state = plane.up()
-        hosts = state_dir / "hosts"
-        hosts.write_text("127.0.0.1 localhost\n")
-        profile = ExecProfile(
-            entrypoints={
-                "mxjob-operator/webhook": str(VENV_BIN / "mxjob-webhook"),
-                "mxjob-operator/controller": str(VENV_BIN / "mxjob-controller"),
-            },
-            api_port=state.apiserver_port,
-        )
-        settings = ExecSettings(
-            log_dir=state_dir / "pods", path_prefix=(str(VENV_BIN),), hosts_file=hosts,
-            profile=profile,
-        )  # fmt: skip
         api = Api.from_kubeconfig(plane.kubeconfig)
-        kubelet = TestKubelet(api, node_name=f"node-{version}", exec_settings=settings).start()
+        kubelet = operator_kubelet(
+            api, work=state_dir, api_port=state.apiserver_port, node_name=f"node-{version}"
+        )
         yield plane
     finally:
         if kubelet is not None:
