@@ -96,8 +96,10 @@ def manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "kubeflow",
         "katib",
         "monitoring",
+        "network-policies",
+        "network-policies/jobs",
     ):
-        overlay = copy_dir / "overlays" / f"in-cluster-{component}"
+        overlay = copy_dir / "overlays" / f"in-cluster-{component.replace('/', '-')}"
         overlay.mkdir()
         (overlay / "kustomization.yaml").write_text(
             yaml.safe_dump(
@@ -336,6 +338,8 @@ def test_existing_secret_mode_renders_the_self_signed_overlay_less_its_secret(
         ({"kubeflowRoles": True}, "kubeflow"),
         ({"katibTrials": True}, "katib"),
         (MONITORING, "monitoring"),
+        ({"networkPolicy": {"enabled": True}}, "network-policies"),
+        ({"networkPolicy": {"jobs": True}}, "network-policies-jobs"),
     ],
     ids=lambda option: str(option[1]),
 )
@@ -675,6 +679,19 @@ PASSED_THROUGH = (".resources", ".affinity", ".podSecurityContext", ".securityCo
 """Kubernetes objects the chart passes through: their keys are Kubernetes', not defaults."""
 Refusal = tuple[Values, Callable[[str], bool]]
 REFUSED: dict[str, Refusal] = {
+    "no-api-server-port": (
+        {"networkPolicy": {"apiServerPorts": []}},
+        lambda said: "/networkPolicy/apiServerPorts" in said,
+    ),
+    "api-server-port-out-of-range": (
+        {"networkPolicy": {"apiServerPorts": [70000]}},
+        lambda said: "/networkPolicy/apiServerPorts/0" in said,
+    ),
+    "no-scrape-namespace-label": (
+        # null drops a default key (Helm's own rule): none left is refused.
+        {"networkPolicy": {"scrapeNamespaceLabels": {"metrics.mxjob.kubeflow.org/scrape": None}}},
+        lambda said: "/networkPolicy/scrapeNamespaceLabels" in said,
+    ),
     "wrong-type": (
         {"webhook": {"replicas": "three"}},
         lambda said: "/webhook/replicas" in said and "want integer" in said,
@@ -955,3 +972,18 @@ def test_metrics_secure_off_serves_the_controller_over_http_and_sends_no_token(
     names = {(d["kind"], d["metadata"]["name"]) for d in docs}
     assert ("ClusterRole", "mxjob-metrics-auth") not in names
     assert ("ClusterRole", "mxjob-metrics-reader") in names
+
+
+def test_network_policies_take_the_scrapers_labels_and_the_api_servers_ports(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    labels = {"team": "observability", "metrics.mxjob.kubeflow.org/scrape": None}
+    values = {"networkPolicy": {"enabled": True, "apiServerPorts": [8443],
+                                "scrapeNamespaceLabels": labels}}  # fmt: skip
+    docs = template(helm_binary, tmp_path, values, namespace="ml-ops")
+    metrics = one(docs, "NetworkPolicy", "mxjob-operator-metrics")
+    (rule,) = metrics["spec"]["ingress"]
+    assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"team": "observability"}}}]
+    egress = one(docs, "NetworkPolicy", "mxjob-operator-egress")["spec"]["egress"]
+    assert egress[0]["ports"] == [{"port": 8443, "protocol": "TCP"}]
+    assert {d["metadata"]["namespace"] for d in docs if d["kind"] == "NetworkPolicy"} == {"ml-ops"}
