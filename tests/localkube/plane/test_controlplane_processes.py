@@ -53,7 +53,9 @@ def test_a_component_that_exits_fails_the_start_at_once_with_its_log(tmp_path: P
 
 
 def test_a_recorded_pid_now_running_another_program_is_left_alone(tmp_path: Path) -> None:
-    other = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    # Far longer than plane.down() takes on a loaded machine: it must still run afterwards
+    # because nothing stopped it, not because it had not ended yet.
+    other = subprocess.Popen(["sleep", "3600"], start_new_session=True)
     try:
         plane = ControlPlane(ControlPlaneSettings(state_dir=tmp_path / "plane"))
         write_state(plane, tmp_path, etcd=other.pid)
