@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from controller.certificates.bundle_publisher import CABundlePublisher
 from controller.certificates.keeper import CertificateTargets, WebhookCertificateKeeper
 from controller.integrations.budget.integration import BudgetIntegration
 from controller.integrations.gang.integration import GangIntegration
@@ -154,6 +155,7 @@ class Controller:
         self.services.add_handler(self._owned_handler("services"))
         self.elector = _elector(self.client, settings) if settings.leader_elect else None
         self.certificates = self._certificate_keeper()
+        self.bundle_publisher = self._bundle_publisher()
         self.stop_event = threading.Event()
         self.lost_lease = False
         self._workers: list[threading.Thread] = []
@@ -169,6 +171,17 @@ class Controller:
             self.client,
             targets=CertificateTargets(namespace=namespace),
             recorder=self.recorder,
+            check_interval=settings.certificate_check_interval,
+        )
+
+    def _bundle_publisher(self) -> CABundlePublisher | None:
+        settings = self.settings
+        if not settings.ca_bundle_configmap:
+            return None
+        return CABundlePublisher(
+            self.client,
+            namespace=settings.certificate_namespace or settings.lease_namespace,
+            configmap=settings.ca_bundle_configmap,
             check_interval=settings.certificate_check_interval,
         )
 
@@ -327,6 +340,8 @@ class Controller:
         webhook pods wait for their Secret."""
         if self.certificates is not None:
             self.certificates.start(self.stop_event)
+        if self.bundle_publisher is not None:
+            self.bundle_publisher.start(self.stop_event)
         while not self.synced() and not self.stop_event.is_set():
             self.stop_event.wait(0.05)
         self.metrics.set_leading(True)

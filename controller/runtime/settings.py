@@ -117,6 +117,10 @@ class ControllerSettings:
     certificate_namespace: str = ""
     """Namespace of the webhook's Secret, Service and the controller Deployment; empty means
     the Lease's (the operator's own namespace in a cluster)."""
+    ca_bundle_configmap: str = ""
+    """A ConfigMap in the certificate namespace whose ``ca.crt`` this process keeps equal to
+    the webhook's trust bundle while it leads, so scrapers verify the metrics endpoints without
+    reading a Secret (controller/certificates/bundle_publisher.py); empty: none."""
     certificate_check_interval: float = 10.0
     """Seconds between two reads of the Secret and the ``caBundle`` fields: how soon a reset
     ``caBundle`` or a deleted Secret is put back."""
@@ -242,6 +246,10 @@ def _parser() -> argparse.ArgumentParser:
         help="make and renew the webhook's certificates in the cluster (docs/install.md)",
     )
     add("--certificate-namespace", help="namespace of the webhook's Secret (default: the Lease's)")
+    add(
+        "--ca-bundle-configmap",
+        help="keep this ConfigMap's ca.crt equal to the webhook's trust bundle (for scrapers)",
+    )
     add(
         "--certificate-check-interval",
         type=float,

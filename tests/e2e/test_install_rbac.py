@@ -551,3 +551,23 @@ def test_the_webhooks_rbac_lets_it_answer_only_scrapers_bound_to_the_reader_role
         assert _scrape(admission_port, scrapers["reader"], context=context) == 404
     finally:
         stop_process(pid)
+
+
+def test_controller_may_publish_only_the_ca_bundle_configmap_and_read_only_the_validating_one(
+    identities: Identities, namespace: str
+) -> None:
+    controller = Api.from_kubeconfig(identities["mxjob-controller"])
+    configmaps = {"resource": "configmaps"}
+    bundle = {"namespace": SYSTEM, "name": "mxjob-webhook-ca-bundle"}
+    assert _allowed(controller, verb="get", **configmaps, **bundle)
+    assert _allowed(controller, verb="update", **configmaps, **bundle)
+    assert not _allowed(controller, verb="delete", **configmaps, **bundle)
+    assert not _allowed(controller, verb="get", namespace=SYSTEM, name="other", **configmaps)
+    assert not _allowed(controller, verb="create", namespace=SYSTEM, **configmaps)
+    assert not _allowed(controller, verb="get", namespace=namespace, name="x", **configmaps)
+    hooks = {"resource": "validatingwebhookconfigurations",
+             "group": "admissionregistration.k8s.io"}  # fmt: skip
+    assert _allowed(controller, verb="get", name="mxjob-operator-validating", **hooks)
+    assert not _allowed(controller, verb="get", name="someone-elses", **hooks)
+    # The base install alone grants no patch of it: the in-cluster certificates add that.
+    assert not _allowed(controller, verb="patch", name="mxjob-operator-validating", **hooks)

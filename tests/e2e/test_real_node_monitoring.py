@@ -7,7 +7,7 @@ Kueue v0.19.2 (so the Kueue panel has a queued job to show), and the operator wi
 PrometheusRule back from the API server (accepted by the real CRDs) and turns them into a plain
 Prometheus's configuration as prometheus-operator would (``localkube.thirdparty.
 prometheus_config``): Kubernetes service discovery of the Services the ServiceMonitors select,
-both processes scraped over TLS with the CA of the Secret they name and with the token of the
+both processes scraped over TLS with the CA of the ConfigMap they name and with the token of the
 ServiceAccount ``monitoring/prometheus``, bound to the ClusterRole ``mxjob-metrics-reader`` as
 docs/operations.md tells a user to bind theirs. prometheus-operator itself is
 not run (it would run Prometheus as a StatefulSet from images this machine cannot pull).
@@ -73,6 +73,7 @@ SCRAPERS = "monitoring"
 and ``nosy`` (bound to nothing)."""
 METRICS_PORT = 8443
 SERVER_NAME = "mxjob-webhook.mxjob-system.svc"
+CA_BUNDLE = "mxjob-webhook-ca-bundle"
 
 
 @dataclass
@@ -112,8 +113,19 @@ def add_scrapers(installed: InstalledCluster) -> None:
 
 
 def webhook_ca(installed: InstalledCluster) -> bytes:
-    path = f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/mxjob-webhook-tls"
-    return base64.b64decode(installed.api.request("GET", path)["data"]["ca.crt"])
+    """ca.crt of the ConfigMap the ServiceMonitors name, as the controller published it (equal
+    to the trust bundle of the Secret the scrapers no longer read)."""
+    path = f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/configmaps/{CA_BUNDLE}"
+    published = wait_for(
+        "the controller to publish the CA bundle",
+        lambda: (installed.api.request("GET", path).get("data") or {}).get("ca.crt"),
+        bool,
+        timeout=60,
+    )
+    secret = f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/mxjob-webhook-tls"
+    stored = base64.b64decode(installed.api.request("GET", secret)["data"]["ca.crt"])
+    assert str(published).encode() == stored
+    return stored
 
 
 def prometheus_configuration(installed: InstalledCluster, work: Path) -> dict[str, Any]:
@@ -442,10 +454,7 @@ def malformed_review(url: str, context: ssl.SSLContext) -> int:
 
 
 def test_reviews_the_webhook_cannot_read_fire_the_webhook_errors_alert(watched: Watched) -> None:
-    secret = watched.installed.api.request(
-        "GET", f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/secrets/mxjob-webhook-tls"
-    )
-    context = ssl.create_default_context(cadata=base64.b64decode(secret["data"]["ca.crt"]).decode())
+    context = ssl.create_default_context(cadata=webhook_ca(watched.installed).decode())
     context.check_hostname = False
     address = sorted(pod_ips(watched, "webhook"))[0]
     url = f"https://{address}:9443{VALIDATE_PATH}"

@@ -167,8 +167,8 @@ def test_service_monitors_scrape_the_metrics_services_as_they_serve() -> None:
         # Both over HTTPS, verified for the serving certificate's name, with Prometheus's token.
         assert endpoint["scheme"] == "https"
         assert endpoint["tlsConfig"]["serverName"] == "mxjob-webhook.mxjob-system.svc"
-        assert endpoint["tlsConfig"]["ca"]["secret"] == {
-            "name": "mxjob-webhook-tls",
+        assert endpoint["tlsConfig"]["ca"]["configMap"] == {
+            "name": "mxjob-webhook-ca-bundle",
             "key": "ca.crt",
         }
         assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
