@@ -66,9 +66,11 @@ CLUSTER_SCOPED = {
     "/apis/rbac.authorization.k8s.io/v1/clusterroles": (
         "mxjob-controller", "mxjob-controller-webhook-certificates", "mxjob-operator-edit",
         "mxjob-operator-view", "mxjob-metrics-auth", "mxjob-metrics-reader",
+        "mxjob-controller-ca-bundle",
     ),
     "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings": (
         "mxjob-controller", "mxjob-controller-webhook-certificates", "mxjob-metrics-auth",
+        "mxjob-controller-ca-bundle",
     ),
     "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": (
         "zz-mxjob-operator-mutating",
@@ -83,13 +85,16 @@ NAMESPACED = {
         "mxjob-webhook", "mxjob-webhook-metrics", "mxjob-controller-metrics",
     ),
     "/api/v1/namespaces/{ns}/secrets": ("mxjob-webhook-tls", "mxjob-webhook-ca"),
+    "/api/v1/namespaces/{ns}/configmaps": ("mxjob-webhook-ca-bundle",),
     "/apis/apps/v1/namespaces/{ns}/deployments": ("mxjob-webhook", "mxjob-controller"),
     "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets": ("mxjob-webhook", "mxjob-controller"),
     "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles": (
         "mxjob-controller-leader-election", "mxjob-controller-webhook-certificates",
+        "mxjob-controller-ca-bundle",
     ),
     "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings": (
         "mxjob-controller-leader-election", "mxjob-controller-webhook-certificates",
+        "mxjob-controller-ca-bundle",
     ),
 }  # fmt: skip
 """What the install makes, by name: the Secrets are the controller's (the serving pair, and the
