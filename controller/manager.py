@@ -37,13 +37,12 @@ from controller.job.reconciler import Reconciler, job_key
 from controller.job.tally import jobs_by_state
 from controller.runtime.client import Conflict, KubeClient, mxjobs_path, pods_path, services_path
 from controller.runtime.election import ElectionSettings, LeaderElector
+from controller.runtime.endpoints import http_endpoints
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations, Kind
-from controller.runtime.health import HttpEndpoints, Route, metrics_route, probe_route
+from controller.runtime.health import HttpEndpoints, probe_route
 from controller.runtime.informers import DELETED, Informer, InformerSettings, object_key, slim_pod
 from controller.runtime.metrics import Metrics
-from controller.runtime.metrics_reviews import metrics_gate
-from controller.runtime.serving_tls import METRICS_SERVICE, ServingCertificate
 from controller.runtime.settings import ControllerSettings
 from controller.runtime.workqueue import WorkQueue
 from shared.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, WATCHED_OPERATOR_NAMES
@@ -268,30 +267,10 @@ class Controller:
         return True, ""
 
     def _start_servers(self) -> None:
-        health: dict[str, Route] = {
-            "/healthz": probe_route(self._healthy),
-            "/readyz": probe_route(self._ready),
-        }
-        health_address = self.settings.health_probe_bind_address
-        metrics_address = self.settings.metrics_bind_address
-        if not self.settings.metrics_secure:
-            metrics: dict[str, Route] = {"/metrics": metrics_route(self.metrics.exposition)}
-            if health_address == metrics_address:
-                self._servers.append(HttpEndpoints(health_address, health | metrics))
-            else:
-                self._servers.append(HttpEndpoints(health_address, health))
-                self._servers.append(HttpEndpoints(metrics_address, metrics))
-        else:
-            gate = metrics_gate(self.client, cache_seconds=self.settings.metrics_auth_cache_seconds)
-            namespace = self.settings.certificate_namespace or self.settings.lease_namespace
-            certificate = ServingCertificate(
-                cert_dir=self.settings.metrics_cert_dir,
-                hosts=(f"{METRICS_SERVICE}.{namespace}.svc",),
-            )
-            log.info("metrics over HTTPS, presenting %s", certificate.source)
-            secured = {"/metrics": metrics_route(self.metrics.exposition, gate=gate)}
-            self._servers.append(HttpEndpoints(health_address, health))
-            self._servers.append(HttpEndpoints(metrics_address, secured, tls=certificate.context))
+        probes = {"/healthz": probe_route(self._healthy), "/readyz": probe_route(self._ready)}
+        self._servers = http_endpoints(
+            self.settings, client=self.client, probes=probes, exposition=self.metrics.exposition
+        )
         for server in self._servers:
             server.start()
 
