@@ -25,7 +25,7 @@ DEV_ARGS ?=
 # Debian packages, containerd and CoreDNS, and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages build-node-binaries images)
 
-.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies node-packages images third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench bench-compare fuzz chaos clean
+.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign node-packages images release third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench bench-compare fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -48,7 +48,7 @@ $(SDK_STAMP): $(SDK_REQUIREMENTS)
 
 sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
 
-binaries: build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS, helm, prometheus, promtool and kube-network-policies once per machine
+binaries: build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS, helm, prometheus, promtool, kube-network-policies, the distribution registry and cosign once per machine
 
 # One target per build script, so that `make -j` (make builds) runs them side by side: each
 # writes its own cache directory (hack/lib/build.sh), and Go's module and build caches take
@@ -75,11 +75,20 @@ build-prometheus:
 build-kube-network-policies:
 	@hack/build-kube-network-policies.sh >/dev/null
 
+build-registry:
+	@hack/build-registry.sh >/dev/null
+
+build-cosign:
+	@hack/build-cosign.sh >/dev/null
+
 node-packages: ## the Debian packages of the real node and the image builds (runc, CNI plugins, nftables, buildah, debootstrap); root
 	@hack/install-node-packages.sh
 
 images: venv node-packages ## the webhook, controller, training-example and pause images (buildah, cached per machine); root
 	@$(PY) -m localkube.images
+
+release: venv node-packages build-helm build-cosign ## push both images (by digest, cosign-signed, CycloneDX SBOM attested) and the chart to REGISTRY=<host:port/prefix> (RELEASE_CA=<its CA file>); root
+	@REGISTRY="$(REGISTRY)" RELEASE_CA="$(RELEASE_CA)" RELEASE_OUT="$(RELEASE_OUT)" hack/release.sh
 
 cluster-up: venv build-kubernetes ## start etcd, kube-apiserver, kube-controller-manager on loopback
 	@$(PY) -m localkube up --state-dir $(LOCAL)
@@ -137,7 +146,7 @@ BUILD_JOBS ?= 1
 # tests need, in the order they are first needed. Those tests (marked late_builds) run last and
 # wait on a build's lock for the background build to end (hack/lib/build.sh).
 LATE_BUILDS := third-party-volcano third-party-katib build-prometheus build-kube-network-policies \
-	third-party-kueue-current \
+	build-registry build-cosign third-party-kueue-current \
 	third-party-cert-manager third-party-kueue
 
 builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the virtualenvs, binaries, images, third-party components, lint and typecheck

@@ -991,3 +991,22 @@ def test_network_policies_take_the_scrapers_labels_and_the_api_servers_ports(
     egress = one(docs, "NetworkPolicy", "mxjob-operator-egress")["spec"]["egress"]
     assert egress[0]["ports"] == [{"port": 8443, "protocol": "TCP"}]
     assert {d["metadata"]["namespace"] for d in docs if d["kind"] == "NetworkPolicy"} == {"ml-ops"}
+
+
+def test_an_images_digest_pins_it_by_digest_everywhere_the_image_is_named(
+    helm_binary: Path, tmp_path: Path
+) -> None:
+    """``images.<name>.digest`` (what ``make release`` writes into the chart it pushes) renders
+    ``repository@digest`` in its Deployment and in the ``helm test`` hook; the other image, with
+    no digest, stays ``repository:tag``."""
+    digest = "sha256:" + "c" * 64
+    values = {"images": {"controller": {"repository": "127.0.0.1:5000/mx/controller",
+                                        "digest": digest}}}  # fmt: skip
+    docs = template(helm_binary, tmp_path, values)
+    ref = f"127.0.0.1:5000/mx/controller@{digest}"
+    assert container(docs, "mxjob-controller")["image"] == ref
+    assert container(docs, "mxjob-webhook")["image"] == "mxjob-operator/webhook:0.1.0"
+    (hook,) = [d for d in docs if d["kind"] == "Pod"]
+    (check,) = hook["spec"]["containers"]
+    assert check["image"] == ref
+    assert {"name": "MXJOB_TEST_IMAGE", "value": ref} in check["env"]

@@ -51,11 +51,21 @@ replaces the chart's (e.g. another grafana_dashboard). Called with
 {{- toYaml (merge (deepCopy (.given | default dict)) (fromYaml .labels)) }}
 {{- end }}
 
-{{/* The container image: images.<name> as repository:tag, and its pullPolicy when set.
+{{/* An image's reference: repository@digest when its digest is set (what hack/release.sh
+pushed), else repository:tag. Called with images.<name>. */}}
+{{- define "mxjob.imageRef" -}}
+{{- if .digest -}}
+{{ printf "%s@%s" .repository .digest }}
+{{- else -}}
+{{ printf "%s:%s" .repository .tag }}
+{{- end -}}
+{{- end }}
+
+{{/* The container image: images.<name> by reference (mxjob.imageRef), and its pullPolicy when set.
 Called with (dict "root" $ "name" "webhook"). */}}
 {{- define "mxjob.image" -}}
 {{- $image := index .root.Values.images .name -}}
-image: {{ printf "%s:%s" $image.repository $image.tag | quote }}
+image: {{ include "mxjob.imageRef" $image | quote }}
 {{- with $image.pullPolicy }}
 imagePullPolicy: {{ . }}
 {{- end }}

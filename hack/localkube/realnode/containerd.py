@@ -5,7 +5,9 @@ namespaces, runc's state of each container), so a node's teardown removes it who
 shims' sockets have a fixed place. Two settings this machine needs: runc cannot
 lower its own ``oom_score_adj`` here (``restrict_oom_score_adj``), and cgroups are managed by
 the cgroupfs driver (no systemd). The sandbox ("pause") image is the project's own, built from
-Kubernetes' ``pause.c`` (``localkube.images``): no registry is reachable.
+Kubernetes' ``pause.c`` (``localkube.images``): no registry is reachable. Registries are
+configured by ``hosts.toml`` files under ``certs.d`` (``config_path``), none by default; a test
+that serves a registry of its own trusts it there (:func:`trust_registry`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ class ContainerdPaths:
     state: Path
     socket: Path
     cni_conf_dir: Path
+    hosts_dir: Path
+    """The registry hosts' configuration (``config_path``): empty, so containerd's defaults,
+    until a test trusts a registry of its own (:func:`trust_registry`)."""
 
     @classmethod
     def under(cls, directory: Path) -> ContainerdPaths:
@@ -43,6 +48,7 @@ class ContainerdPaths:
             state=directory / "state",
             socket=directory / "containerd.sock",
             cni_conf_dir=directory / "net.d",
+            hosts_dir=directory / "certs.d",
         )
 
 
@@ -76,6 +82,8 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
     snapshotter = "overlayfs"
     [plugins.'io.containerd.cri.v1.images'.pinned_images]
       sandbox = {_quote(sandbox_image)}
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = {_quote(paths.hosts_dir)}
   [plugins.'io.containerd.cri.v1.runtime']
     restrict_oom_score_adj = true
     netns_mounts_under_state_dir = true
@@ -119,6 +127,28 @@ def import_image(bin_dir: Path, socket: Path, archive: Path) -> None:
     ``imagePullPolicy: Never`` (no registry here) needs the image complete up front.
     """
     ctr(bin_dir, socket, "images", "import", "--snapshotter=overlayfs", str(archive))
+
+
+def hosts_toml(address: str, *, ca_file: Path) -> str:
+    """A ``hosts.toml`` for the registry at ``address`` (``host:port``): HTTPS, its certificate
+    verified with ``ca_file``, pulls and resolves only."""
+    server = _quote(f"https://{address}")
+    return f"""server = {server}
+
+[host.{server}]
+  capabilities = ["pull", "resolve"]
+  ca = {_quote(ca_file)}
+"""
+
+
+def trust_registry(paths: ContainerdPaths, address: str, *, ca_file: Path) -> Path:
+    """Make containerd trust ``ca_file`` for the registry at ``address``, from its next pull on
+    (containerd reads ``config_path`` at each pull, no restart); the directory written, which
+    removing undoes it."""
+    directory = paths.hosts_dir / address
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "hosts.toml").write_text(hosts_toml(address, ca_file=ca_file))
+    return directory
 
 
 def shim_socket_paths(containerd_socket: Path, shim_id: str) -> list[Path]:

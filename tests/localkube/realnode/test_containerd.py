@@ -14,7 +14,9 @@ from localkube.realnode.containerd import (
     SHIM_SOCKET_DIR,
     ContainerdPaths,
     config_toml,
+    hosts_toml,
     shim_socket_paths,
+    trust_registry,
 )
 
 CRI_RUNTIME = "io.containerd.cri.v1.runtime"
@@ -70,3 +72,28 @@ def test_shim_sockets_are_named_by_the_hash_of_address_namespace_and_id() -> Non
     ]
     assert found == expected
     assert shim_socket_paths(socket, "other") != found
+
+
+def test_registry_hosts_are_read_from_a_directory_inside_the_node_empty_by_default(
+    tmp_path: Path,
+) -> None:
+    paths = ContainerdPaths.under(tmp_path)
+    registry = config(tmp_path)["plugins"]["io.containerd.cri.v1.images"]["registry"]
+    assert registry == {"config_path": str(paths.hosts_dir)}
+    assert paths.hosts_dir.is_relative_to(tmp_path) and not paths.hosts_dir.exists()
+
+
+def test_a_trusted_registry_gets_a_hosts_toml_naming_its_ca(tmp_path: Path) -> None:
+    paths = ContainerdPaths.under(tmp_path)
+    written = trust_registry(paths, "127.0.0.1:5000", ca_file=tmp_path / "ca.crt")
+    assert written == paths.hosts_dir / "127.0.0.1:5000"
+    hosts = tomllib.loads((written / "hosts.toml").read_text())
+    assert hosts == {
+        "server": "https://127.0.0.1:5000",
+        "host": {"https://127.0.0.1:5000": {"capabilities": ["pull", "resolve"],
+                                             "ca": str(tmp_path / "ca.crt")}},
+    }  # fmt: skip
+    assert (
+        hosts_toml("127.0.0.1:5000", ca_file=tmp_path / "ca.crt")
+        == (written / "hosts.toml").read_text()
+    )
