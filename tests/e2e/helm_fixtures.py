@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from localkube.base.builds import BuildError
+from localkube.plane.controlplane import ControlPlane
 from localkube.thirdparty import helm
 from tests.e2e.real_node_fixtures import require
 
@@ -39,3 +40,20 @@ def values_file(directory: Path, name: str, values: dict[str, Any]) -> Path:
     path = directory / f"{name}.yaml"
     path.write_text(yaml.safe_dump(values))
     return path
+
+
+CRD = "mxjobs.kubeflow.org"
+
+
+def remove_release(plane: ControlPlane, binary: Path) -> None:
+    """``helm uninstall`` of the release, then the CRD and the namespace Helm keeps, removed as
+    docs/helm.md says: the cluster is left without the operator, whatever state it was in."""
+    helm.run(
+        binary, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", "--ignore-not-found",
+        kubeconfig=plane.kubeconfig, check=False,
+    )  # fmt: skip
+    for kept in (("crd", CRD), ("namespace", NAMESPACE)):
+        plane.kubectl(
+            "delete", *kept, "--ignore-not-found", "--wait", "--timeout=120s", timeout=130,
+            check=False,
+        )  # fmt: skip

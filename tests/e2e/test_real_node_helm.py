@@ -43,7 +43,14 @@ from localkube.base.api import Api, NotFound
 from localkube.realnode.cluster import SYSTEM_NAMESPACE, RealCluster
 from localkube.thirdparty import helm
 from tests.e2e.admission_traffic import admission_traffic, single_worker_job
-from tests.e2e.helm_fixtures import RELEASE, helm_or_require, parse, values_file
+from tests.e2e.helm_fixtures import (
+    CRD,
+    RELEASE,
+    helm_or_require,
+    parse,
+    remove_release,
+    values_file,
+)
 from tests.e2e.real_node_fixtures import (
     InstalledCluster,
     every_pod_of,
@@ -57,7 +64,6 @@ from tests.helpers.waiting import wait_for
 # operator on a loaded machine can take minutes.
 pytestmark = pytest.mark.timeout(900)
 
-CRD = "mxjobs.kubeflow.org"
 CRD_GROUP = "apiextensions.k8s.io/v1"
 KEEP = "helm.sh/resource-policy"
 TEST_POD = "mxjob-operator-test"
@@ -161,17 +167,8 @@ def helm_installed(real_cluster: InstalledCluster) -> Iterator[HelmInstalled]:
         yield HelmInstalled(real_cluster, binary, values, seconds)
     finally:
         try:
-            helm.run(
-                binary, "uninstall", RELEASE, "--namespace", SYSTEM_NAMESPACE, "--wait",
-                "--ignore-not-found", kubeconfig=kubeconfig, check=False,
-            )  # fmt: skip
-            # The CRD and the namespace Helm keeps, removed as docs/helm.md says, so the
-            # kustomize install below starts from a cluster without the operator.
-            for kept in (("crd", CRD), ("namespace", SYSTEM_NAMESPACE)):
-                cluster.plane.kubectl(
-                    "delete", *kept, "--ignore-not-found", "--wait", "--timeout=120s",
-                    timeout=130, check=False,
-                )  # fmt: skip
+            # The kustomize install below starts from a cluster without the operator.
+            remove_release(cluster.plane, binary)
         finally:
             cluster.install_operator(cluster.plane.dir / "install")
 

@@ -50,7 +50,7 @@ from localkube.scenarios.release_plan import IMAGES, Registry, components_named
 from localkube.thirdparty import helm
 from localkube.thirdparty import registry as oci_registry
 from tests.e2e.admission_traffic import single_worker_job
-from tests.e2e.helm_fixtures import RELEASE, helm_or_require
+from tests.e2e.helm_fixtures import RELEASE, helm_or_require, remove_release
 from tests.e2e.real_node_fixtures import (
     InstalledCluster,
     namespace_for,
@@ -62,7 +62,6 @@ from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.late_builds]
 
-CRD = "mxjobs.kubeflow.org"
 PREFIX = "mxjob"
 """The registry's path under which the release goes: ``<registry>/mxjob/{webhook,...}``."""
 
@@ -233,15 +232,7 @@ def from_registry(real_cluster: InstalledCluster) -> Iterator[FromRegistry]:
         yield FromRegistry(real_cluster, registry, released, cosign, work, seconds)
     finally:
         try:
-            helm.run(
-                helm_binary, "uninstall", RELEASE, "--namespace", SYSTEM_NAMESPACE, "--wait",
-                "--ignore-not-found", kubeconfig=kubeconfig, check=False,
-            )  # fmt: skip
-            for kept in (("crd", CRD), ("namespace", SYSTEM_NAMESPACE)):
-                cluster.plane.kubectl(
-                    "delete", *kept, "--ignore-not-found", "--wait", "--timeout=120s",
-                    timeout=130, check=False,
-                )  # fmt: skip
+            remove_release(cluster.plane, helm_binary)
             put_back(cluster, saved, preloaded, registry.address if registry else "")
         finally:
             if registry is not None:
