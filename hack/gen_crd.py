@@ -101,6 +101,23 @@ def _run_policy() -> dict[str, Any]:
                     "minAvailable pods (default: every replica) together; "
                     "docs/gang-scheduling.md."
                 ),
+                "properties": {
+                    "priorityClass": {
+                        "type": "string",
+                        "description": (
+                            "The gang's PriorityClass (volcano: the PodGroup's; native: the "
+                            "PodGroup's, with disruptionMode PodGroup: preempted whole or not "
+                            "at all)."
+                        ),
+                    },
+                    "topologyKey": {
+                        "type": "string",
+                        "description": (
+                            "native only: a node-label key (e.g. topology.kubernetes.io/rack); "
+                            "every pod of the gang is placed in one domain of it."
+                        ),
+                    },
+                },
                 "x-kubernetes-preserve-unknown-fields": True,
             },
         },
@@ -244,6 +261,12 @@ PRINTER_COLUMNS = [
     },
     {"name": "Mode", "type": "string", "jsonPath": ".spec.jobMode"},
     {"name": "Restarts", "type": "integer", "jsonPath": ".status.restartCount"},
+    {
+        "name": "Waiting",
+        "type": "string",
+        "jsonPath": '.status.conditions[?(@.type=="Pending")].reason',
+        "description": "What holds the job back (Kueue, its gang, the scheduler), if anything.",
+    },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 

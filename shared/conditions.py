@@ -20,6 +20,9 @@ class ConditionType(StrEnum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     SUSPENDED = "Suspended"
+    PENDING = "Pending"
+    """True while something outside the job holds it back (Kueue, its gang, the scheduler),
+    with that reason and message; absent otherwise (controller/job/status/waiting.py)."""
 
 
 class Reason(StrEnum):
@@ -30,6 +33,7 @@ class Reason(StrEnum):
     FAILED = "MXJobFailed"
     SUSPENDED = "MXJobSuspended"
     RESUMED = "MXJobResumed"
+    PENDING = "MXJobPending"
     BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
     DEADLINE_EXCEEDED = "DeadlineExceeded"
 

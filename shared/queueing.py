@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from shared.kueue_topology import topology_problems
 from shared.spec import as_mapping, is_suspended, run_policy
 
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
@@ -81,6 +82,8 @@ def queueing_problems(
       systems would each hold the job back waiting for the other's decision.
     - The LocalQueue changed while the job runs: its quota is held in the first queue's
       ClusterQueue; Kueue allows the change only while the job is suspended.
+    - Topology annotations Kueue would refuse on its own kinds (shared/kueue_topology.py): the
+      Workload would ask for a placement Kueue cannot read, and the job would wait unexplained.
     """
     problems: list[tuple[str, str]] = []
     queue = queue_name(job)
@@ -102,4 +105,6 @@ def queueing_problems(
                 f"{queue!r}): its quota is held by the first queue",
             )
         )
+    if queue:
+        problems += topology_problems(job)
     return problems

@@ -13,7 +13,9 @@ The points, in the order of one reconcile:
 2. :meth:`~Integration.takes_over`: before the job's pods are looked at. True stops this
    reconcile: the integration wrote the job (Kueue suspending or starting it), and its next
    version continues from there.
-3. :meth:`~Integration.notices`: after status is written, the Events to add to the job's story.
+3. :meth:`~Integration.waits`: before status is computed, what holds the job back as far as
+   the integration knows (its ``Pending`` condition, controller/job/status/waiting.py).
+   :meth:`~Integration.notices`: after status is written, the Events to add to the job's story.
 4. :meth:`~Integration.prepare_pods`: pods are about to be created; make what they need first.
    False holds the creations back (a PodGroup the pods name must exist before them). A write
    that failed goes into ``errors``: the reconcile carries on with the rest and then raises the
@@ -27,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from controller.job.status.outcome import Wait
 from controller.job.view import MXJobView, ReplicaView
 
 Obj = dict[str, Any]
@@ -51,6 +54,8 @@ class Integration(Protocol):
 
     def takes_over(self, job: MXJobView) -> bool: ...
 
+    def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None: ...
+
     def notices(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Sequence[Notice]: ...
 
     def prepare_pods(
@@ -70,6 +75,9 @@ class NoHooks:
 
     def takes_over(self, job: MXJobView) -> bool:
         return False
+
+    def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None:
+        return None
 
     def notices(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Sequence[Notice]:
         return ()

@@ -110,6 +110,9 @@ class PodView:
     """The ``mxnet`` container has ended for good (``phase`` says how) while the kubelet still
     reports the pod running: another container of it (a metrics collector, a service-mesh
     proxy) runs on. The replica has ended; the pod is cleaned up like a running one."""
+    unschedulable: str | None = None
+    """The scheduler's message while ``PodScheduled`` is False for ``Unschedulable``: no node
+    fits the pod (controller/job/status/waiting.py says so in the job's status)."""
 
     @property
     def succeeded(self) -> bool:
@@ -234,7 +237,19 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         attempt=_non_negative_int(annotations.get(ATTEMPT_ANNOTATION)),
         ended_at=_finished_at(main.get("state"), status),
         lingering=kubelet_phase in (PENDING, RUNNING) and phase in (SUCCEEDED, FAILED),
+        unschedulable=_unschedulable(status),
     )
+
+
+def _unschedulable(status: Mapping[str, Any]) -> str | None:
+    """The ``PodScheduled`` condition's message when the scheduler found no node for the pod."""
+    for condition in status.get("conditions") or []:
+        found = as_mapping(condition)
+        if (found.get("type"), found.get("status"), found.get("reason")) == (
+            "PodScheduled", "False", "Unschedulable",
+        ):  # fmt: skip
+            return str(found.get("message") or "no node fits the pod")
+    return None
 
 
 def _replica_phase(

@@ -144,12 +144,14 @@ class Reconciler:
             if controller_uid(s) == job.uid
         ]
         now = self._now()
+        held = next((w for i in self.integrations if (w := i.waits(job, pods)) is not None), None)
         outcome = compute_status(
             job,
             pods,
             now=now,
             carries=self.memory.carries(job.key, job.uid),
             pod_start_timeout=self.pod_start_timeout,
+            held=held,
         )
         if outcome.delete_job:
             self._delete_job(job)

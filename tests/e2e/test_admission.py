@@ -90,7 +90,7 @@ def test_every_invalid_example_is_refused_with_a_message_naming_its_field(
     assert listed.strip() == ""
 
 
-def test_get_mxjobs_shows_state_mode_restarts_and_age_columns_from_status(
+def test_get_mxjobs_shows_state_mode_restarts_waiting_and_age_columns_from_status(
     control_plane: ControlPlane, local_operator: RunningOperator, api: Api, namespace: str
 ) -> None:
     control_plane.kubectl("apply", "-n", namespace, "-f", str(SEED_JOB))
@@ -107,8 +107,22 @@ def test_get_mxjobs_shows_state_mode_restarts_and_age_columns_from_status(
         content_type="application/merge-patch+json",
     )
     table = control_plane.kubectl("get", "mxjobs", "-n", namespace).stdout.splitlines()
-    assert table[0].split() == ["NAME", "STATE", "MODE", "RESTARTS", "AGE"]
+    assert table[0].split() == ["NAME", "STATE", "MODE", "RESTARTS", "WAITING", "AGE"]
+    # Nothing holds the job back: the Waiting cell is empty, the age follows the restarts.
     assert table[1].split()[:4] == ["mxnet-job", "Running", "MXTrain", "2"]
+    assert len(table[1].split()) == 5
+    api.request(
+        "PATCH",
+        f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/mxnet-job/status",
+        body={"status": {"state": "Suspended", "conditions": [
+            {"type": "Suspended", "status": "True", "reason": "MXJobSuspended"},
+            {"type": "Pending", "status": "True", "reason": "WaitingForQuota",
+             "message": "insufficient unused quota for cpu in flavor default"},
+        ]}},
+        content_type="application/merge-patch+json",
+    )  # fmt: skip
+    table = control_plane.kubectl("get", "mxjobs", "-n", namespace).stdout.splitlines()
+    assert table[1].split()[:5] == ["mxnet-job", "Suspended", "MXTrain", "2", "WaitingForQuota"]
     short = control_plane.kubectl("get", "mxj", "-n", namespace, "-o", "name").stdout
     assert short.strip() == "mxjob.kubeflow.org/mxnet-job"
     category = control_plane.kubectl("get", "kubeflow", "-n", namespace, "-o", "name").stdout

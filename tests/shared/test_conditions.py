@@ -43,6 +43,7 @@ def test_reasons_are_spelled_as_in_the_api() -> None:
         "MXJobFailed",
         "MXJobSuspended",
         "MXJobResumed",
+        "MXJobPending",
         "BackoffLimitExceeded",
         "DeadlineExceeded",
     ]
@@ -53,6 +54,7 @@ def test_reasons_are_spelled_as_in_the_api() -> None:
         "Succeeded",
         "Failed",
         "Suspended",
+        "Pending",
     ]
 
 

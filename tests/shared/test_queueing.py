@@ -64,3 +64,19 @@ def test_the_queue_may_change_only_while_the_job_is_suspended() -> None:
     suspended = queued("team-a", runPolicy={"suspend": True})
     assert queueing_problems(moved, old=suspended) == []
     assert queueing_problems(queued("team-a"), old=running) == []
+
+
+def test_topology_annotations_kueue_would_refuse_are_refused_on_queued_jobs_only() -> None:
+    bad = {"kueue.x-k8s.io/podset-required-topology": "not a label"}
+    job = queued()
+    job["spec"]["mxReplicaSpecs"]["Worker"]["template"].setdefault("metadata", {})[
+        "annotations"
+    ] = bad
+    (problem,) = queueing_problems(job, old=None)
+    assert problem[0] == (
+        "spec.mxReplicaSpecs.Worker.template.metadata.annotations"
+        "[kueue.x-k8s.io/podset-required-topology]"
+    )
+    assert "must be a label key" in problem[1]
+    del job["metadata"]["labels"]
+    assert queueing_problems(job, old=None) == []

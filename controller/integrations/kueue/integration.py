@@ -4,13 +4,19 @@ two points where Kueue has a say (controller/job/hooks.py).
 Before a job's pods are looked at, a queued job's Workload takes its next step
 (:class:`~controller.integrations.kueue.workload_sync.WorkloadSync`); when that step wrote the
 job (suspended or started it), the reconcile stops and continues from the job's next version.
-A job that is gone lets go of its Workloads, which Kueue's finalizer would otherwise keep.
+A job that is gone lets go of its Workloads, which Kueue's finalizer would otherwise keep. While
+Kueue holds a job back, its Workload's word on why becomes the job's ``Pending`` condition.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from controller.integrations.kueue.workload import held_back
 from controller.integrations.kueue.workload_sync import WorkloadSync
 from controller.job.hooks import NoHooks
+from controller.job.status.outcome import Wait
 from controller.job.view import MXJobView
 
 
@@ -35,3 +41,12 @@ class KueueIntegration(NoHooks):
         if not (job.ours or job.dispatched_by_multikueue):
             return False
         return self.sync.sync(job)
+
+    def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None:
+        """A suspended queued job waits for Kueue: its Workload says why (``QuotaReserved``
+        False, or quota reserved and ``Admitted`` not yet True)."""
+        if not (job.queueing.wants_workload and job.suspended):
+            return None
+        workloads = self.sync.owned_workloads(job)
+        held = held_back(workloads[0]) if len(workloads) == 1 else None
+        return Wait(*held) if held else None

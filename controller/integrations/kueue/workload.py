@@ -12,9 +12,10 @@ from typing import Any, Final
 
 from controller.job.ownership import owner_reference
 from controller.job.view import MXJobView, ReplicaView
-from shared.conditions import is_true
+from shared.conditions import get_condition, is_true
 from shared.constants import KIND, MODE_REPLICA_TYPES
 from shared.jsontree import copy_json
+from shared.kueue_topology import topology_request
 from shared.spec import as_mapping
 
 Obj = dict[str, Any]
@@ -87,6 +88,20 @@ def is_admitted(workload: Mapping[str, Any]) -> bool:
     return has_quota_reservation(workload) and is_true(workload_conditions(workload), "Admitted")
 
 
+def held_back(workload: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(reason, message) of what keeps Kueue from admitting the Workload: its ``QuotaReserved``
+    False (no quota, no topology placement, an inactive queue...), else, quota reserved, its
+    ``Admitted`` False (admission checks pending); None once admitted or not yet looked at."""
+    conditions = workload_conditions(workload)
+    for kind in ("QuotaReserved", "Admitted"):
+        found = get_condition(conditions, kind)
+        if found is None:
+            return None
+        if found.get("status") == "False":
+            return str(found.get("reason") or kind), str(found.get("message") or "")
+    return None
+
+
 def workload_name(job_name: str, uid: str) -> str:
     """The name Kueue gives a job's Workload: ``mxjob-<job>-<5 hex of a sha1>`` (its
     ``GetWorkloadNameForOwnerWithGVK``), so a Workload written here reads like Kueue's own."""
@@ -105,16 +120,20 @@ def mode_replicas(job: MXJobView) -> tuple[ReplicaView, ...]:
 
 
 def pod_sets(job: MXJobView) -> list[Obj]:
-    """One podSet per replica type: its lowercase name, replica count and pod template (as
-    stored: Kueue compares the Workload with the job the API server holds)."""
-    return [
-        {
+    """One podSet per replica type: its lowercase name, replica count, pod template (as
+    stored: Kueue compares the Workload with the job the API server holds) and the topology
+    its template's annotations ask for (shared/kueue_topology.py)."""
+    sets = []
+    for replica in mode_replicas(job):
+        template = copy_json(dict(job.stored_template(replica.type)))
+        annotations = as_mapping(as_mapping(template.get("metadata")).get("annotations"))
+        sets.append({
             "name": replica.lower,
             "count": replica.replicas,
-            "template": copy_json(dict(job.stored_template(replica.type))),
-        }
-        for replica in mode_replicas(job)
-    ]
+            "template": template,
+            "topologyRequest": topology_request(annotations),
+        })  # fmt: skip
+    return sets
 
 
 def priority_class(job: MXJobView) -> str:
@@ -178,8 +197,16 @@ def max_execution_seconds(job: MXJobView) -> int | None:
     return seconds if 0 < seconds < 2**31 else None
 
 
-def _quota_shape(sets: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, str]]:
-    """What quota depends on in each podSet: name, count and the containers' resources."""
+def _placement(podset: Mapping[str, Any]) -> str:
+    """What a podSet asks of its placement: its topology request without the pod index (a
+    Workload written before the request was, which has none, asks for the same)."""
+    request = as_mapping(podset.get("topologyRequest"))
+    return repr(sorted((k, repr(v)) for k, v in request.items() if k != "podIndexLabel"))
+
+
+def _quota_shape(sets: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, str, str]]:
+    """What admission depends on in each podSet: name, count, the containers' resources and
+    the placement asked for."""
     shape = []
     for podset in sets:
         pod_spec = as_mapping(as_mapping(podset.get("template")).get("spec"))
@@ -188,15 +215,18 @@ def _quota_shape(sets: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, str]
             for key in ("initContainers", "containers")
             for c in pod_spec.get(key) or []
         ]
-        shape.append((str(podset.get("name")), int(podset.get("count") or 0), repr(resources)))
+        shape.append(
+            (str(podset.get("name")), int(podset.get("count") or 0), repr(resources),
+             _placement(podset))
+        )  # fmt: skip
     return shape
 
 
 def equivalent(job: MXJobView, workload: Mapping[str, Any]) -> bool:
     """The Workload still stands for the job: same podSets, counts and resources (what Kueue's
-    quota is computed from) and maximum execution time. Templates are not compared whole: the
-    Workload CRD defaults some fields of a stored template, and a running job's templates carry
-    what admission added."""
+    quota is computed from), topology asked for and maximum execution time. Templates are not
+    compared whole: the Workload CRD defaults some fields of a stored template, and a running
+    job's templates carry what admission added."""
     spec = as_mapping(workload.get("spec"))
     if spec.get("maximumExecutionTimeSeconds") != max_execution_seconds(job):
         return False

@@ -18,7 +18,8 @@ and "Status"):
 - :mod:`.backoff` and :mod:`.restart`: how restarts are counted against ``backoffLimit``, and
   what a retryable end restarts (controller/job/recovery.py for whole-job restarts);
 - :mod:`.unstartable`: pods that cannot start fail the job after the pod start timeout;
-- :mod:`.progress`: Running, and ``replicaStatuses`` as the pods will be once reconcile acted.
+- :mod:`.progress`: Running, and ``replicaStatuses`` as the pods will be once reconcile acted;
+- :mod:`.waiting`: ``Pending`` says what holds a job back (Kueue, its gang, the scheduler).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from controller.job.status.outcome import (
     EventSpec,
     EventType,
     Outcome,
+    Wait,
 )
 from controller.job.status.progress import mark_running, progress
 from controller.job.status.restart import restart
@@ -48,6 +50,7 @@ from controller.job.status.suspension import resume, suspend
 from controller.job.status.sync import Phase, match_slots, only, sooner, start
 from controller.job.status.unstartable import DEFAULT_POD_START_TIMEOUT, fail_unstartable
 from controller.job.status.verdicts import fail_invalid, fail_permanent, succeed
+from controller.job.status.waiting import explain_wait
 from controller.job.tracking import accounted, settle_views
 from controller.job.view import MXJobView
 
@@ -63,10 +66,12 @@ __all__ = [
     "EventSpec",
     "EventType",
     "Outcome",
+    "Wait",
     "compute_status",
 ]
 
 PHASES: Final[tuple[Phase, ...]] = (
+    only(explain_wait),
     follow_finished,
     fail_invalid,
     suspend,
@@ -80,7 +85,8 @@ PHASES: Final[tuple[Phase, ...]] = (
     only(restart),
     only(mark_running),
 )
-"""The order is the policy: a finished job stays finished; invalid fails before anything runs;
+"""The order is the policy: what holds the job back is said first, whatever follows (and
+cleared once it finished); a finished job stays finished; invalid fails before anything runs;
 a suspended job has no deadline; a permanent failure beats success; success beats the backoff
 limit. A job no phase ends goes on (:func:`controller.job.status.progress.progress`)."""
 
@@ -92,6 +98,7 @@ def compute_status(
     now: datetime.datetime,
     carries: Mapping[str, int] | None = None,
     pod_start_timeout: float = DEFAULT_POD_START_TIMEOUT,
+    held: Wait | None = None,
 ) -> Outcome:
     """The job's new status and the decisions that go with it.
 
@@ -101,7 +108,8 @@ def compute_status(
     pod the controller deleted for recreation to the restart total its next pod must carry
     (known exactly in memory; after a controller restart it is recovered from
     ``status.restartCount``). ``pod_start_timeout`` is the controller's; the job's own
-    annotation (``job.pod_start_timeout``) wins.
+    annotation (``job.pod_start_timeout``) wins. ``held``: what an integration says holds the
+    job back (controller/job/status/waiting.py).
 
     A pod deleted by someone else and held by the tracking finalizer counts by how it ended,
     as if it had not been deleted (:attr:`PodView.gone`); one whose end is never reported
@@ -113,6 +121,7 @@ def compute_status(
     outcome = _decide(
         job, views, now=now, carries=carries,
         pod_start_timeout=float(timeout) if timeout is not None else pod_start_timeout,
+        held=held,
     )  # fmt: skip
     return dataclasses.replace(
         outcome,
@@ -128,9 +137,12 @@ def _decide(
     now: datetime.datetime,
     carries: Mapping[str, int] | None,
     pod_start_timeout: float,
+    held: Wait | None,
 ) -> Outcome:
     """Run the phases in order; the first that decides the outcome ends the computation."""
-    sync = start(job, views, now=now, carries=carries, pod_start_timeout=pod_start_timeout)
+    sync = start(
+        job, views, now=now, carries=carries, pod_start_timeout=pod_start_timeout, held=held
+    )
     for phase in PHASES:
         outcome = phase(sync)
         if outcome is not None:

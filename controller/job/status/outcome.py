@@ -34,6 +34,15 @@ class EventSpec:
 
 
 @dataclass(frozen=True)
+class Wait:
+    """What holds a job back before it runs (controller/job/status/waiting.py): a reason in
+    CamelCase (Kueue's own, ``Unschedulable``, ``GangWaiting``) and the message explaining it."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Outcome:
     """The new status of a job and what reconcile must do about it."""
 

@@ -23,7 +23,7 @@ from controller.job.recovery import (
     persisted_restart_count,
     split_attempts,
 )
-from controller.job.status.outcome import EventSpec, Outcome
+from controller.job.status.outcome import EventSpec, Outcome, Wait
 from controller.job.view import MXJobView
 from shared.apitime import format_time
 from shared.conditions import ConditionType, Reason, get_condition, set_condition
@@ -76,6 +76,8 @@ class Sync:
     """``status.disruptionRestarts``, with the restarts found now."""
     history: list[dict[str, Any]] = field(default_factory=list)
     """``status.restarts``, with the restarts found now."""
+    held: Wait | None = None
+    """What an integration says holds the job back (Kueue's Workload, the gang), if anything."""
 
     def condition(self, ctype: ConditionType, *, status: bool, reason: str, message: str) -> None:
         """Set a condition now (only when something changes, see :func:`set_if_changed`)."""
@@ -116,6 +118,7 @@ def start(
     now: datetime.datetime,
     carries: Mapping[str, int] | None,
     pod_start_timeout: float,
+    held: Wait | None = None,
 ) -> Sync:
     """The persisted status read back, and the Created condition set on a job seen first."""
     old_status = job.status
@@ -138,6 +141,7 @@ def start(
         scopes={replica.type.value: replica.restart_scope for replica in job.replicas},
         disruptions=persisted_disruptions(old_status),
         history=persisted_history(old_status),
+        held=held,
     )
     if sync.created or get_condition(conditions, ConditionType.CREATED) is None:
         sync.condition(

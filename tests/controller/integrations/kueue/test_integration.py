@@ -105,3 +105,21 @@ def test_a_gone_job_lets_go_of_its_workload() -> None:
     assert FINALIZER not in sent.body["metadata"].get("finalizers", [])
     integration.job_gone("ns", "other")
     assert len(api.writes()) == 1, "another job's name lets go of nothing"
+
+
+def test_a_suspended_queued_job_waits_for_the_reason_its_workload_gives() -> None:
+    job_obj = queued_job()
+    waiting = workload(
+        job_obj, conditions=[cond("QuotaReserved", False, "WaitingForQuota", "no cpu left")]
+    )
+    integration, _ = kueue(job_obj, waiting)
+    wait = integration.waits(view_of(job_obj), [])
+    assert wait is not None and (wait.reason, wait.message) == ("WaitingForQuota", "no cpu left")
+
+
+def test_an_admitted_or_unqueued_job_waits_for_nothing_from_kueue() -> None:
+    job_obj = queued_job()
+    integration, _ = kueue(job_obj, admitted(job_obj))
+    assert integration.waits(view_of(job_obj), []) is None
+    plain, _ = kueue(job())
+    assert plain.waits(view_of(job()), []) is None

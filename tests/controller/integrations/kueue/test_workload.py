@@ -10,6 +10,7 @@ import pytest
 
 from controller.integrations.kueue.podsets import admitted_infos, started
 from controller.integrations.kueue.workload import (
+    held_back,
     FINALIZER,
     JOB_UID_LABEL,
     Priority,
@@ -140,3 +141,54 @@ def test_podsets_are_built_from_the_defaulted_templates() -> None:
     raw["spec"]["mxReplicaSpecs"]["Worker"].pop("replicas")  # defaulting makes it 1
     spec = build_kueue_workload(view_of(raw), priority=Priority())["spec"]
     assert [(p["name"], p["count"]) for p in spec["podSets"]][-1] == ("worker", 1)
+
+
+# -- topology ------------------------------------------------------------------------------------
+
+
+def with_annotations(job_obj: Obj, rtype: str, **annotations: str) -> Obj:
+    meta = job_obj["spec"]["mxReplicaSpecs"][rtype]["template"].setdefault("metadata", {})
+    meta.setdefault("annotations", {}).update(annotations)
+    return job_obj
+
+
+def test_every_podset_carries_the_pod_index_and_the_topology_its_template_asks_for() -> None:
+    job_obj = with_annotations(
+        queued_job(), "Worker", **{"kueue.x-k8s.io/podset-required-topology": "rack"}
+    )
+    sets = build_kueue_workload(view_of(job_obj), priority=Priority())["spec"]["podSets"]
+    requests = {p["name"]: p["topologyRequest"] for p in sets}
+    index = "training.kubeflow.org/replica-index"
+    assert requests["worker"] == {"required": "rack", "podIndexLabel": index}
+    assert requests["scheduler"] == {"podIndexLabel": index}
+
+
+def test_a_topology_change_is_not_equivalent_but_a_workload_without_the_pod_index_is() -> None:
+    plain = workload(queued_job())
+    for podset in plain["spec"]["podSets"]:
+        podset.pop("topologyRequest", None)  # written before topology requests were
+    assert equivalent(view_of(queued_job()), plain)
+    racked = with_annotations(
+        queued_job(), "Worker", **{"kueue.x-k8s.io/podset-preferred-topology": "rack"}
+    )
+    assert not equivalent(view_of(racked), plain)
+    assert equivalent(view_of(racked), workload(racked))
+
+
+@pytest.mark.parametrize(
+    ("conditions", "expected"),
+    [
+        ([], None),
+        ([{"type": "QuotaReserved", "status": "False", "reason": "WaitingForQuota",
+           "message": "insufficient cpu"}], ("WaitingForQuota", "insufficient cpu")),
+        ([{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+          {"type": "Admitted", "status": "False", "reason": "NoChecks", "message": "checks"}],
+         ("NoChecks", "checks")),
+        ([{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+          {"type": "Admitted", "status": "True", "reason": "Admitted"}], None),
+    ],
+)  # fmt: skip
+def test_what_holds_a_workload_back_is_its_first_false_admission_condition(
+    conditions: list[Obj], expected: tuple[str, str] | None
+) -> None:
+    assert held_back({"status": {"conditions": conditions}}) == expected
