@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from shared.constants import LABEL_REPLICA_INDEX
+from shared.naming import label_key_problem
 from shared.spec import as_mapping
 
 REQUIRED: Final = "kueue.x-k8s.io/podset-required-topology"
@@ -42,30 +43,11 @@ ANNOTATIONS: Final = (
 MAX_SLICE_LAYERS: Final = 3
 INT32_MAX: Final = 2**31 - 1
 
-_NAME: Final = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_DNS_SUBDOMAIN: Final = re.compile(
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-)
 _BOOLS: Final = {
     "1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
     "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False,
 }  # fmt: skip
 """What Go's ``strconv.ParseBool`` accepts, which is what Kueue parses the flag with."""
-
-
-def label_key_problem(key: str) -> str | None:
-    """Why ``key`` is not a label key (Kubernetes' qualified name), None when it is one."""
-    prefix, slash, name = key.rpartition("/")
-    if slash and not prefix:
-        return "must have a prefix before '/'"
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
-        return "must have a DNS subdomain as prefix (lowercase letters, digits, '-' and '.')"
-    if not name or len(name) > 63 or not _NAME.fullmatch(name):
-        return (
-            "must be a label key: at most 63 letters, digits, '-', '_' or '.' after an "
-            "optional 'prefix/', starting and ending with a letter or digit"
-        )
-    return None
 
 
 def _int32(text: str) -> int | None:

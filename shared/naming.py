@@ -3,7 +3,8 @@
 Every replica gets a Pod and a headless Service named `<job>-<lower type>-<index>`. A Service
 name must be a DNS-1035 label (at most 63 characters), so the job name has to leave room for
 the longest suffix its spec produces; validation uses `max_job_name_length` to say exactly how
-much.
+much. The names other objects are known by (node-label keys, PriorityClasses) are checked
+here too, by the API server's rules.
 """
 
 from __future__ import annotations
@@ -83,5 +84,44 @@ def job_name_problem(name: object, spec: Mapping[str, Any] | object) -> str | No
             f"'<name>-<type>-<index>' stays a DNS-1035 label of at most "
             f"{DNS1035_LABEL_MAX_LENGTH} characters (got {len(name)} characters; the longest "
             f"replica name would be {name + longest_replica_suffix(spec)!r})"
+        )
+    return None
+
+
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_LABEL_NAME_MAX = 63
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_SUBDOMAIN_MAX = 253
+
+
+def subdomain_problem(value: str) -> str | None:
+    """Why ``value`` is not a DNS-1123 subdomain, or None."""
+    if len(value) > _SUBDOMAIN_MAX:
+        return f"must be at most {_SUBDOMAIN_MAX} characters (got {len(value)})"
+    if not _SUBDOMAIN.fullmatch(value):
+        return (
+            "must be a DNS subdomain: lower-case letters, digits, '-' and '.', starting and "
+            "ending with a letter or digit"
+        )
+    return None
+
+
+def label_key_problem(value: str) -> str | None:
+    """Why ``value`` is not a node-label key (a qualified name), or None."""
+    prefix, slash, name = value.rpartition("/")
+    if slash and not prefix:
+        return "must not start with '/': a prefix is a DNS subdomain before the '/'"
+    if prefix:
+        problem = subdomain_problem(prefix)
+        if problem is not None:
+            return f"has a prefix ({prefix!r}) that {problem}"
+    if not name:
+        return "must have a name (after the '/' of a prefix)"
+    if len(name) > _LABEL_NAME_MAX:
+        return f"must have a name of at most {_LABEL_NAME_MAX} characters (got {len(name)})"
+    if not _LABEL_NAME.fullmatch(name):
+        return (
+            f"must have a name ({name!r}) of letters, digits, '-', '_' and '.', starting and "
+            "ending with a letter or digit"
         )
     return None

@@ -49,7 +49,12 @@ RUN_POLICY_PROPERTIES: dict[str, Any] = {
     "activeDeadlineSeconds": _NON_NEGATIVE_INTEGER,
     "backoffLimit": _NON_NEGATIVE_INTEGER,
     "suspend": {"type": "boolean"},
-    "schedulingPolicy": {"type": "object"},
+    # Other fields of training-operator v1.8's SchedulingPolicy keep any value, as there; the
+    # two that name objects are checked further in shared.scheduling_policy.
+    "schedulingPolicy": {
+        "type": "object",
+        "properties": {"topologyKey": {"type": "string"}, "priorityClass": {"type": "string"}},
+    },
     "managedBy": {"type": "string"},
 }
 

@@ -42,6 +42,7 @@ from shared.env import (
 )
 from shared.naming import job_name_problem
 from shared.queueing import MULTIKUEUE, manager
+from shared.scheduling_policy import scheduling_policy_problems
 from shared.schema import VALIDATOR, conforms
 from shared.spec import (
     as_mapping,
@@ -197,6 +198,7 @@ class _Rules:
         self.check_manager_immutable()
         self.check_success_policy()
         self.check_pod_start_timeout()
+        self.check_scheduling_policy()
         replicas = self.spec.get("mxReplicaSpecs")
         if isinstance(replicas, Mapping):
             self.check_replica_types(replicas)
@@ -233,6 +235,19 @@ class _Rules:
                 ["metadata", "annotations", POD_START_TIMEOUT_ANNOTATION],
                 f"must be a whole number of seconds (0: never), not {raw!r}",
             )
+
+    def check_scheduling_policy(self) -> None:
+        """Names in ``schedulingPolicy`` (under ``runPolicy``, or training-operator's older
+        place directly under ``spec``) that no Kubernetes object can have."""
+        places = (
+            (["spec", "runPolicy"], as_mapping(self.spec.get("runPolicy"))),
+            (["spec"], self.spec),
+        )
+        for where, owner in places:
+            policy = owner.get("schedulingPolicy")
+            if isinstance(policy, Mapping):
+                for field, message in scheduling_policy_problems(policy):
+                    self.add([*where, "schedulingPolicy", field], message)
 
     def check_job_mode_immutable(self) -> None:
         if self.old is None:

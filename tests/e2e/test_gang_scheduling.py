@@ -7,6 +7,11 @@ runs; with the native Workload API one job's pods are bound together while the o
 a whole, and run once the first job is done. The stage is the one ``make demo-gang`` shows
 (:mod:`localkube.scenarios.gang_demo`), on a control plane of its own: this one runs kube-scheduler.
 
+The nodes are labelled by rack, and the plane runs TopologyAwareWorkloadScheduling and
+WorkloadAwarePreemption: a job with ``schedulingPolicy.topologyKey`` is placed in one rack or
+waits whole, and one with a higher ``priorityClass`` preempts a whole lower-priority gang (one
+without a class loses only the pods needed: the contrast).
+
 ``--gang-scheduler=volcano`` and ``scheduler-plugins`` are checked against those projects' real
 PodGroup CRDs (``hack/gang-crds.sh``), installed on the same plane: the API server accepts the
 PodGroups and keeps every field (a structural schema prunes unknown ones), and the pods carry
@@ -19,6 +24,7 @@ gangs in ``test_gang_volcano.py``; scheduler-plugins' cannot be built here.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import secrets
 import subprocess
@@ -36,12 +42,14 @@ from localkube.plane.operator import wait_established
 from localkube.scenarios.gang_competition import describe
 from localkube.scenarios.gang_competition import run as run_competition
 from localkube.scenarios.gang_demo import (
+    RACK_LABEL,
     Scene,
     bound,
     clear,
     gpu_job,
     job_state,
     phases,
+    racks,
     release_interleaved,
     scene,
 )
@@ -77,11 +85,11 @@ def _submit(stage: Scene, namespace: str, *, gang_scheduler: str) -> int:
     return pid
 
 
-def _stop(stage: Scene, namespace: str, pid: int) -> None:
+def _stop(stage: Scene, namespace: str, pid: int, *, jobs: tuple[str, ...] = JOBS) -> None:
     """Delete the jobs while the controller still runs: their pods carry its tracking finalizer,
     which only a running controller lets go of (controller/job/tracking.py)."""
     try:
-        clear(stage.api, namespace, JOBS)
+        clear(stage.api, namespace, jobs)
     finally:
         stop_process(pid)
 
@@ -285,6 +293,164 @@ def test_native_gang_follows_suspend_resize_resume_and_pod_recreation(
 
 # -- volcano and scheduler-plugins: their PodGroup CRDs, no scheduler of theirs ------------------
 CRD_SCRIPT = PROJECT_ROOT / "hack" / "gang-crds.sh"
+
+
+# -- topology and priority of a native gang --------------------------------------------------
+# The stage's nodes are labelled by rack (gang_demo.RACKS: gpu-node-0 and -1 in rack-a, gpu-node-2
+# in rack-b); the plane runs TopologyAwareWorkloadScheduling and WorkloadAwarePreemption.
+
+
+def _submit_job(stage: Scene, namespace: str, job: dict[str, Any], **policy: str) -> None:
+    if policy:
+        job["spec"]["runPolicy"] = {"schedulingPolicy": policy}
+    stage.api.request("POST", f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs", body=job)
+
+
+def _unschedulable(stage: Scene, namespace: str, group: str) -> bool:
+    """kube-scheduler's record that it tried the gang and found no place for it."""
+    found = stage.api.request(
+        "GET", f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{namespace}/podgroups/{group}"
+    )
+    return any(
+        c["type"] == "PodGroupScheduled"
+        and c["status"] == "False"
+        and c["reason"] == "Unschedulable"
+        for c in (found.get("status") or {}).get("conditions") or []
+    )
+
+
+def test_a_topology_key_places_the_whole_gang_in_one_rack(
+    stage: Scene, gang_namespace: str
+) -> None:
+    """rack-a has two nodes and four GPUs, rack-b one node and two GPUs. A Scheduler and four
+    one-GPU Workers fit in rack-a only; with five Workers the gang fits the cluster but no rack,
+    so with the key it waits whole, and without it is placed across both racks."""
+    api, ns = stage.api, gang_namespace
+    pid = stage.start_controller(gang_scheduler="native", namespace=ns)
+    try:
+        started = time.monotonic()
+        _submit_job(stage, ns, gpu_job("racked", workers=4, gated=False), topologyKey=RACK_LABEL)
+        wait_for("racked bound", lambda: bound(api, ns, "racked") == 5, bool, timeout=30)
+        placed = racks(api, ns, "racked")
+        print(f"\nracked (4 Workers): bound in {time.monotonic() - started:.2f} s: {placed}")
+        assert set(placed.values()) == {"rack-a"}, placed
+        clear(api, ns, ("racked",))
+
+        _submit_job(stage, ns, gpu_job("too-wide", workers=5, gated=False), topologyKey=RACK_LABEL)
+        wait_for("too-wide found unschedulable", lambda: _unschedulable(stage, ns, "too-wide"),
+                 bool, timeout=30)  # fmt: skip
+        _submit_job(stage, ns, gpu_job("spread", workers=5, gated=False))
+        wait_for("spread bound", lambda: bound(api, ns, "spread") == 6, bool, timeout=30)
+        spread = racks(api, ns, "spread")
+        print(f"spread (5 Workers, no key): {spread}")
+        assert set(spread.values()) == {"rack-a", "rack-b"}, spread
+        assert bound(api, ns, "too-wide") == 0, "the gang with the key waits whole"
+        assert not _events(stage, ns, "racked", "GangFieldNotKept"), "the plane kept the field"
+    finally:
+        _stop(stage, ns, pid, jobs=("racked", "too-wide", "spread"))
+
+
+@pytest.fixture
+def priority_classes(stage: Scene, gang_namespace: str) -> Iterator[dict[str, str]]:
+    classes = {"low": f"{gang_namespace}-low", "high": f"{gang_namespace}-high"}
+    for value, name in zip((100, 1000), classes.values(), strict=True):
+        stage.api.request(
+            "POST",
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            body={"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                  "metadata": {"name": name}, "value": value},
+        )  # fmt: skip
+    yield classes
+    for name in classes.values():
+        with contextlib.suppress(NotFound):
+            stage.api.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+
+
+def _preempted(pod: dict[str, Any] | None) -> bool:
+    """Gone, being deleted, or marked by kube-scheduler's preemption (DisruptionTarget)."""
+    if pod is None or pod["metadata"].get("deletionTimestamp"):
+        return True
+    conditions = pod.get("status", {}).get("conditions") or []
+    return any(c["type"] == "DisruptionTarget" and c["status"] == "True" for c in conditions)
+
+
+def test_a_higher_priority_gang_preempts_a_whole_lower_priority_gang(
+    stage: Scene, gang_namespace: str, priority_classes: dict[str, str]
+) -> None:
+    api, ns = stage.api, gang_namespace
+    pid = stage.start_controller(gang_scheduler="native", namespace=ns)
+    try:
+        # The low gang takes every GPU: one Scheduler and six one-GPU Workers.
+        _submit_job(stage, ns, gpu_job("low", workers=6, gated=False),
+                    priorityClass=priority_classes["low"])  # fmt: skip
+        wait_for("low bound", lambda: bound(api, ns, "low") == 7, bool, timeout=30)
+        victims = {p["metadata"]["uid"]: n for n, p in job_pods(api, ns, "low").items()}
+        group = api.request(
+            "GET", f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups/low"
+        )
+        assert (group["spec"]["priorityClassName"], group["spec"]["disruptionMode"]) == (
+            priority_classes["low"], "PodGroup")  # fmt: skip
+        assert group["spec"]["priority"] == 100, "filled in by the Priority admission plugin"
+
+        # The high gang needs two of the six GPUs.
+        started = time.monotonic()
+        _submit_job(stage, ns, gpu_job("high", workers=2, gated=False),
+                    priorityClass=priority_classes["high"])  # fmt: skip
+        seen: dict[str, float] = {}
+        deadline = started + 60
+        while time.monotonic() < deadline:
+            current = {p["metadata"]["uid"]: p for p in job_pods(api, ns, "low").values()}
+            for uid in victims:
+                if uid not in seen and _preempted(current.get(uid)):
+                    seen[uid] = time.monotonic() - started
+            if len(seen) == len(victims) and bound(api, ns, "high") == 3:
+                break
+            time.sleep(0.05)
+        high_bound = time.monotonic() - started
+        print(f"\nvictims preempted after {sorted(round(t, 2) for t in seen.values())} s; "
+              f"high gang bound after {high_bound:.2f} s")  # fmt: skip
+        assert sorted(victims[u] for u in seen) == sorted(victims.values()), "the whole gang"
+        assert bound(api, ns, "high") == 3
+        preempted = _events_of_pods(stage, ns, "Preempted")
+        print(f"kube-scheduler's Preempted events: {len(preempted)}, e.g. {preempted[:1]}")
+        assert len(preempted) >= len(victims)
+        # What the low job made again meanwhile waits whole: none of it beside the high gang.
+        new_low = [
+            p for p in job_pods(api, ns, "low").values() if p["metadata"]["uid"] not in victims
+        ]
+        assert not any(p["spec"].get("nodeName") for p in new_low if not _preempted(p))
+    finally:
+        _stop(stage, ns, pid, jobs=("low", "high"))
+
+
+def test_without_a_priority_class_a_gang_loses_only_the_pods_the_preemptor_needs(
+    stage: Scene, gang_namespace: str, priority_classes: dict[str, str]
+) -> None:
+    """The contrast: a gang without priorityClass gets no disruptionMode (``Pod``, the API
+    server's default), so kube-scheduler takes its pods one by one, just enough of them."""
+    api, ns = stage.api, gang_namespace
+    pid = stage.start_controller(gang_scheduler="native", namespace=ns)
+    try:
+        _submit_job(stage, ns, gpu_job("low", workers=6, gated=False))
+        wait_for("low bound", lambda: bound(api, ns, "low") == 7, bool, timeout=30)
+        victims = {p["metadata"]["uid"] for p in job_pods(api, ns, "low").values()}
+        _submit_job(stage, ns, gpu_job("high", workers=2, gated=False),
+                    priorityClass=priority_classes["high"])  # fmt: skip
+        wait_for("high bound", lambda: bound(api, ns, "high") == 3, bool, timeout=30)
+        preempted = _events_of_pods(stage, ns, "Preempted")
+        print(f"\nwithout disruptionMode PodGroup: {len(preempted)} of {len(victims)} preempted")
+        assert len(preempted) == 2, preempted
+    finally:
+        _stop(stage, ns, pid, jobs=("low", "high"))
+
+
+def _events_of_pods(stage: Scene, namespace: str, reason: str) -> list[str]:
+    items = stage.api.request(
+        "GET",
+        f"/api/v1/namespaces/{namespace}/events",
+        query=[("fieldSelector", f"involvedObject.kind=Pod,reason={reason}")],
+    )["items"]
+    return [str(e.get("message")) for e in items]
 
 
 @pytest.fixture(scope="module")

@@ -168,6 +168,15 @@ def test_v1_only_run_policy_fields_are_stashed_and_restored() -> None:
     assert "annotations" not in back["metadata"]
 
 
+def test_the_gang_topology_and_priority_survive_a_v1beta1_round_trip() -> None:
+    """v1beta1 has no schedulingPolicy: topologyKey and priorityClass ride in the stash."""
+    scheduling = {"topologyKey": "topology.kubernetes.io/rack", "priorityClass": "high"}
+    found = v1({"jobMode": "MXTrain", "runPolicy": {"schedulingPolicy": scheduling}})
+    converted = convert(found, V1BETA1)
+    assert "schedulingPolicy" not in json.dumps(converted["spec"])
+    assert convert(converted, V1) == found
+
+
 def test_an_edit_through_v1beta1_wins_over_the_stash() -> None:
     found = v1({"jobMode": "MXTrain", "runPolicy": {"backoffLimit": 2, "suspend": True}})
     read = convert(found, V1BETA1)

@@ -12,6 +12,7 @@ from shared.constants import DNS1035_LABEL_MAX_LENGTH
 from shared.naming import (
     job_name_problem,
     job_role,
+    label_key_problem,
     longest_replica_suffix,
     max_job_name_length,
     replica_name,
@@ -137,3 +138,21 @@ def test_job_name_problem_states_the_limit_and_the_longest_replica_name() -> Non
     assert "got 52" in problem
     assert f"{name}-scheduler-0" in problem
     assert job_name_problem("a" * 51, spec) is None
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("rack", None),
+        ("topology.kubernetes.io/zone", None),
+        ("a" * 63, None),
+        ("a" * 64, "at most 63 characters"),
+        ("/rack", "must not start with '/'"),
+        ("UPPER.example/rack", "DNS subdomain"),
+        ("rack-", "starting and ending with a letter or digit"),
+        ("", "must have a name"),
+    ],
+)
+def test_label_keys_are_kubernetes_qualified_names(key: str, why: str | None) -> None:
+    found = label_key_problem(key)
+    assert (found is None) if why is None else (found is not None and why in found)

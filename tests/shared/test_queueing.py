@@ -77,6 +77,6 @@ def test_topology_annotations_kueue_would_refuse_are_refused_on_queued_jobs_only
         "spec.mxReplicaSpecs.Worker.template.metadata.annotations"
         "[kueue.x-k8s.io/podset-required-topology]"
     )
-    assert "must be a label key" in problem[1]
+    assert "the node label of a topology level" in problem[1]
     del job["metadata"]["labels"]
     assert queueing_problems(job, old=None) == []

@@ -825,3 +825,50 @@ def test_every_replica_may_choose_its_scope_but_the_scheduler() -> None:
     tune = tune_job()
     tune["spec"]["mxReplicaSpecs"]["TunerTracker"]["restartScope"] = "Job"
     assert validate(tune) == []
+
+
+# --- schedulingPolicy: the names it gives ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key", ["topology.kubernetes.io/rack", "kubernetes.io/hostname", "rack", "example.com/Rack_1"]
+)
+def test_a_node_label_key_is_a_valid_topology_key(key: str) -> None:
+    assert validate(train_job(runPolicy={"schedulingPolicy": {"topologyKey": key}})) == []
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("rack key", "must have a name ('rack key') of letters, digits"),
+        ("/rack", "must not start with '/'"),
+        ("Example.com/rack", "has a prefix ('Example.com') that must be a DNS subdomain"),
+        ("example.com/", "must have a name (after the '/' of a prefix)"),
+        ("r" * 64, "must have a name of at most 63 characters (got 64)"),
+        ("-rack", "must have a name ('-rack')"),
+    ],
+)
+def test_a_topology_key_that_no_node_label_can_have_is_refused(key: str, why: str) -> None:
+    violation = only(train_job(runPolicy={"schedulingPolicy": {"topologyKey": key}}))
+    assert violation.path == "spec.runPolicy.schedulingPolicy.topologyKey"
+    assert violation.message.startswith(why), violation.message
+    assert f"(got {key!r})" in violation.message
+    assert "node-label key such as 'topology.kubernetes.io/rack'" in violation.message
+
+
+def test_a_topology_key_must_be_a_string() -> None:
+    assert only(train_job(runPolicy={"schedulingPolicy": {"topologyKey": 7}})) == Violation(
+        "spec.runPolicy.schedulingPolicy.topologyKey", "must be a string (got integer 7)"
+    )
+
+
+def test_a_priority_class_must_be_a_name_a_priority_class_can_have() -> None:
+    assert validate(train_job(runPolicy={"schedulingPolicy": {"priorityClass": "high-1"}})) == []
+    violation = only(train_job(runPolicy={"schedulingPolicy": {"priorityClass": "High"}}))
+    assert violation.path == "spec.runPolicy.schedulingPolicy.priorityClass"
+    assert "must be a DNS subdomain" in violation.message and "PriorityClass" in violation.message
+
+
+def test_the_legacy_place_of_scheduling_policy_is_checked_too() -> None:
+    violation = only(train_job(schedulingPolicy={"topologyKey": "a b"}))
+    assert violation.path == "spec.schedulingPolicy.topologyKey"

@@ -6,14 +6,22 @@ is built, and a job whose pods all exist but wait for their gang to fit is told 
 
 The scheduler is resolved when the controller starts (``--gang-scheduler=auto`` asks the API
 server: :func:`~controller.integrations.gang.podgroup_writes.detect`), after the reconciler and
-its integrations are built, so the manager sets :attr:`GangIntegration.scheduler` then.
+its integrations are built, so the manager sets :attr:`GangIntegration.scheduler` then; for
+``native``, the version of the API to write is asked on first use
+(:class:`~controller.integrations.gang.native_writes.NativeTarget`).
+
+A field of the job's PodGroup the API server did not keep (its feature gate is off) is said once
+per job, in a ``GangFieldNotKept`` Warning on the job and a log line, at the reconcile after the
+one that wrote it (Events are the notices' part of a reconcile, which runs before pods are made).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
+from controller.integrations.gang.native_writes import NativeTarget
 from controller.integrations.gang.podgroup_writes import ensure_gang
 from controller.integrations.gang.podgroups import (
     GANG_WAITING,
@@ -22,8 +30,14 @@ from controller.integrations.gang.podgroups import (
     join_pod,
 )
 from controller.job.hooks import NoHooks, Notice, Obj
+from controller.job.status.outcome import Wait
 from controller.job.view import MXJobView, ReplicaView
 from controller.runtime.client import KubeClient
+
+log = logging.getLogger(__name__)
+
+GANG_FIELD_NOT_KEPT: Final = "GangFieldNotKept"
+"""Event reason: the API server dropped a field of the job's Workload or PodGroup."""
 
 
 class GangIntegration(NoHooks):
@@ -35,6 +49,11 @@ class GangIntegration(NoHooks):
         self.client = client
         self.scheduler: GangScheduler = scheduler
         """The gang scheduler pods are written for; the manager sets it once resolved."""
+        self.native = NativeTarget()
+        self._told: dict[str, set[str]] = {}
+        """Per job (``namespace/name``): the messages already given, so each is said once."""
+        self._to_tell: dict[str, list[str]] = {}
+        """Per job: messages for the next reconcile's notices."""
 
     def prepare_pods(
         self, job: MXJobView, *, labels: Mapping[str, str], errors: list[Exception]
@@ -45,19 +64,42 @@ class GangIntegration(NoHooks):
         if self.scheduler == "none":
             return True
         try:
-            ensure_gang(self.client, job, labels=labels, scheduler=self.scheduler)
+            messages = ensure_gang(
+                self.client, job, labels=labels, scheduler=self.scheduler, native=self.native
+            )
         except Exception as error:
             errors.append(error)
             return False
+        for message in messages:
+            told = self._told.setdefault(job.key, set())
+            if message not in told:
+                told.add(message)
+                self._to_tell.setdefault(job.key, []).append(message)
+                log.warning("%s/%s: %s", job.namespace, job.name, message)
         return True
 
     def decorate_pod(self, job: MXJobView, pod: Obj, *, replica: ReplicaView) -> None:
         join_pod(pod, job, self.scheduler, replica_type=replica.lower)
 
     def notices(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Sequence[Notice]:
-        """``GangWaiting`` while every pod exists but too few are placed; a finished or
-        suspended job waits for nothing."""
+        """``GangFieldNotKept`` once per field the API server dropped; ``GangWaiting`` while
+        every pod exists but too few are placed (a finished or suspended job waits for nothing)."""
+        found = tuple(
+            Notice(GANG_FIELD_NOT_KEPT, message, type="Warning")
+            for message in self._to_tell.pop(job.key, [])
+        )
         if job.finished or job.suspended:
-            return ()
+            return found
         waiting = gang_waiting(job, pods, self.scheduler)
-        return (Notice(GANG_WAITING, waiting),) if waiting else ()
+        return (*found, Notice(GANG_WAITING, waiting)) if waiting else found
+
+    def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None:
+        """The job's ``Pending`` condition while its pods wait for their gang to fit."""
+        if job.finished or job.suspended:
+            return None
+        waiting = gang_waiting(job, pods, self.scheduler)
+        return Wait(GANG_WAITING, waiting) if waiting else None
+
+    def job_gone(self, namespace: str, name: str) -> None:
+        self._told.pop(f"{namespace}/{name}", None)
+        self._to_tell.pop(f"{namespace}/{name}", None)

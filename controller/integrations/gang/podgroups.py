@@ -8,14 +8,10 @@ all together or not at all.
 ``runPolicy.schedulingPolicy.minAvailable`` keeps training-operator v1.8's meaning: how many of
 the job's pods must be placed together, by default every replica of the job.
 
-``native`` is Kubernetes' own (v1.36, ``scheduling.k8s.io/v1alpha2``, kube-scheduler's
-GangScheduling plugin behind the ``GenericWorkload`` and ``GangScheduling`` feature gates): one
-``Workload`` per job with one pod-group template, one ``PodGroup`` made from that template, and
-every pod joined to it through ``spec.schedulingGroup.podGroupName``. Both objects are named
-after the job and owned by it, so garbage collection removes them with it. A PodGroup is
-immutable, so one whose ``minCount`` no longer matches the job (replicas changed while
-suspended) is replaced before pods are created
-(:mod:`controller.integrations.gang.podgroup_writes`), and so is the Workload.
+``native`` is Kubernetes' own (v1.36 ``scheduling.k8s.io/v1alpha2``, v1.37 ``v1alpha3``,
+kube-scheduler's GangScheduling plugin): its Workload and PodGroup are built in
+:mod:`controller.integrations.gang.native`; here only what its pods carry
+(``spec.schedulingGroup.podGroupName``).
 
 ``volcano`` and ``scheduler-plugins`` write what kubeflow training-operator v1.8.1 writes
 (``pkg/controller.v1/control/podgroup_control.go`` and ``common/job.go`` in its module), so jobs
@@ -39,9 +35,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from controller.integrations.gang.quantity import Quantity, add, format_quantity, parse
-from controller.job.ownership import owned_by, owner_reference
+from controller.job.ownership import owner_reference
 from controller.job.view import MXJobView, ReplicaView
-from shared.constants import GROUP, KIND
 from shared.spec import as_mapping, is_int
 
 GangScheduler = Literal["native", "volcano", "scheduler-plugins", "none"]
@@ -65,13 +60,6 @@ PLUGINS_SCHEDULER_NAME: Final = "scheduler-plugins-scheduler"
 scheduler running its Coscheduling plugin."""
 PLUGINS_POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 
-GANG_GROUP: Final = "scheduling.k8s.io"
-GANG_VERSION: Final = "v1alpha2"
-GANG_API_VERSION: Final = f"{GANG_GROUP}/{GANG_VERSION}"
-"""kube-scheduler's Workload and PodGroup (``native``); not Kueue's Workload."""
-POD_GROUP_TEMPLATE: Final = "replicas"
-"""The one pod-group template of a job's gang Workload: every replica of the job is one gang."""
-
 GANG_WAITING: Final = "GangWaiting"
 """Event reason: the job's pods exist but fewer than ``minAvailable`` are placed on nodes."""
 
@@ -84,70 +72,6 @@ def min_available(job: MXJobView) -> int:
     if is_int(value) and 0 < value <= total:
         return value
     return total
-
-
-def _metadata(job: MXJobView, labels: Mapping[str, str]) -> dict[str, Any]:
-    return {
-        "name": job.name,
-        "namespace": job.namespace,
-        "labels": dict(labels),
-        "ownerReferences": [owner_reference(job)],
-    }
-
-
-def _gang_policy(job: MXJobView) -> dict[str, Any]:
-    return {"gang": {"minCount": min_available(job)}}
-
-
-def build_gang_workload(job: MXJobView, *, labels: Mapping[str, str]) -> dict[str, Any]:
-    """The job's kube-scheduler Workload (``scheduling.k8s.io``): who the pods belong to, and
-    that they form one gang."""
-    return {
-        "apiVersion": GANG_API_VERSION,
-        "kind": "Workload",
-        "metadata": _metadata(job, labels),
-        "spec": {
-            "controllerRef": {"apiGroup": GROUP, "kind": KIND, "name": job.name},
-            "podGroupTemplates": [
-                {"name": POD_GROUP_TEMPLATE, "schedulingPolicy": _gang_policy(job)}
-            ],
-        },
-    }
-
-
-def build_pod_group(job: MXJobView, *, labels: Mapping[str, str]) -> dict[str, Any]:
-    """The job's PodGroup, the runtime instance of its gang Workload's template the pods join."""
-    return {
-        "apiVersion": GANG_API_VERSION,
-        "kind": "PodGroup",
-        "metadata": _metadata(job, labels),
-        "spec": {
-            "podGroupTemplateRef": {
-                "workload": {
-                    "workloadName": job.name,
-                    "podGroupTemplateName": POD_GROUP_TEMPLATE,
-                }
-            },
-            "schedulingPolicy": _gang_policy(job),
-        },
-    }
-
-
-def pod_group_matches(existing: Mapping[str, Any], job: MXJobView) -> bool:
-    """Whether an existing PodGroup is this job's and says what :func:`build_pod_group` would.
-
-    Its spec is immutable: a different ``minCount`` (the replicas changed while the job was
-    suspended) means delete and create again; so does one left by an earlier job of that name.
-    """
-    policy = as_mapping(existing.get("spec")).get("schedulingPolicy")
-    return owned_by(existing, job) and policy == _gang_policy(job)
-
-
-def gang_workload_matches(existing: Mapping[str, Any], job: MXJobView) -> bool:
-    """As :func:`pod_group_matches`, for the gang Workload's one pod-group template."""
-    templates = as_mapping(existing.get("spec")).get("podGroupTemplates") or []
-    policies = [as_mapping(t).get("schedulingPolicy") for t in templates]
-    return owned_by(existing, job) and policies == [_gang_policy(job)]
 
 
 def join_pod(

@@ -197,11 +197,18 @@ def max_execution_seconds(job: MXJobView) -> int | None:
     return seconds if 0 < seconds < 2**31 else None
 
 
+PLACEMENT_IGNORED: Final = ("podIndexLabel", "unconstrained")
+"""Left out when a job's placement is compared with its Workload's: the pod index (a Workload
+written before topology requests were has none, and asks for the same), and ``unconstrained``,
+which admission itself writes onto the templates of podSets that asked for nothing
+(:func:`controller.integrations.kueue.podsets.admitted_infos`): the started job would
+otherwise no longer match the Workload that started it."""
+
+
 def _placement(podset: Mapping[str, Any]) -> str:
-    """What a podSet asks of its placement: its topology request without the pod index (a
-    Workload written before the request was, which has none, asks for the same)."""
+    """What a podSet asks of its placement, as far as a change of it needs a new Workload."""
     request = as_mapping(podset.get("topologyRequest"))
-    return repr(sorted((k, repr(v)) for k, v in request.items() if k != "podIndexLabel"))
+    return repr(sorted((k, repr(v)) for k, v in request.items() if k not in PLACEMENT_IGNORED))
 
 
 def _quota_shape(sets: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, str, str]]:

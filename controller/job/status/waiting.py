@@ -48,9 +48,7 @@ def explain_wait(sync: Sync) -> None:
     existing = get_condition(sync.conditions, ConditionType.PENDING)
     if wait is None:
         if existing is not None:
-            sync.conditions = [
-                c for c in sync.conditions if c.get("type") != ConditionType.PENDING
-            ]
+            sync.conditions = [c for c in sync.conditions if c.get("type") != ConditionType.PENDING]
         return
     if existing is None or (existing.get("reason"), existing.get("message")) != (
         wait.reason, wait.message,

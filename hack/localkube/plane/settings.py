@@ -16,8 +16,15 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
 SCHEDULER = "kube-scheduler"
 # Kubernetes v1.36's gang scheduling (pkg/features/kube_features.go of the pinned module):
 # GenericWorkload serves the Workload and PodGroup kinds and the pods' spec.schedulingGroup,
-# GangScheduling enables kube-scheduler's plugin that binds a group's pods all or none.
-WORKLOAD_FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"
+# GangScheduling enables kube-scheduler's plugin that binds a group's pods all or none,
+# TopologyAwareWorkloadScheduling keeps a PodGroup's schedulingConstraints.topology and places
+# the group in one domain of its label, WorkloadAwarePreemption keeps priorityClassName and
+# disruptionMode and preempts for a group as a whole (without them the API server drops those
+# fields silently).
+WORKLOAD_FEATURE_GATES = (
+    "GenericWorkload=true,GangScheduling=true,"
+    "TopologyAwareWorkloadScheduling=true,WorkloadAwarePreemption=true"
+)
 WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
 # The API server stamps a finalizer on every PodGroup; this controller lifts it once no running
 # pod uses the group, so a deleted job's PodGroups do not stay forever.

@@ -4,6 +4,8 @@ The stage: a control plane with kube-scheduler and the ``scheduling.k8s.io/v1alp
 (``ControlPlaneSettings.workload_scheduling``), three test-kubelet nodes with two
 ``nvidia.com/gpu`` each (the kubelets only run pods; kube-scheduler binds them), the operator
 (CRD, webhook, controller). Two MXJobs each need one Scheduler (no GPU) and four one-GPU Workers.
+The nodes are labelled by rack (``RACK_LABEL``: two nodes in ``rack-a``, one in ``rack-b``) for
+the topology-aware gangs of tests/e2e/test_gang_scheduling.py.
 
 Their pods arrive interleaved, one of A then one of B, the worst case for a scheduler that
 places pods one at a time: the order is made exact by creating every pod behind a scheduling
@@ -44,6 +46,10 @@ GATE = "mxjob.kubeflow.org/release"
 JOB_LABEL = "training.kubeflow.org/job-name"
 NODE_GPUS = 2
 NODES = 3
+RACK_LABEL = "topology.kubernetes.io/rack"
+RACKS = {"gpu-node-0": "rack-a", "gpu-node-1": "rack-a", "gpu-node-2": "rack-b"}
+"""Two racks of unequal size, for ``runPolicy.schedulingPolicy.topologyKey``: the nodes are
+labelled as a cluster labels its racks."""
 
 
 @dataclass
@@ -107,6 +113,7 @@ def scene(state_dir: Path) -> Iterator[Scene]:
                 capacity={"cpu": "16", "memory": "64Gi", "pods": "110", GPU: str(NODE_GPUS)},
             )
             kubelets.append(kubelet.start())
+            label_node(api, kubelet.node_name, {RACK_LABEL: RACKS[kubelet.node_name]})
         yield Scene(plane, operator, api, tuple(kubelets), webhook_pid)
     finally:
         for kubelet in kubelets:
@@ -143,6 +150,28 @@ def gpu_job(name: str, *, workers: int = 4, gated: bool = True) -> dict[str, Any
                 "Worker": {"replicas": workers, "template": template("worker.py", 1)},
             },
         },
+    }
+
+
+def label_node(api: Api, node: str, labels: dict[str, str]) -> None:
+    api.request(
+        "PATCH",
+        f"/api/v1/nodes/{node}",
+        body={"metadata": {"labels": labels}},
+        content_type="application/merge-patch+json",
+    )
+
+
+def racks(api: Api, namespace: str, job: str) -> dict[str, str]:
+    """``pod → rack`` of one job's bound pods (the ``RACK_LABEL`` of the node it is on)."""
+    nodes = {
+        n["metadata"]["name"]: n["metadata"].get("labels", {}).get(RACK_LABEL, "-")
+        for n in api.request("GET", "/api/v1/nodes")["items"]
+    }
+    return {
+        name: nodes.get(pod["spec"]["nodeName"], "-")
+        for name, pod in sorted(job_pods(api, namespace, job).items())
+        if pod.get("spec", {}).get("nodeName")
     }
 
 

@@ -18,7 +18,15 @@ profile: the webhook and controller images as their console scripts). Then, time
    CRD rules' reason and fieldPath kept by the API server (one that does not know a field drops
    it);
 4. an MXJob created: admitted, defaulted, its pod made by the controller and run by the test
-   kubelet to ``Succeeded``.
+   kubelet to ``Succeeded``;
+5. on a release that serves kube-scheduler's Workload API in a version the controller writes
+   (``GANG_APIS``: v1.37's ``scheduling.k8s.io/v1alpha3``, served with ``GenericWorkload`` and
+   ``TopologyAwareWorkloadScheduling`` on), the native gang of an MXJob with a
+   ``topologyKey`` and a ``priorityClass``: the controller (``--gang-scheduler=auto``) picked that
+   version, and the API server kept every field it wrote (``workloadRef``,
+   ``schedulingConstraints``, ``priorityClassName``, ``disruptionMode: {all: {}}``) and filled in
+   the ``priority``; no ``GangFieldNotKept`` Warning on the job. The MXJobs of step 4 then run
+   as gangs too (the test kubelet binds their pods).
 
 Not in ``make test``: each release's first build takes about six minutes. Prints one line per
 step and a table at the end; exits non-zero if a step failed on any release.
@@ -53,7 +61,13 @@ SYSTEM = "mxjob-system"
 JOBS = "kube-versions"
 BUILD_SCRIPT = PROJECT_ROOT / "hack" / "build-kube-apiserver.sh"
 STEPS = ("build kube-apiserver", "helm install to admission", "refusal and fields kept",
-         "an MXJob to Succeeded")  # fmt: skip
+         "an MXJob to Succeeded", "native gang fields kept")  # fmt: skip
+GANG_APIS = {"v1.37.2": "v1alpha3"}
+"""Releases whose Workload API version the controller writes, beside the pinned v1.36's."""
+GANG_GATES = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+"""v1.37's gates for that API (pkg/features/kube_features.go of its module): GangScheduling and
+WorkloadAwarePreemption are gone there, their fields served without a gate."""
+RACK = "topology.kubernetes.io/rack"
 
 
 class StepError(Exception):
@@ -94,7 +108,7 @@ def plane_with(version: str, apiserver: Path, state_dir: Path) -> Iterator[Contr
             # kube-apiserver v1.28 routes webhook calls by a Service's Endpoints (the pinned
             # v1.36 by its EndpointSlices): the Endpoints controller keeps them.
             extra_controllers=(*INSTALL_CONTROLLERS, "endpoint"),
-            extra_apiserver_args=("--enable-aggregator-routing=true",),
+            extra_apiserver_args=("--enable-aggregator-routing=true", *_gang_args(version)),
         )
     )
     kubelet: TestKubelet | None = None
@@ -109,6 +123,15 @@ def plane_with(version: str, apiserver: Path, state_dir: Path) -> Iterator[Contr
         if kubelet is not None:
             kubelet.stop()
         plane.down()
+
+
+def _gang_args(version: str) -> tuple[str, ...]:
+    if version not in GANG_APIS:
+        return ()
+    return (
+        f"--runtime-config=scheduling.k8s.io/{GANG_APIS[version]}=true",
+        f"--feature-gates={GANG_GATES}",
+    )
 
 
 def mxjob(name: str, *, workers: int = 1) -> dict[str, Any]:
@@ -188,6 +211,45 @@ def run_a_job(plane: ControlPlane, api: Api) -> None:
          timeout=120)  # fmt: skip
 
 
+def check_native_gang(plane: ControlPlane, api: Api, version: str) -> None:
+    """The gang objects of a job with topology and priority, as the API server kept them."""
+    gang = f"/apis/scheduling.k8s.io/{GANG_APIS[version]}/namespaces/{JOBS}"
+    api.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body={
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "gang-high"}, "value": 1000})  # fmt: skip
+    job = mxjob("gang")
+    job["spec"]["runPolicy"] = {
+        "schedulingPolicy": {"topologyKey": RACK, "priorityClass": "gang-high"}
+    }
+    created = kubectl_create(plane, job)
+    if created.returncode != 0:
+        raise StepError(
+            f"an MXJob with topologyKey and priorityClass was refused: {created.stderr}"
+        )
+    wait("the job's PodGroup", lambda: bool(api.request("GET", f"{gang}/podgroups")["items"]),
+         timeout=90)  # fmt: skip
+    spec = api.request("GET", f"{gang}/podgroups/gang")["spec"]
+    template = api.request("GET", f"{gang}/workloads/gang")["spec"]["podGroupTemplates"][0]
+    wanted = {
+        "schedulingPolicy": {"gang": {"minCount": 1}},
+        "schedulingConstraints": {"topology": [{"key": RACK}]},
+        "priorityClassName": "gang-high",
+        "disruptionMode": {"all": {}},
+    }
+    for where, part in (("PodGroup", spec), ("Workload template", template)):
+        lost = {k: v for k, v in wanted.items() if part.get(k) != v}
+        if lost:
+            raise StepError(f"the {where} did not keep {lost}: {part}")
+    if spec.get("workloadRef") != {"workloadName": "gang", "templateName": "replicas"}:
+        raise StepError(f"the PodGroup's workloadRef: {spec.get('workloadRef')}")
+    if spec.get("priority") != 1000:
+        raise StepError(f"the Priority admission plugin did not fill in priority: {spec}")
+    events = api.request("GET", f"/api/v1/namespaces/{JOBS}/events",
+                         query=[("fieldSelector", "reason=GangFieldNotKept")])["items"]  # fmt: skip
+    if events:
+        raise StepError(f"the controller said a field was not kept: {events[0]['message']}")
+
+
 def run_version(version: str, state_dir: Path, binary: Path, out: Any) -> Result:
     result = Result(version)
     step = STEPS[0]
@@ -205,7 +267,9 @@ def run_version(version: str, state_dir: Path, binary: Path, out: Any) -> Result
                 lambda: check_refusals(plane, api),
                 lambda: run_a_job(plane, api),
             )
-            for step, action in zip(STEPS[1:], actions, strict=True):
+            if version in GANG_APIS:
+                actions = (*actions, lambda: check_native_gang(plane, api, version))
+            for step, action in zip(STEPS[1:], actions, strict=False):
                 started = time.monotonic()
                 action()
                 result.seconds[step] = time.monotonic() - started

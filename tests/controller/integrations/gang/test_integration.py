@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import copy
 
-from controller.integrations.gang.integration import GangIntegration
-from controller.integrations.gang.podgroup_writes import (
-    GangNotReadyError,
-    crd_pod_group_path,
-    gang_path,
-)
-from controller.integrations.gang.podgroups import GANG_WAITING, build_pod_group
+from controller.integrations.gang.integration import GANG_FIELD_NOT_KEPT, GangIntegration
+from controller.integrations.gang.native import build_pod_group
+from controller.integrations.gang.native_writes import gang_path
+from controller.integrations.gang.podgroup_writes import GangNotReadyError, crd_pod_group_path
+from controller.integrations.gang.podgroups import GANG_WAITING
 from controller.job.desired import build_pod, desired_slots, job_labels
 from controller.job.hooks import Integration, Notice
 from tests.controller.fakes import FakeApi
+from tests.controller.integrations.gang.gated_api import GatedApi
 from tests.controller.samples import job, pods_all, view_of
 
 JOB = view_of(job())
@@ -118,6 +117,21 @@ def test_a_job_whose_pods_all_wait_for_their_gang_is_told_so() -> None:
     assert GangIntegration(FakeApi(), scheduler="none").notices(JOB, unplaced) == ()
 
 
+def test_a_job_whose_pods_wait_for_their_gang_is_pending_for_it_until_placed() -> None:
+    unplaced = pods_all(job())
+    for pod in unplaced:
+        pod["spec"].pop("nodeName", None)
+    gang = GangIntegration(FakeApi(), scheduler="native")
+    wait = gang.waits(JOB, unplaced)
+    assert wait is not None and wait.reason == GANG_WAITING
+    assert "0 of 4 pods placed" in wait.message
+    placed = copy.deepcopy(unplaced)
+    for pod in placed:
+        pod["spec"]["nodeName"] = "node-1"
+    assert gang.waits(JOB, placed) is None
+    assert gang.waits(view_of(job(run_policy={"suspend": True})), unplaced) is None
+
+
 def test_a_finished_or_suspended_job_waits_for_no_gang() -> None:
     unplaced = pods_all(job())
     for pod in unplaced:
@@ -126,3 +140,21 @@ def test_a_finished_or_suspended_job_waits_for_no_gang() -> None:
     succeeded = {"conditions": [{"type": "Succeeded", "status": "True", "reason": "Done"}]}
     assert gang.notices(view_of(job(status=succeeded)), unplaced) == ()
     assert gang.notices(view_of(job(run_policy={"suspend": True})), unplaced) == ()
+
+
+def test_a_field_the_api_server_dropped_is_told_once_in_a_warning_on_the_job() -> None:
+    rack = {"schedulingPolicy": {"topologyKey": "topology.kubernetes.io/rack"}}
+    topology_job = view_of(job(run_policy=rack))
+    gang = GangIntegration(GatedApi(dropped=("schedulingConstraints",)), scheduler="native")
+    assert gang.notices(topology_job, []) == ()
+    errors: list[Exception] = []
+    assert gang.prepare_pods(topology_job, labels={}, errors=errors) and not errors
+    warnings = gang.notices(topology_job, [])
+    assert [(n.type, n.reason) for n in warnings] == [("Warning", GANG_FIELD_NOT_KEPT)]
+    assert "TopologyAwareWorkloadScheduling" in warnings[0].message
+    for _ in range(2):
+        assert gang.prepare_pods(topology_job, labels={}, errors=errors) and not errors
+        assert gang.notices(topology_job, []) == (), "said once"
+    gang.job_gone("ns", "mnist")
+    gang.prepare_pods(topology_job, labels={}, errors=errors)
+    assert len(gang.notices(topology_job, [])) == 1, "a new job of that name is told again"

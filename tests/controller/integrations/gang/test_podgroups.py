@@ -11,22 +11,16 @@ import pytest
 from controller.integrations.gang.podgroups import (
     GangScheduler,
     build_crd_pod_group,
-    build_gang_workload,
-    build_pod_group,
     crd_pod_group_update,
     delays_pods,
     gang_waiting,
-    gang_workload_matches,
     join_pod,
     min_available,
     min_resources,
-    pod_group_matches,
 )
 from controller.job.desired import build_pod, desired_slots
 from controller.job.view import read_job
 from tests.controller.samples import job, pods_all, view_of
-
-LABELS = {"training.kubeflow.org/job-name": "mnist"}
 
 
 def test_min_available_defaults_to_every_replica_of_the_job() -> None:
@@ -48,42 +42,6 @@ def test_min_available_is_read_from_the_legacy_scheduling_policy_too() -> None:
     legacy["spec"]["schedulingPolicy"] = {"minAvailable": 2}  # training-operator's old place
     assert min_available(read_job(legacy)) == 2
     assert build_crd_pod_group(read_job(legacy), "volcano")["spec"]["minMember"] == 2
-
-
-def test_workload_and_pod_group_are_owned_by_the_job_and_name_one_gang() -> None:
-    sample = view_of(job(run_policy={"schedulingPolicy": {"minAvailable": 3}}))
-    workload = build_gang_workload(sample, labels=LABELS)
-    group = build_pod_group(sample, labels=LABELS)
-    for obj in (workload, group):
-        assert obj["apiVersion"] == "scheduling.k8s.io/v1alpha2"
-        assert obj["metadata"]["name"] == "mnist" and obj["metadata"]["namespace"] == "ns"
-        assert obj["metadata"]["labels"] == LABELS
-        (owner,) = obj["metadata"]["ownerReferences"]
-        assert owner["uid"] == "job-uid" and owner["controller"] and owner["kind"] == "MXJob"
-    assert workload["spec"]["controllerRef"] == {
-        "apiGroup": "kubeflow.org",
-        "kind": "MXJob",
-        "name": "mnist",
-    }
-    (template,) = workload["spec"]["podGroupTemplates"]
-    assert template["schedulingPolicy"] == {"gang": {"minCount": 3}}
-    assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
-    assert group["spec"]["podGroupTemplateRef"] == {
-        "workload": {"workloadName": "mnist", "podGroupTemplateName": template["name"]}
-    }
-
-
-def test_existing_objects_match_only_the_same_job_and_minimum() -> None:
-    sample = view_of(job())
-    group = build_pod_group(sample, labels=LABELS)
-    workload = build_gang_workload(sample, labels=LABELS)
-    assert pod_group_matches(group, sample) and gang_workload_matches(workload, sample)
-    resized = view_of(job(replicas={"Scheduler": 1, "Server": 1, "Worker": 4}))
-    assert not pod_group_matches(group, resized)
-    assert not gang_workload_matches(workload, resized)
-    successor = view_of(job(uid="another-uid"))
-    assert not pod_group_matches(group, successor)
-    assert not gang_workload_matches(workload, successor)
 
 
 def joined(sample: dict[str, Any], key: str, scheduler: GangScheduler) -> dict[str, Any]:

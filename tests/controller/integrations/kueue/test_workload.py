@@ -10,12 +10,12 @@ import pytest
 
 from controller.integrations.kueue.podsets import admitted_infos, started
 from controller.integrations.kueue.workload import (
-    held_back,
     FINALIZER,
     JOB_UID_LABEL,
     Priority,
     build_kueue_workload,
     equivalent,
+    held_back,
     priority_class,
     workload_name,
 )
@@ -192,3 +192,16 @@ def test_what_holds_a_workload_back_is_its_first_false_admission_condition(
     conditions: list[Obj], expected: tuple[str, str] | None
 ) -> None:
     assert held_back({"status": {"conditions": conditions}}) == expected
+
+
+def test_a_job_started_on_a_topology_assignment_still_matches_its_workload() -> None:
+    job_obj = with_annotations(
+        queued_job(), "Worker", **{"kueue.x-k8s.io/podset-required-topology": "rack"}
+    )
+    wl = admitted(job_obj)
+    for assignment in wl["status"]["admission"]["podSetAssignments"]:
+        assignment["topologyAssignment"] = {"levels": ["kubernetes.io/hostname"], "slices": []}
+    running = started(view_of(job_obj), admitted_infos(wl, FLAVORS))
+    scheduler = running["spec"]["mxReplicaSpecs"]["Scheduler"]["template"]["metadata"]
+    assert scheduler["annotations"]["kueue.x-k8s.io/podset-unconstrained-topology"] == "true"
+    assert equivalent(view_of(running), wl)
