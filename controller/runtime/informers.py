@@ -108,11 +108,22 @@ SLIM_POD_SPEC: Final = ("nodeName", "restartPolicy", "terminationGracePeriodSeco
 may take to end by itself (controller/job/status/aftermath.py) before cleanPodPolicy deletes it."""
 SLIM_POD_STATUS: Final = ("phase", "reason", "containerStatuses", "initContainerStatuses")
 """What a cached pod keeps of its status (controller/job/observed.py reads no more): not its IPs,
-QoS class or start time, and of its conditions only ``DisruptionTarget`` (who ended it)."""
+QoS class or start time, and of its conditions only :data:`KEPT_POD_CONDITIONS`."""
 KEPT_POD_CONDITIONS: Final = ("DisruptionTarget",)
+"""Kept whatever their status: who ended the pod."""
+KEPT_FALSE_POD_CONDITIONS: Final = ("PodScheduled",)
+"""Kept while False: why no node takes the pod (controller/job/status/waiting.py); a placed
+pod's True one says nothing the controller reads."""
 SLIM_CONTAINER_STATUS: Final = ("name", "state", "lastState", "restartCount")
 """What a cached pod keeps of each container's status: which container, how it ended (exit
 code and reason, now and before its last restart) and how often the kubelet restarted it."""
+
+
+def _kept_condition(condition: Obj) -> bool:
+    kind = condition.get("type")
+    return kind in KEPT_POD_CONDITIONS or (
+        kind in KEPT_FALSE_POD_CONDITIONS and condition.get("status") == "False"
+    )
 
 
 def slim_pod(pod: Obj) -> Obj:
@@ -130,8 +141,7 @@ def slim_pod(pod: Obj) -> Obj:
         slim_status = {k: status[k] for k in SLIM_POD_STATUS if k in status}
         conditions = status.get("conditions")
         if isinstance(conditions, list):
-            kept = [c for c in conditions if isinstance(c, dict)
-                    and c.get("type") in KEPT_POD_CONDITIONS]  # fmt: skip
+            kept = [c for c in conditions if isinstance(c, dict) and _kept_condition(c)]
             if kept:
                 slim_status["conditions"] = kept
         for key in ("containerStatuses", "initContainerStatuses"):

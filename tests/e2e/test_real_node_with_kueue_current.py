@@ -29,6 +29,7 @@ from localkube.plane.controlplane import ControlPlane
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.realnode.cluster import SYSTEM_NAMESPACE
 from localkube.thirdparty import kueue, multikueue
+from tests.e2e.kueue_current_install import COMPONENT, VERSION, kueue_current
 from tests.e2e.kueue_queues import (
     CLUSTER_QUEUE,
     LOCAL_QUEUE,
@@ -47,7 +48,7 @@ from tests.e2e.kueue_queues import (
     workload_of,
     workloads_of,
 )
-from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace, require
+from tests.e2e.real_node_fixtures import InstalledCluster, remove_namespace
 from tests.e2e.real_node_fixtures import pods_of as operator_pods
 from tests.helpers.waiting import wait_for
 
@@ -55,56 +56,15 @@ from tests.helpers.waiting import wait_for
 pytestmark = [pytest.mark.timeout(1500), pytest.mark.late_builds]
 
 NAMESPACE = "kueue-current-jobs"
-VERSION = "v1beta2"
 PODS_READY = kueue.PodsReady(timeout="20s", backoff_base_seconds=1, backoff_limit_count=1)
-COMPONENT = "kueue-workloads"
 
 
 @pytest.fixture(scope="module")
 def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
-    require(kueue.CURRENT.missing())
-    cluster = real_cluster.cluster
-    work = cluster.plane.dir / "kueue-current"
-    operator_work = cluster.plane.dir / "kueue-current-operator"
-    try:
-        seconds = kueue.CURRENT.install(cluster, work, pods_ready=PODS_READY)
-        # The controller refuses the route without Kueue's v1beta2 API: Kueue goes first.
-        cluster.install_operator(operator_work, components=(COMPONENT,))
-        namespace_for(real_cluster, NAMESPACE)
-        context = Queued(real_cluster, seconds, NAMESPACE, VERSION)
-        # Rolled out is not yet all answers from the new pods: the API server's kept-alive
-        # connections may still reach a terminating old webhook for a while.
-        wait_for(
-            "every webhook answer to create queued jobs suspended",
-            lambda: suspended_on_create(context),
-            lambda answers: answers == [True] * 5,
-            timeout=120,
-        )
+    with kueue_current(real_cluster, NAMESPACE, pods_ready=PODS_READY) as context:
         context.apply(*queue_objects(NAMESPACE, VERSION), *priority_classes(VERSION))
         wait_for("the ClusterQueue to be active", lambda: queue_active(context), bool, timeout=60)
         yield context
-    finally:
-        remove_namespace(real_cluster, NAMESPACE)
-        # Back to the session's install: the flag off, the component's roles gone.
-        cluster.install_operator(operator_work)
-        real_cluster.plane.kubectl(
-            "delete", "clusterrole,clusterrolebinding", "mxjob-controller-kueue",
-            "mxjob-kueue-manager", "--ignore-not-found", check=False,
-        )  # fmt: skip
-        kueue.CURRENT.uninstall(cluster.plane, work)
-
-
-def suspended_on_create(queued: Queued) -> list[bool]:
-    """Five server-side dry runs of a queued job: whether each came back suspended."""
-    job = json.dumps(queued_job("probe", "probe"))
-    answers = []
-    for _ in range(5):
-        created = queued.kubectl(
-            "create", "--dry-run=server", "-o", "json", "-n", NAMESPACE, "-f", "-",
-            input_text=job,
-        )  # fmt: skip
-        answers.append(json.loads(created.stdout)["spec"]["runPolicy"].get("suspend") is True)
-    return answers
 
 
 def kueue_usage(queued: Queued) -> tuple[int, int, int]:

@@ -179,6 +179,8 @@ class KueueRelease:
     """Objects added to ``config/default``'s (RBAC), in its naming."""
     components: tuple[str, ...] = COMPONENTS
     patches: tuple[str, ...] = DEFAULT_PATCHES
+    feature_gates: tuple[str, ...] = ("VisibilityOnDemand=false",)
+    """The manager's ``--feature-gates`` (no visibility API: left out, see above)."""
 
     def missing(self) -> str | None:
         """Why this release cannot be built here (its archive is not there); None if it can."""
@@ -208,9 +210,8 @@ class KueueRelease:
              "value": "Never"},
             {"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests",
              "value": MANAGER_REQUESTS},
-            # Without the visibility API (left out, see above) its server must not start.
             {"op": "add", "path": "/spec/template/spec/containers/0/args/-",
-             "value": "--feature-gates=VisibilityOnDemand=false"},
+             "value": "--feature-gates=" + ",".join(self.feature_gates)},
             *container_ops,
         ]  # fmt: skip
         extra = ["extra-objects.yaml"] if self.extra_objects() else []
@@ -321,9 +322,8 @@ class KueueRelease:
         # Unchecked: api-resources exits non-zero when any API group fails discovery, though it
         # lists the others; ``delete -k`` below says what went wrong if Kueue's own did.
         kinds = plane.kubectl(
-            "api-resources", f"--api-group={API_GROUP}", "--verbs=delete", "-o", "name",
-            check=False,
-        ).stdout.split()  # fmt: skip
+            "api-resources", f"--api-group={API_GROUP}", "--verbs=delete", "-o=name", check=False
+        ).stdout.split()
         if kinds:
             plane.kubectl(
                 "delete", ",".join(kinds), "--all", "--all-namespaces", "--ignore-not-found",
@@ -367,6 +367,9 @@ CURRENT = KueueRelease(
     api_version="v1beta2",
     configurations=("webhook_name_reference.yaml",),
     extra_objects=mxjob_access,
+    # Why a Workload waits in Kueue's own words (WaitingForQuota...), not v0.19's default
+    # "Pending": the job's Pending condition copies it (docs/queueing.md).
+    feature_gates=("VisibilityOnDemand=false", "UnadmittedWorkloadsObservability=true"),
 )
 """Kueue v0.19.2. Kept from its ``config/default`` beyond the components and the two patches:
 ``webhook_name_reference.yaml``, without which the manager's role names the unprefixed webhook
@@ -379,10 +382,7 @@ patches that only add ``app.kubernetes.io/component`` labels (nothing selects th
 :func:`mxjob_access`."""
 
 SOURCE = V0_10.source  # v0.10.6, as this module served it before it knew two releases
-archive = SOURCE.archive
 missing = SOURCE.missing
-build = SOURCE.build
-image = V0_10.image
 
 
 def kustomization(*, image_ref: str, released_name: str) -> dict[str, object]:

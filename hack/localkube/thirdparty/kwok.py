@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -172,20 +173,27 @@ def stages() -> list[dict[str, Any]]:
     return [*own, READY_STAGE, EXIT_STAGE]
 
 
-def node(name: str, *, pods: int = PODS_PER_NODE) -> dict[str, Any]:
-    """A Node kwok manages, with room for ``pods`` pods (and CPU and memory to spare).
+def node(
+    name: str,
+    *,
+    pods: int = PODS_PER_NODE,
+    cpu: str = "64",
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Node kwok manages, with room for ``pods`` pods and ``cpu`` CPUs (memory to spare),
+    and ``labels`` beside its hostname (a topology's levels, say).
 
     A Node may be created with its status (the API server keeps it on create), which kwok's
     node-initialize stage keeps as the node's capacity.
     """
-    resources = {"cpu": "64", "memory": "256Gi", "pods": str(pods)}
+    resources = {"cpu": cpu, "memory": "256Gi", "pods": str(pods)}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
             "annotations": {NODE_ANNOTATION: NODE_ANNOTATION_VALUE},
-            "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
+            "labels": {**(labels or {}), "kubernetes.io/hostname": name, "type": "kwok"},
         },
         "status": {"allocatable": resources, "capacity": dict(resources)},
     }
@@ -216,9 +224,11 @@ class LocalKwok:
     def dir(self) -> Path:
         return self.plane.dir / "kwok"
 
-    def start(self, *, timeout: float = 60) -> programs.Running:
+    def start(self, *, timeout: float = 60, lease_seconds: int = 0) -> programs.Running:
         """Write the stages, start kwok and return once it answers ``/healthz``; stopped again
-        when it does not."""
+        when it does not. ``lease_seconds`` > 0: kwok renews each node's Lease, as a kubelet
+        does, for a plane whose node lifecycle controller would otherwise find the nodes
+        silent and evict their pods; 0 (a plane without it): no heartbeats at all."""
         binary = build()
         self.dir.mkdir(parents=True, exist_ok=True)
         config = self.dir / "stages.yaml"
@@ -231,7 +241,7 @@ class LocalKwok:
             f"--manage-nodes-with-annotation-selector={NODE_ANNOTATION}={NODE_ANNOTATION_VALUE}",
             f"--cidr={POD_CIDR}",
             f"--server-address=127.0.0.1:{port}",
-            "--node-lease-duration-seconds=0",
+            f"--node-lease-duration-seconds={lease_seconds}",
             "--v=WARN",
         ]
         program = programs.Program("kwok", argv, self.plane.logs / "kwok.log", cwd=self.dir)
@@ -254,10 +264,16 @@ class LocalKwok:
         self, api: Api, count: int, *, prefix: str = "kwok-node", timeout: float = 120
     ) -> list[str]:
         """Create ``count`` nodes for kwok and wait until every one is Ready; return their names."""
-        names = [f"{prefix}-{number}" for number in range(count)]
-        for name in names:
+        made = [node(f"{prefix}-{number}") for number in range(count)]
+        return self.add(api, made, timeout=timeout)
+
+    def add(self, api: Api, nodes: Sequence[dict[str, Any]], *, timeout: float = 120) -> list[str]:
+        """Create these Nodes (:func:`node`) and wait until every one is Ready; their names."""
+        names = [str(made["metadata"]["name"]) for made in nodes]
+        count = len(names)
+        for made in nodes:
             with contextlib.suppress(AlreadyExists):
-                api.request("POST", "/api/v1/nodes", body=node(name))
+                api.request("POST", "/api/v1/nodes", body=made)
         deadline = time.monotonic() + timeout
         while True:
             listed = api.request("GET", "/api/v1/nodes", query=[("labelSelector", "type=kwok")])

@@ -182,6 +182,17 @@ def test_slim_pods_keep_the_disruption_target_condition_and_init_container_state
     ]
 
 
+def test_slim_pods_keep_why_no_node_takes_them_and_not_that_one_did() -> None:
+    unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                     "message": "0/5 nodes are available: 5 Insufficient cpu."}  # fmt: skip
+    waiting = slim_pod(obj("a", "1", status={"phase": "Pending", "conditions": [unschedulable]}))
+    assert waiting["status"]["conditions"] == [unschedulable]
+    assert observe(waiting).unschedulable == unschedulable["message"]
+    placed = {"type": "PodScheduled", "status": "True"}
+    running = slim_pod(obj("a", "2", status={"phase": "Running", "conditions": [placed]}))
+    assert "conditions" not in running["status"]
+
+
 def _kubelet_pod(state: Obj, *, phase: str, restarts: int = 0) -> Obj:
     """A pod as a kubelet reports it: every status field the API server fills in."""
     return {
