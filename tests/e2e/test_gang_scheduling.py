@@ -134,6 +134,17 @@ def test_without_gangs_both_jobs_hold_part_of_the_gpus_and_neither_runs(
         _stop(stage, ns, pid)
 
 
+def _pending(api: Any, ns: str, name: str, *, wait: bool = True) -> dict[str, Any]:
+    """The job's Pending condition ({} when it has none); with ``wait``, once it has one."""
+
+    def read() -> dict[str, Any]:
+        job = api.request("GET", f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs/{name}")
+        conditions = (job.get("status") or {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "Pending"), {})
+
+    return wait_for(f"{name}'s Pending condition", read, bool, timeout=30) if wait else read()
+
+
 def test_native_gangs_bind_one_job_whole_and_the_other_after_it(
     stage: Scene, gang_namespace: str
 ) -> None:
@@ -172,6 +183,8 @@ def test_native_gangs_bind_one_job_whole_and_the_other_after_it(
         assert set(phases(api, ns, "job-b").values()) == {"Pending"}
         assert bound(api, ns, "job-b") == 0
         assert job_state(api, ns, "job-b") == "Created"
+        pending = _pending(api, ns, "job-b")
+        assert pending["reason"] == "GangWaiting" and "0 of 5 pods placed" in pending["message"]
 
         # The gang objects: owned by the job, minCount every replica, every pod joined.
         group = api.request(
@@ -193,6 +206,7 @@ def test_native_gangs_bind_one_job_whole_and_the_other_after_it(
         wait_for("job-b bound", lambda: bound(api, ns, "job-b") == 5, bool, timeout=30)
         print(f"job-a finished -> job-b's gang bound: {time.monotonic() - finished:.2f} s")
         wait_for("B Running", lambda: job_state(api, ns, "job-b") == "Running", bool, timeout=30)
+        assert _pending(api, ns, "job-b", wait=False) == {}, "a running job waits for nothing"
         stage.finish_pods(ns, "job-b")
         wait_for(
             "B Succeeded", lambda: job_state(api, ns, "job-b") == "Succeeded", bool, timeout=30
