@@ -147,6 +147,11 @@ ENV_DMLC_NUM_WORKER = "DMLC_NUM_WORKER"
 ENV_DMLC_USE_KUBERNETES = "DMLC_USE_KUBERNETES"
 ENV_DMLC_WORKER_ID = "DMLC_WORKER_ID"
 ENV_MX_CONFIG = "MX_CONFIG"
+# Where TVM's RPC clients look for the tracker when not told (MetaSchedule's RPCConfig,
+# ``python -m tvm.exec.query_rpc_tracker``); MXTune replicas get them (shared/env.py).
+ENV_TVM_TRACKER_HOST = "TVM_TRACKER_HOST"
+ENV_TVM_TRACKER_PORT = "TVM_TRACKER_PORT"
+ENV_TVM_TRACKER_KEY = "TVM_TRACKER_KEY"
 
 OWNED_ENV_NAMES: frozenset[str] = frozenset(
     {
@@ -158,6 +163,9 @@ OWNED_ENV_NAMES: frozenset[str] = frozenset(
         ENV_DMLC_USE_KUBERNETES,
         ENV_DMLC_WORKER_ID,
         ENV_MX_CONFIG,
+        ENV_TVM_TRACKER_HOST,
+        ENV_TVM_TRACKER_PORT,
+        ENV_TVM_TRACKER_KEY,
         REPLICA_INDEX_ENV,
     }
 )

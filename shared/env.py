@@ -28,6 +28,9 @@ from shared.constants import (
     ENV_DMLC_USE_KUBERNETES,
     ENV_DMLC_WORKER_ID,
     ENV_MX_CONFIG,
+    ENV_TVM_TRACKER_HOST,
+    ENV_TVM_TRACKER_KEY,
+    ENV_TVM_TRACKER_PORT,
     LABEL_REPLICA_INDEX,
     REPLICA_INDEX_ENV,
     JobMode,
@@ -218,7 +221,8 @@ def replica_env(job: Mapping[str, Any], replica_type: str) -> list[dict[str, Any
     """The env entries injected, in this order, into the mxnet container of `replica_type`.
 
     MXJOB_REPLICA_INDEX first (everything else may refer to it); then, in MXTrain, the DMLC_*
-    variables ps-lite reads; then MX_CONFIG in both modes. The single-node MXTrain form gets
+    variables ps-lite reads, in MXTune the TVM_TRACKER_* variables TVM's RPC clients read
+    (`_tracker_env`); then MX_CONFIG in both modes. The single-node MXTrain form gets
     the same DMLC_* set, describing a cluster without scheduler or servers (an empty root
     address, port 0), which a local kvstore ignores and a `dist_*` one refuses at once. A job
     with no valid mode gets only the index and MX_CONFIG.
@@ -241,6 +245,37 @@ def _ps_root(layout: JobLayout) -> tuple[str, str]:
     )
 
 
+def _tracker_env(layout: JobLayout, rtype: ReplicaType | None) -> list[dict[str, Any]]:
+    """The tracker's address (and, for its clients, the servers' key) as TVM reads them.
+
+    MetaSchedule's `RPCConfig()` with no arguments reads TVM_TRACKER_HOST, TVM_TRACKER_PORT
+    and TVM_TRACKER_KEY, so a Tuner needs all three; a TunerServer registers with that tracker
+    under that key (`--tracker=$(TVM_TRACKER_HOST):$(TVM_TRACKER_PORT)
+    --key=$(TVM_TRACKER_KEY)` in its args). The TunerTracker gets its own address, which it may
+    bind and which `python -m tvm.exec.query_rpc_tracker` reads, but no key: a tracker serves
+    every key. The values are MX_CONFIG's: the tracker's Service name and port, and the
+    TunerServer template's key ("" when none is annotated, as `labels.tunerserver`). Without a
+    TunerTracker (a job validation rejects) the address is empty and the port 0.
+    """
+    if rtype not in (ReplicaType.TUNER_TRACKER, ReplicaType.TUNER_SERVER, ReplicaType.TUNER):
+        return []
+    host, port = "", "0"
+    if layout.count(ReplicaType.TUNER_TRACKER) > 0:
+        host = replica_name(layout.name, ReplicaType.TUNER_TRACKER, 0)
+        port = str(layout.port(ReplicaType.TUNER_TRACKER))
+    env = [
+        _literal(ENV_TVM_TRACKER_HOST, escape_vars(host)),
+        _literal(ENV_TVM_TRACKER_PORT, port),
+    ]
+    if rtype is not ReplicaType.TUNER_TRACKER:
+        server_key = next(
+            (r.server_key for r in layout.replicas if r.replica_type is ReplicaType.TUNER_SERVER),
+            None,
+        )
+        env.append(_literal(ENV_TVM_TRACKER_KEY, escape_vars(server_key or "")))
+    return env
+
+
 def layout_env(layout: JobLayout, replica_type: str) -> list[dict[str, Any]]:
     """`replica_env` from a layout already read; fresh dicts, so callers may keep them."""
     rtype = canonical_replica_type(replica_type)
@@ -258,6 +293,8 @@ def layout_env(layout: JobLayout, replica_type: str) -> list[dict[str, Any]]:
         ]
         if rtype is ReplicaType.WORKER:
             env.append(_literal(ENV_DMLC_WORKER_ID, REPLICA_INDEX_REF))
+    elif layout.mode is JobMode.MXTUNE:
+        env += _tracker_env(layout, rtype)
     env.append(_literal(ENV_MX_CONFIG, _layout_mx_config(layout, type_name)))
     return env
 

@@ -21,10 +21,11 @@ import pytest
 
 from localkube.base.api import Api, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
+from localkube.images.build import TVM_EXAMPLES, ensure_extra_image
 from localkube.plane.controlplane import ControlPlane
-from localkube.realnode import teardown
+from localkube.realnode import containerd, teardown
 from localkube.realnode.cluster import SYSTEM_NAMESPACE, RealCluster
-from localkube.realnode.node import RealNode, preflight
+from localkube.realnode.node import RealNode, node_bin_dir, preflight
 from localkube.realnode.settings import CLAIM
 
 STATE_ROOT = PROJECT_ROOT / ".local" / "real-node-tests"
@@ -123,3 +124,13 @@ def host_paths() -> set[Path]:
     the node's claim, that exist now."""
     fixed = {CLAIM.parent, Path("/etc/cni")}
     return teardown.host_paths_present() | {path for path in fixed if path.exists()}
+
+
+@pytest.fixture(scope="session")
+def tvm_examples(real_cluster: InstalledCluster) -> str:
+    """The tune example's image (``examples/Dockerfile.tvm``), built (cached per machine) and
+    imported into the node once per session: the tuning tests run it as written."""
+    image = ensure_extra_image(TVM_EXAMPLES)
+    socket = real_cluster.node.containerd_paths.socket
+    containerd.import_image(node_bin_dir(), socket, image.archive)
+    return image.ref

@@ -21,8 +21,10 @@ from localkube.scenarios.jobwatch import EXAMPLES, load_job
 EXAMPLE_FILES = sorted([*EXAMPLES.glob("v1/*/*.yaml"), *EXAMPLES.glob("v1beta1/*/*.yaml")])
 OWNED_BY_MODE = {
     "MXTrain": {"DMLC_ROLE", "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "MX_CONFIG"},
-    "MXTune": {"MX_CONFIG"},
+    "MXTune": {"TVM_TRACKER_HOST", "TVM_TRACKER_PORT", "MX_CONFIG"},
 }
+TRACKER_CLIENTS = {"TunerServer", "Tuner"}
+"""The MXTune replicas that also get TVM_TRACKER_KEY: the tracker serves every key."""
 
 
 def _id(path: Path) -> str:
@@ -58,6 +60,7 @@ def test_example_passes_server_side_admission_and_gets_the_operator_env(
         mxnet = next(c for c in containers if c["name"] == "mxnet")
         env = {e["name"] for e in mxnet.get("env", [])}
         assert OWNED_BY_MODE[mode] <= env, f"{rtype}: webhook env missing, got {sorted(env)}"
+        assert ("TVM_TRACKER_KEY" in env) == (rtype in TRACKER_CLIENTS), (rtype, sorted(env))
         original = next(
             c
             for c in written["spec"]["mxReplicaSpecs"][rtype]["template"]["spec"]["containers"]

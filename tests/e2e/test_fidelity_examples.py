@@ -7,11 +7,12 @@ processes find each other only through the injected env and the pods' Service na
 - train (``examples/v1/train/mx_job_dist_cpu.yaml``): ps-lite's scheduler, server and two
   workers from the ``DMLC_*`` env; the loss must fall and both workers must end with the same
   parameters; a real process failing with exit code 2 must fail the job with that code shown;
-- tune (``examples/v1/tune/mx_job_tune_cpu.yaml``): ``examples/scripts/start_tune.py`` reads only
-  ``MX_CONFIG``; the tracker binds the port listed for it, both servers register under the
-  ``tuner-server-key`` annotation's value, and the tuner reaches servers only through the tracker
-  (a server accepts only the match key the tracker hands out); both servers must run part of the
-  workload.
+- tune (``examples/v1/tune/mx_job_tune_cpu.yaml``): ``examples/scripts/start_tune.py`` takes its
+  role from ``MX_CONFIG`` and the tracker from ``TVM_TRACKER_*``; the tracker binds the port
+  listed for it, both servers register under the ``tuner-server-key`` annotation's value, and
+  MetaSchedule's RPC runner reaches servers only through the tracker (a server accepts only the
+  match key the tracker hands out); trials must be measured on both servers, and the best kernel
+  checked against NumPy.
 
 The tests read what the processes printed into their pod log files.
 """
@@ -44,12 +45,21 @@ from tests.helpers.waiting import wait_for
 
 TRAIN_EXAMPLE = EXAMPLES / "v1" / "train" / "mx_job_dist_cpu.yaml"
 TUNE_EXAMPLE = EXAMPLES / "v1" / "tune" / "mx_job_tune_cpu.yaml"
+TUNE_GPU_EXAMPLE = EXAMPLES / "v1" / "tune" / "mx_job_tune_gpu.yaml"
+GPU_DEVICE = Path("/dev/nvidia0")
 TRAIN_JOB = "dist-train-cpu"
 TUNE_JOB = "tune-cpu"
 EPOCH = re.compile(r"^epoch (\d+)/(\d+) loss ([0-9.]+)", re.MULTILINE)
 DIGEST = re.compile(r"^final parameters sha256 ([0-9a-f]{64})$", re.MULTILINE)
 RANK = re.compile(r"^worker rank (\d+) of (\d+)", re.MULTILINE)
-MEASURED = re.compile(r"^server (\d+): (tile=\d+) checked, ([0-9.]+) us per run$", re.MULTILINE)
+TRIAL = re.compile(
+    r"^trial (\d+) on server (\S+): (?:([0-9.]+) us per run|error: .*)$", re.MULTILINE
+)
+BEST = re.compile(
+    r"^best kernel checked against NumPy on server (\S+): ([0-9.]+) us per run \(trial (\d+) "
+    r"on server \S+\); untuned ([0-9.]+) us per run; speed-up ([0-9.]+)x$",
+    re.MULTILINE,
+)
 
 
 def require_importable(module: str) -> None:
@@ -231,17 +241,73 @@ def test_cpu_tune_example_succeeds_using_both_servers_through_the_tracker(
     )
     assert registered, tuner_log
     assert registered.group(1) != registered.group(2)  # two servers, not one twice
-    assert "got 2 sessions through the tracker" in tuner_log
-    measured = MEASURED.findall(tuner_log)
-    tiles = specs["Tuner"]["template"]["spec"]["containers"][0]["args"]
-    expected = [f"tile={t}" for t in tiles[tiles.index("--tiles") + 1 :]]
-    assert [name for _, name, _ in measured] == expected, tuner_log
-    assert {server for server, _, _ in measured} == {"0", "1"}
-    assert "best schedule tile=" in tuner_log
-
-    # Each server ran part of the workload in a session the tracker matched it to.
+    # Every server's address, as it bound it: what the tracker hands out for it.
+    servers = {}
     for index in (0, 1):
         server_log = pod_log(log_dir, namespace, f"{TUNE_JOB}-tunerserver-{index}").read_text()
-        assert f"--key={key}" in server_log, server_log
+        assert f"--key={key}" in server_log, server_log  # TVM_TRACKER_KEY, the annotation's value
+        bound = re.search(r"bind to (127\.0\.0\.1:\d+)", server_log)
+        assert bound, server_log
+        servers[bound.group(1)] = index
+        # MetaSchedule's runner uploaded candidates to it in sessions the tracker matched.
         assert "connected from ('127.0.0.1'" in server_log, server_log
-        assert re.search(r"load_module \S+matmul_tile\d+\.so", server_log), server_log
+        assert "load_module" in server_log, server_log
+    assert set(servers) == {registered.group(1), registered.group(2)}
+    trials = TRIAL.findall(tuner_log)
+    args = specs["Tuner"]["template"]["spec"]["containers"][0]["args"]
+    count = int(args[args.index("--trials") + 1])
+    assert [int(number) for number, _, _ in trials] == list(range(1, count + 1)), tuner_log
+    measured = [(servers[address], float(us)) for _, address, us in trials if us]
+    assert len(measured) == count, tuner_log  # nothing failed
+    by_server = {index: sum(1 for s, _ in measured if s == index) for index in (0, 1)}
+    assert all(by_server.values()), by_server  # both servers measured trials
+    best = BEST.search(tuner_log)
+    assert best, tuner_log
+    assert best.group(1) in servers
+    speed_up = float(best.group(4)) / float(best.group(2))
+    assert abs(speed_up - float(best.group(5))) < 0.1
+    # The JSON database holds every measured trial (no volume here: a temporary directory).
+    assert re.search(rf"^database in \S+: {count} tuning records$", tuner_log, re.M), tuner_log
+    print(
+        f"MetaSchedule through the tracker: {count} trials, {by_server[0]} on server 0 and "
+        f"{by_server[1]} on server 1; best {best.group(2)} us per run (trial {best.group(3)}), "
+        f"untuned {best.group(4)} us, speed-up {best.group(5)}x"
+    )
+
+
+@pytest.fixture
+def nvidia_gpu() -> None:
+    """The GPU example needs a GPU: the one test here that skips, saying which device is
+    missing, rather than fail on every machine without one."""
+    if not GPU_DEVICE.exists():
+        pytest.skip(f"no NVIDIA GPU: {GPU_DEVICE} is absent")
+    require_importable("cuda.bindings.nvrtc")  # apache-tvm[cuda]: the tuner builds with NVRTC
+
+
+@pytest.mark.usefixtures("nvidia_gpu", "controller", "exec_kubelet")
+def test_gpu_tune_example_tunes_the_matmul_for_the_gpu_on_its_server(
+    api: Api,
+    namespace: str,
+    control_plane: ControlPlane,
+    log_dir: Path,
+) -> None:
+    example = load_job(TUNE_GPU_EXAMPLE)
+    name = example["metadata"]["name"]
+    specs = example["spec"]["mxReplicaSpecs"]
+    args = specs["Tuner"]["template"]["spec"]["containers"][0]["args"]
+    count = int(args[args.index("--trials") + 1])
+    apply(control_plane, namespace, on_free_ports(example))
+
+    final = wait_finished(api, namespace, name, log_dir)
+    assert final["state"] == "Succeeded", f"{final}\n{all_logs(log_dir)}"
+    tuner_log = pod_log(log_dir, namespace, f"{name}-tuner-0").read_text()
+    assert re.search(r'^tuning for target \{"kind":"cuda"', tuner_log, re.M), tuner_log
+    trials = TRIAL.findall(tuner_log)
+    assert [int(number) for number, _, _ in trials] == list(range(1, count + 1)), tuner_log
+    assert any(us for _, _, us in trials), tuner_log  # the server's GPU ran candidates
+    best = BEST.search(tuner_log)
+    assert best, tuner_log
+    print(
+        f"MetaSchedule on the GPU: {count} trials, best {best.group(2)} us per run, "
+        f"untuned (dlight's fallback) {best.group(4)} us, speed-up {best.group(5)}x"
+    )

@@ -68,7 +68,7 @@ def test_labels_use_the_training_operator_keys() -> None:
     assert c.LABEL_JOB_ROLE == "training.kubeflow.org/job-role"
 
 
-def test_owned_env_names_are_the_dmlc_set_mx_config_and_the_index() -> None:
+def test_owned_env_names_are_the_dmlc_set_the_tvm_tracker_set_mx_config_and_the_index() -> None:
     assert c.REPLICA_INDEX_ENV == "MXJOB_REPLICA_INDEX"
     assert (
         frozenset(
@@ -80,6 +80,9 @@ def test_owned_env_names_are_the_dmlc_set_mx_config_and_the_index() -> None:
                 "DMLC_NUM_WORKER",
                 "DMLC_USE_KUBERNETES",
                 "DMLC_WORKER_ID",
+                "TVM_TRACKER_HOST",
+                "TVM_TRACKER_PORT",
+                "TVM_TRACKER_KEY",
                 "MX_CONFIG",
                 "MXJOB_REPLICA_INDEX",
             }

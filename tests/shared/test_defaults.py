@@ -346,8 +346,12 @@ def test_tune_env_is_injected_with_the_tuner_server_key() -> None:
     defaulted = apply_defaults(tune_job("tvm", key="k1"))
     for rtype in ("TunerTracker", "TunerServer", "Tuner"):
         env = mxnet_of(defaulted, rtype)["env"]
-        assert env_names(env) == ["MXJOB_REPLICA_INDEX", "MX_CONFIG"]
-        assert '"labels":{"tunertracker":"","tunerserver":"k1","tuner":""}' in env[1]["value"]
+        key = [] if rtype == "TunerTracker" else ["TVM_TRACKER_KEY"]
+        assert env_names(env) == [
+            "MXJOB_REPLICA_INDEX", "TVM_TRACKER_HOST", "TVM_TRACKER_PORT", *key, "MX_CONFIG"
+        ]  # fmt: skip
+        assert '"labels":{"tunertracker":"","tunerserver":"k1","tuner":""}' in env[-1]["value"]
+        assert key == [] or {"name": "TVM_TRACKER_KEY", "value": "k1"} in env
 
 
 def test_an_update_that_scales_recomputes_the_counts() -> None:

@@ -148,11 +148,28 @@ def test_zero_replicas_give_an_empty_cluster_list_and_a_zero_count() -> None:
     assert json.loads(seen["MX_CONFIG"])["cluster"]["server"] == []
 
 
-def test_tune_env_is_the_index_and_mx_config_with_the_tuner_server_key() -> None:
+TRACKER_ENV = ["TVM_TRACKER_HOST", "TVM_TRACKER_PORT"]
+
+
+def test_tune_env_is_the_index_the_tracker_set_and_mx_config_with_the_tuner_server_key() -> None:
     found = tune_job("tvm", tuner_servers=2, key="rpc-key")
-    env = replica_env(found, "TunerServer")
-    assert env_names(env) == ["MXJOB_REPLICA_INDEX", "MX_CONFIG"]
-    assert json.loads(pod_env(found, "TunerServer", 1)["MX_CONFIG"]) == {
+    client_names = ["MXJOB_REPLICA_INDEX", *TRACKER_ENV, "TVM_TRACKER_KEY", "MX_CONFIG"]
+    assert env_names(replica_env(found, "TunerServer")) == client_names
+    assert env_names(replica_env(found, "Tuner")) == client_names
+    # The tracker serves every key: it gets its own address only.
+    assert env_names(replica_env(found, "TunerTracker")) == [
+        "MXJOB_REPLICA_INDEX",
+        *TRACKER_ENV,
+        "MX_CONFIG",
+    ]
+    seen = pod_env(found, "TunerServer", 1)
+    assert (seen["TVM_TRACKER_HOST"], seen["TVM_TRACKER_PORT"], seen["TVM_TRACKER_KEY"]) == (
+        "tvm-tunertracker-0",
+        "9091",
+        "rpc-key",
+    )
+    # MX_CONFIG is what training-operator injects, unchanged beside the new entries.
+    assert json.loads(seen["MX_CONFIG"]) == {
         "cluster": {
             "tunertracker": [{"url": "tvm-tunertracker-0", "port": 9091}],
             "tunerserver": [
@@ -164,6 +181,61 @@ def test_tune_env_is_the_index_and_mx_config_with_the_tuner_server_key() -> None
         "labels": {"tunertracker": "", "tunerserver": "rpc-key", "tuner": ""},
         "task": {"type": "tunerserver", "index": 1},
     }
+
+
+def test_the_tracker_env_is_the_trackers_port_and_service_name_from_its_template() -> None:
+    ports = [{"name": "mxjob-port", "containerPort": 9190}]
+    found = tune_job("t")
+    found["spec"]["mxReplicaSpecs"]["TunerTracker"] = replica(
+        1, containers=[container(ports=ports)]
+    )
+    for rtype in ("TunerTracker", "TunerServer", "Tuner"):
+        seen = pod_env(found, rtype, 0)
+        assert (seen["TVM_TRACKER_HOST"], seen["TVM_TRACKER_PORT"]) == ("t-tunertracker-0", "9190")
+
+
+def test_a_tune_job_without_a_tracker_gets_an_empty_tracker_address_and_port_0() -> None:
+    found = tune_job("t")
+    del found["spec"]["mxReplicaSpecs"]["TunerTracker"]
+    seen = pod_env(found, "Tuner", 0)
+    assert (seen["TVM_TRACKER_HOST"], seen["TVM_TRACKER_PORT"]) == ("", "0")
+
+
+def test_without_a_tuner_server_key_the_tracker_key_is_empty_like_the_label() -> None:
+    seen = pod_env(tune_job(key=None), "Tuner", 0)
+    assert seen["TVM_TRACKER_KEY"] == ""
+    assert json.loads(seen["MX_CONFIG"])["labels"]["tunerserver"] == ""
+
+
+def test_train_replicas_get_no_tracker_env() -> None:
+    for rtype in ("Scheduler", "Server", "Worker"):
+        assert not {n for n in env_names(replica_env(train_job(), rtype)) if n.startswith("TVM_")}
+
+
+@property_settings()
+@given(
+    name=st.from_regex(r"[a-z][a-z0-9-]{0,10}[a-z0-9]", fullmatch=True),
+    servers=st.integers(min_value=1, max_value=4),
+    port=st.integers(min_value=1, max_value=65535),
+    key=st.one_of(st.none(), st.text(min_size=1, max_size=12)),
+    rtype=st.sampled_from(["TunerServer", "Tuner"]),
+)
+def test_the_tracker_env_says_what_mx_config_says(
+    name: str, servers: int, port: int, key: str | None, rtype: str
+) -> None:
+    """A script that read the tracker from MX_CONFIG and one that lets TVM read the env reach
+    the same tracker with the same key."""
+    found = tune_job(name, tuner_servers=servers, key=key)
+    ports = [{"name": "mxjob-port", "containerPort": port}]
+    found["spec"]["mxReplicaSpecs"]["TunerTracker"] = replica(
+        1, containers=[container(ports=ports)]
+    )
+    seen = pod_env(found, rtype, 0)
+    config = json.loads(seen["MX_CONFIG"])
+    [tracker] = config["cluster"]["tunertracker"]
+    assert seen["TVM_TRACKER_HOST"] == tracker["url"]
+    assert int(seen["TVM_TRACKER_PORT"]) == tracker["port"] == port
+    assert seen["TVM_TRACKER_KEY"] == config["labels"]["tunerserver"] == (key or "")
 
 
 def test_labels_name_every_replica_type_with_empty_keys_without_a_tuner_server_key() -> None:
@@ -181,6 +253,7 @@ def test_a_dollar_in_the_tuner_server_key_survives_expansion() -> None:
         pod_metadata={"labels": {"training.kubeflow.org/replica-index": "0"}},
     )
     assert json.loads(seen["MX_CONFIG"])["labels"]["tunerserver"] == "k$(HOME)$$x"
+    assert seen["TVM_TRACKER_KEY"] == "k$(HOME)$$x"
 
 
 def test_single_node_worker_gets_a_cluster_of_one_worker_and_no_scheduler_address() -> None:

@@ -112,6 +112,56 @@ def test_mutate_denies_owned_env_that_defaulting_would_overwrite(seed_job: Job) 
     assert "patch" not in response
 
 
+def _tune_container(job: Job, replica_type: str) -> dict[str, Any]:
+    template = job["spec"]["mxReplicaSpecs"][replica_type]["template"]
+    container: dict[str, Any] = template["spec"]["containers"][0]
+    return container
+
+
+def test_mutate_gives_each_tune_replica_the_tracker_env_tvm_reads(tune_job: Job) -> None:
+    patched = _patched(tune_job, mutate(_request(tune_job)))
+    tracker = {"TVM_TRACKER_HOST": "auto-tuning-job-tunertracker-0", "TVM_TRACKER_PORT": "9091"}
+    for replica_type in ("TunerServer", "Tuner"):
+        env = _env(patched, replica_type)
+        assert {k: v for k, v in env.items() if k.startswith("TVM_")} == {
+            **tracker,
+            "TVM_TRACKER_KEY": "2080ti",
+        }
+    env = _env(patched, "TunerTracker")
+    assert {k: v for k, v in env.items() if k.startswith("TVM_")} == tracker
+    assert validate(_request(patched, uid="v")) == {"uid": "v", "allowed": True}
+
+
+def test_a_users_tracker_address_elsewhere_is_denied_naming_the_operators(tune_job: Job) -> None:
+    _tune_container(tune_job, "Tuner")["env"] = [{"name": "TVM_TRACKER_HOST", "value": "other"}]
+    message = _message(mutate(_request(tune_job)))
+    assert "spec.mxReplicaSpecs.Tuner.template.spec.containers[0].env[0]" in message
+    assert "TVM_TRACKER_HOST is set by the operator" in message
+    assert 'set it to "auto-tuning-job-tunertracker-0" (got "other")' in message
+
+
+def test_a_users_tracker_env_equal_to_the_operators_is_accepted(tune_job: Job) -> None:
+    _tune_container(tune_job, "TunerServer")["env"] = [
+        {"name": "TVM_TRACKER_KEY", "value": "2080ti"},
+        {"name": "TVM_TRACKER_PORT", "value": "9091"},
+    ]
+    response = mutate(_request(tune_job))
+    assert response["allowed"] is True, response
+    assert _env(_patched(tune_job, response), "TunerServer")["TVM_TRACKER_KEY"] == "2080ti"
+
+
+def test_a_tracker_key_on_the_tracker_or_a_train_replica_is_reserved(
+    tune_job: Job, seed_job: Job
+) -> None:
+    key = {"name": "TVM_TRACKER_KEY", "value": "2080ti"}
+    _tune_container(tune_job, "TunerTracker")["env"] = [key]
+    message = _message(mutate(_request(tune_job)))
+    assert "TVM_TRACKER_KEY is reserved for the operator" in message
+    assert "TunerTracker in MXTune mode" in message
+    seed_job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = [key]
+    assert "Worker in MXTrain mode" in _message(mutate(_request(seed_job)))
+
+
 def test_mutate_and_validate_deny_with_every_violation(seed_job: Job) -> None:
     seed_job["metadata"]["name"] = "Not_A_DNS_Label"
     seed_job["spec"]["mxReplicaSpecs"]["Scheduler"]["replicas"] = 3

@@ -10,6 +10,7 @@ from flask.testing import FlaskClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shared.defaults import apply_defaults
 from tests.webhook.reviews_samples import conversion_review
 from webhook.app import CONVERT_PATH
 from webhook.conversion_review import convert_review
@@ -56,6 +57,39 @@ def test_the_tuner_server_key_becomes_the_v1beta1_label_and_back(
     assert v1beta1["spec"]["mxReplicaSpecs"]["TunerServer"]["label"] == "2080ti"
     (v1,) = _convert_over_http(client, [v1beta1], "kubeflow.org/v1")["convertedObjects"]
     assert v1 == tune_job
+
+
+def _tracker_env(job: Job, replica_type: str) -> dict[str, str]:
+    template = job["spec"]["mxReplicaSpecs"][replica_type]["template"]
+    [container] = template["spec"]["containers"]
+    return {e["name"]: e["value"] for e in container["env"] if e["name"].startswith("TVM_")}
+
+
+def test_the_injected_tracker_env_survives_v1beta1_and_back(
+    client: FlaskClient, tune_job: Job
+) -> None:
+    defaulted = apply_defaults(tune_job)
+    (v1beta1,) = _convert_over_http(client, [defaulted], "kubeflow.org/v1beta1")["convertedObjects"]
+    # In v1beta1 the key is the replica's label; the env still names it.
+    assert v1beta1["spec"]["mxReplicaSpecs"]["TunerServer"]["label"] == "2080ti"
+    for replica_type in ("TunerServer", "Tuner"):
+        assert _tracker_env(v1beta1, replica_type) == {
+            "TVM_TRACKER_HOST": "auto-tuning-job-tunertracker-0",
+            "TVM_TRACKER_PORT": "9091",
+            "TVM_TRACKER_KEY": "2080ti",
+        }
+    (v1,) = _convert_over_http(client, [v1beta1], "kubeflow.org/v1")["convertedObjects"]
+    assert v1 == defaulted
+    assert apply_defaults(v1) == v1  # nothing for defaulting to recompute
+
+
+def test_a_v1beta1_label_becomes_the_tracker_key_a_tuner_reads(
+    client: FlaskClient, tune_job: Job
+) -> None:
+    (v1beta1,) = _convert_over_http(client, [tune_job], "kubeflow.org/v1beta1")["convertedObjects"]
+    v1beta1["spec"]["mxReplicaSpecs"]["TunerServer"]["label"] = "v100"
+    (v1,) = _convert_over_http(client, [v1beta1], "kubeflow.org/v1")["convertedObjects"]
+    assert _tracker_env(apply_defaults(v1), "Tuner")["TVM_TRACKER_KEY"] == "v100"
 
 
 def test_objects_keep_their_order_and_those_already_converted_pass_through(
