@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,12 +61,19 @@ class Sample:
     stack: tuple[str, ...]
 
 
+LEAD_IN: Final = 1.0
+"""Seconds between asking for the profile and starting what it profiles (:func:`profiled`)."""
+
+
 @contextlib.contextmanager
 def profiled(plane: ControlPlane, *, seconds: int, path: Path) -> Iterator[None]:
     """Record kube-apiserver's CPU profile over the first ``seconds`` of the block into ``path``.
 
     The profile is fetched in a thread (the endpoint answers when its time is up), so the block
-    runs as it would without it; leaving waits for the profile to arrive.
+    runs as it would without it; leaving waits for the profile to arrive. The block starts
+    :data:`LEAD_IN` seconds after the fetch: kubectl takes a moment to start and connect, and
+    a short block (a smoke run's few jobs) would otherwise be over before the profile's window
+    opens, leaving a profile without a sample.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     failure: list[str] = []
@@ -81,6 +89,7 @@ def profiled(plane: ControlPlane, *, seconds: int, path: Path) -> Iterator[None]
 
     thread = threading.Thread(target=fetch, name="apiserver-profile", daemon=True)
     thread.start()
+    time.sleep(LEAD_IN)
     try:
         yield
     finally:
