@@ -95,10 +95,13 @@ def _stop(stage: Scene, namespace: str, pid: int, *, jobs: tuple[str, ...] = JOB
 
 
 def _events(stage: Scene, namespace: str, job: str, reason: str) -> list[str]:
+    return _events_where(stage, namespace, f"involvedObject.name={job},reason={reason}")
+
+
+def _events_where(stage: Scene, namespace: str, selector: str) -> list[str]:
+    """The messages of the namespace's Events that match the field ``selector``."""
     items = stage.api.request(
-        "GET",
-        f"/api/v1/namespaces/{namespace}/events",
-        query=[("fieldSelector", f"involvedObject.name={job},reason={reason}")],
+        "GET", f"/api/v1/namespaces/{namespace}/events", query=[("fieldSelector", selector)]
     )["items"]
     return [str(e.get("message")) for e in items]
 
@@ -459,12 +462,7 @@ def test_without_a_priority_class_a_gang_loses_only_the_pods_the_preemptor_needs
 
 
 def _events_of_pods(stage: Scene, namespace: str, reason: str) -> list[str]:
-    items = stage.api.request(
-        "GET",
-        f"/api/v1/namespaces/{namespace}/events",
-        query=[("fieldSelector", f"involvedObject.kind=Pod,reason={reason}")],
-    )["items"]
-    return [str(e.get("message")) for e in items]
+    return _events_where(stage, namespace, f"involvedObject.kind=Pod,reason={reason}")
 
 
 @pytest.fixture(scope="module")
