@@ -54,7 +54,15 @@ def running(pid: int, *, program: str | None = None) -> bool:
         return False
     if not any(_thread_running(task) for task in tasks):
         return False
-    return program is None or program_name(pid) in (program, None)
+    if program is None:
+        return True
+    name = program_name(pid)
+    if name is None:
+        # An empty command line is the program's own only when its leader thread has exited
+        # (see above); beside a live leader it is a process in the middle of exec'ing another
+        # program, which has not set up its arguments yet.
+        return not _thread_running(Path(f"/proc/{pid}"))
+    return name == program
 
 
 def gone(pid: int, *, program: str | None = None) -> bool:

@@ -88,6 +88,23 @@ def test_a_pid_running_another_program_is_not_the_one_asked_about() -> None:
     assert processes.gone(me, program="kube-apiserver")
 
 
+def test_an_empty_command_line_beside_a_live_leader_is_another_program_mid_exec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process caught in the middle of exec'ing reads an empty command line for a moment; a
+    stale pid reused that way must not be taken for the program it once ran, and signalled."""
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        monkeypatch.setattr(processes, "program_name", lambda pid: None)
+        assert processes.running(other.pid)
+        assert not processes.running(other.pid, program="etcd")
+        processes.stop([other.pid], program="etcd", timeout=1)
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_no_pid_is_never_running_and_is_not_waited_for() -> None:
     for pid in (0, -1):
         assert not processes.running(pid)
