@@ -145,9 +145,11 @@ BUILD_JOBS ?= 1
 # What make test builds while its first tests run (hack/run-tests.sh): the components only some
 # tests need, in the order they are first needed. Those tests (marked late_builds) run last and
 # wait on a build's lock for the background build to end (hack/lib/build.sh).
-LATE_BUILDS := third-party-volcano third-party-katib build-prometheus build-kube-network-policies \
-	build-registry build-cosign third-party-kueue-current \
-	third-party-cert-manager third-party-kueue
+# The images only some real-node tests run come right after what they pack (late-images-*).
+LATE_BUILDS := third-party-volcano third-party-katib late-images-tvm-examples late-images-katib \
+	build-prometheus build-kube-network-policies build-registry build-cosign \
+	third-party-kueue-current late-images-kueue-current third-party-cert-manager \
+	third-party-kueue late-images-kueue
 
 builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the virtualenvs, binaries, images, third-party components, lint and typecheck
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv binaries images third-party lint typecheck
@@ -161,6 +163,9 @@ third-party: third-party-cert-manager third-party-kueue third-party-kueue-curren
 
 third-party-%:
 	@hack/build-third-party.sh $* >/dev/null
+
+late-images-%: venv node-packages
+	@$(PY) -m localkube.scenarios.late_images $* >/dev/null
 
 bench: venv binaries ## measure webhook, admission and controller at full size, and the before/after/peer comparison; writes docs/benchmarks.md (no root)
 	$(PY) -m bench

@@ -24,6 +24,8 @@ import argparse
 import importlib
 import json
 import os
+import runpy
+import signal
 import socket
 import sys
 import time
@@ -97,20 +99,23 @@ def wait_for_port(host: str, port: int, timeout: float = 120) -> None:
             time.sleep(0.2)
 
 
-def exec_module(module: str, *args: str) -> None:
-    """Replace this process by ``python -m module args``: its exit code is the pod's."""
-    argv = [sys.executable, "-m", module, *args]
-    print("exec:", " ".join(argv), flush=True)
-    os.execv(sys.executable, argv)
+def run_module(module: str, *args: str) -> None:
+    """Run ``python -m module args`` in this process: its exit code is the pod's.
+
+    Not exec'd: the tracker and the servers would then be their container's PID 1 with no
+    SIGTERM handler (TVM installs none), and the kernel spares PID 1 the signal's default action,
+    so every delete (the job's cleanup once the tuner is done, ``kubectl delete``, a drain) would
+    wait out the grace period. Run here, they keep :func:`main`'s handler."""
+    print("running: python -m", module, *args, flush=True)
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
 def run_tracker(task: Task) -> None:
     _, port = task.own
     host = resolve(task.own[0])
     # port-end is exclusive: the tracker binds exactly the port the others were told.
-    exec_module(
-        "tvm.exec.rpc_tracker", f"--host={host}", f"--port={port}", f"--port-end={port + 1}"
-    )
+    run_module("tvm.exec.rpc_tracker", f"--host={host}", f"--port={port}", f"--port-end={port + 1}")
 
 
 def run_server(task: Task) -> None:
@@ -119,7 +124,7 @@ def run_server(task: Task) -> None:
     own_url, port = task.own
     host = resolve(own_url)
     wait_for_port(resolve(tracker_host), int(tracker_port))
-    exec_module(
+    run_module(
         "tvm.exec.rpc_server",
         f"--host={host}",
         f"--port={port}",
@@ -132,7 +137,7 @@ def run_server(task: Task) -> None:
 # -- the tuner ----------------------------------------------------------------------------------
 def run_tuner(task: Task, args: argparse.Namespace) -> int:
     """Tune with :mod:`tune_kernel`, imported here: the tracker and the servers never need it
-    (nor NumPy), and exec a fresh interpreter anyway."""
+    (nor NumPy)."""
     tune_kernel = importlib.import_module("tune_kernel")
     work_dir: Path = args.work_dir or tune_kernel.default_work_dir()
     wanted = os.environ.get("TUNE_WORK_DIR")
@@ -188,6 +193,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # A container's PID 1 ignores SIGTERM without a handler: stop at once instead, as killed by
+    # SIGTERM (143), so deleting the job never waits out the grace period (see run_module).
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
     task = read_task()
     print(
         f"task {task.role} {task.index}: cluster {task.cluster}, labels {task.labels}; "
