@@ -143,20 +143,21 @@ e2e: venv sdk-venv binaries images third-party ## the tests against the local co
 # 34 min with one build more, against 30). One at a time by default; raise it with more cores.
 BUILD_JOBS ?= 1
 # What make test builds while its first tests run (hack/run-tests.sh): the components only some
-# tests need, in the order they are first needed. Those tests (marked late_builds) run last and
-# wait on a build's lock for the background build to end (hack/lib/build.sh).
-# The images only some real-node tests run come right after what they pack (late-images-*).
-LATE_BUILDS := third-party-volcano third-party-katib late-images-tvm-examples late-images-katib \
+# tests need, in the order they are first needed, and the images only some real-node tests run
+# right after what they pack (late-images-*). A test that comes before its build has ended waits
+# on the build's lock (hack/lib/build.sh, the image cache's lock); the tests of the last ones are
+# marked late_builds and run last.
+LATE_BUILDS := build-helm build-training-operator third-party-volcano third-party-katib \
+	late-images-tvm-examples late-images-katib third-party-kueue-current late-images-kueue-current \
 	build-prometheus build-kube-network-policies build-registry build-cosign \
-	third-party-kueue-current late-images-kueue-current third-party-cert-manager \
-	third-party-kueue late-images-kueue
+	third-party-cert-manager third-party-kueue late-images-kueue
 
 builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the virtualenvs, binaries, images, third-party components, lint and typecheck
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv binaries images third-party lint typecheck
 
 test: ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it, while the components only later tests need are built
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv build-kubernetes \
-		build-training-operator build-kwok build-node-binaries build-helm images lint typecheck
+		build-kwok build-node-binaries images lint typecheck
 	MXJOB_LATE_BUILDS="$(MAKE) --no-print-directory $(LATE_BUILDS)" hack/run-tests.sh $(PYTEST_ARGS)
 
 third-party: third-party-cert-manager third-party-kueue third-party-kueue-current third-party-volcano third-party-katib ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue), Volcano (vc-scheduler, vc-controller-manager) and Katib (controller, db-manager, goptuna, file metrics collector), each with its CRDs or manifests, from its release source in ../shared/third_party (cached)
