@@ -31,7 +31,7 @@ from tests.helpers.waiting import wait_for
 pytestmark = pytest.mark.timeout(900)
 
 TUNE_JOB = EXAMPLES / "v1" / "tune" / "mx_job_tune_cpu.yaml"
-TRIALS, PER_ITER = 32, 4
+TRIALS, PER_ITER = 16, 4
 TRIAL = re.compile(r"^trial (\d+) on server (\S+): (?:([0-9.]+) us per run|error: .*)$", re.M)
 BEST = re.compile(r"^best kernel checked against NumPy on server \S+: ([0-9.]+) us per run.*"
                   r"speed-up ([0-9.]+)x$", re.M)  # fmt: skip
@@ -40,7 +40,7 @@ IN_FLIGHT = 2
 
 
 def tune_job(installed: InstalledCluster, name: str) -> dict[str, Any]:
-    """The example, named ``name``, with 32 trials in rounds of 4 (so a kill lands mid-tuning),
+    """The example, named ``name``, with 16 trials in rounds of 4 (so a kill lands mid-tuning),
     fitted to the node."""
     job = load_job(TUNE_JOB)
     job["metadata"]["name"] = name
