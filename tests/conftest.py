@@ -25,6 +25,7 @@ from localkube.base.api import Api, ApiError, ensure_namespace
 from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.settings import ControlPlaneSettings
+from tests.helpers.late_builds import late_builds, run_position
 
 E2E_DIR = Path(__file__).parent / "e2e"
 
@@ -56,9 +57,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
         if "real_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_node)
-    # The modules that need a component make test builds in the background go last, in their
-    # order: by then their builds have ended, or are waited for (hack/run-tests.sh).
-    items.sort(key=lambda item: item.get_closest_marker("late_builds") is not None)
+    # The modules that need a component make test builds in the background go last, in the
+    # order of their builds (tests/helpers/late_builds.py): by then their builds have ended, or
+    # are waited for (hack/run-tests.sh). The sort is stable: the others keep their order.
+    order = late_builds()
+    items.sort(key=lambda item: run_position(item, order))
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -53,12 +53,27 @@ def namespace_for(installed: InstalledCluster, name: str) -> str:
     return name
 
 
-def remove_namespace(installed: InstalledCluster, name: str) -> None:
-    """Namespace ``name`` deleted, waiting for its objects to go (a test's own, at its end)."""
-    installed.plane.kubectl(
-        "delete", "namespace", name, "--ignore-not-found", "--wait", "--timeout=120s",
-        timeout=130, check=False,
-    )  # fmt: skip
+def remove_namespace(installed: InstalledCluster, *names: str) -> None:
+    """Namespaces ``names`` deleted together, waiting for their objects to go (a test's own, at
+    its end).
+
+    Their jobs go first, then their pods with a grace period of 1 s, and the namespaces only
+    once no pod runs: kube-controller-manager's namespace controller, finding a pod still running,
+    looks again only after the pod's whole ``terminationGracePeriodSeconds`` (30 s by default),
+    however soon the pod ends. A test's end needs the pods gone, not shut down gracefully (the
+    tests of shutdown delete their pods themselves)."""
+    kubectl = installed.plane.kubectl
+    for name in names:
+        kubectl("delete", "mxjobs", "--all", "-n", name, "--ignore-not-found", "--wait=false",
+                check=False)  # fmt: skip
+    for name in names:
+        kubectl("delete", "pods", "--all", "-n", name, "--grace-period=1", "--ignore-not-found",
+                "--wait=false", check=False)  # fmt: skip
+    for name in names:
+        kubectl("wait", "--for=delete", "pods", "--all", "-n", name, "--timeout=60s",
+                timeout=70, check=False)  # fmt: skip
+    kubectl("delete", "namespace", *names, "--ignore-not-found", "--wait", "--timeout=120s",
+            timeout=130, check=False)  # fmt: skip
 
 
 def every_pod_of(installed: InstalledCluster, component: str) -> list[dict[str, Any]]:

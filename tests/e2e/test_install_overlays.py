@@ -32,7 +32,12 @@ from localkube.plane.settings import ControlPlaneSettings
 from localkube.thirdparty import cert_manager, prometheus
 
 # A component built in the background by make test: its first user waits for it (late_builds).
-pytestmark = [pytest.mark.timeout(1200), pytest.mark.late_builds]
+pytestmark = [
+    pytest.mark.timeout(1200),
+    pytest.mark.late_builds(
+        "build-prometheus", "build-kube-network-policies", "third-party-cert-manager"
+    ),
+]
 
 MANIFESTS = PROJECT_ROOT / "manifests"
 NAMESPACE = "mxjob-system"

@@ -27,12 +27,15 @@ from localkube.base.paths import PROJECT_ROOT
 from localkube.realnode import containerd
 from localkube.realnode.node import node_bin_dir
 from localkube.thirdparty import katib, katib_install
-from tests.e2e.real_node_fixtures import InstalledCluster, require
+from tests.e2e.real_node_fixtures import InstalledCluster, remove_namespace, require
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
 # A component built in the background by make test: first test waits for it (late_builds).
-pytestmark = [pytest.mark.timeout(1800), pytest.mark.late_builds]
+pytestmark = [
+    pytest.mark.timeout(1800),
+    pytest.mark.late_builds("third-party-katib", "late-images-katib"),
+]
 
 NAMESPACE = "katib-trials"
 EXAMPLE = PROJECT_ROOT / "examples" / "katib" / "mxjob-cpu-train.yaml"
@@ -131,10 +134,7 @@ def tuned(
         creations.stop()
         overlay = work / "katib-manifests" / "installs" / katib_install.OVERLAY
         katib_install.uninstall(real_cluster.plane, overlay)
-        real_cluster.plane.kubectl(
-            "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait", "--timeout=120s",
-            timeout=130, check=False,
-        )  # fmt: skip
+        remove_namespace(real_cluster, NAMESPACE)
 
 
 def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any]:

@@ -36,7 +36,10 @@ from tests.e2e.kueue_queues import QUEUE_LABEL, STOPS_ON_SIGTERM, Queued, mxjob,
 from tests.e2e.real_node_fixtures import InstalledCluster
 from tests.helpers.waiting import wait_for
 
-pytestmark = [pytest.mark.timeout(900), pytest.mark.late_builds]
+pytestmark = [
+    pytest.mark.timeout(900),
+    pytest.mark.late_builds("build-kwok", "third-party-kueue-current", "late-images-kueue-current"),
+]
 
 NAMESPACE = "kueue-topology-jobs"
 PODS_READY = kueue.PodsReady(timeout="120s", backoff_base_seconds=1, backoff_limit_count=1)

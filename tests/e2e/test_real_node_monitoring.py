@@ -58,7 +58,12 @@ from tests.helpers.waiting import wait_for
 from webhook.app import VALIDATE_PATH
 
 # A component built in the background by make test: first test waits for it (late_builds).
-pytestmark = [pytest.mark.timeout(1500), pytest.mark.late_builds]
+pytestmark = [
+    pytest.mark.timeout(1500),
+    pytest.mark.late_builds(
+        "third-party-kueue-current", "late-images-kueue-current", "build-prometheus"
+    ),
+]
 
 NAMESPACE = "monitored-jobs"
 KUEUE_VERSION = "v1beta2"

@@ -45,7 +45,7 @@ from tests.e2e.real_node_fixtures import (
 )
 from tests.helpers.waiting import wait_for
 
-pytestmark = [pytest.mark.timeout(1500), pytest.mark.late_builds]
+pytestmark = [pytest.mark.timeout(1500), pytest.mark.late_builds("build-kube-network-policies")]
 
 COMPONENTS = ("network-policies", "network-policies/jobs")
 JOBS = "np-jobs"
@@ -151,8 +151,7 @@ def _restore(installed: InstalledCluster, work: Path) -> None:
     for kind in ("clusterrolebinding", "clusterrole"):
         kubectl("delete", kind, "mxjob-controller-network-policies", "--ignore-not-found",
                 check=False)  # fmt: skip
-    for namespace in (JOBS, SCRAPERS, OTHERS):
-        remove_namespace(installed, namespace)
+    remove_namespace(installed, JOBS, SCRAPERS, OTHERS)
     installed.cluster.install_operator(work)
 
 

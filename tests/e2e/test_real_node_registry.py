@@ -60,7 +60,10 @@ from tests.e2e.real_node_fixtures import (
 )
 from tests.helpers.waiting import wait_for
 
-pytestmark = [pytest.mark.timeout(900), pytest.mark.late_builds]
+pytestmark = [
+    pytest.mark.timeout(900),
+    pytest.mark.late_builds("build-helm", "build-registry", "build-cosign"),
+]
 
 PREFIX = "mxjob"
 """The registry's path under which the release goes: ``<registry>/mxjob/{webhook,...}``."""

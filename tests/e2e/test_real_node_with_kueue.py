@@ -40,7 +40,10 @@ from tests.helpers.waiting import wait_for
 # Fixture set-up and teardown count against a test's time limit: installing or removing a
 # third-party component (or the session's node) on a loaded machine can take minutes.
 # A component built in the background by make test: first test waits for it (late_builds).
-pytestmark = [pytest.mark.timeout(1500), pytest.mark.late_builds]
+pytestmark = [
+    pytest.mark.timeout(1500),
+    pytest.mark.late_builds("third-party-kueue", "late-images-kueue"),
+]
 
 NAMESPACE = "kueue-jobs"
 VERSION = "v1beta1"

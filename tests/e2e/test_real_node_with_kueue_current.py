@@ -53,7 +53,10 @@ from tests.e2e.real_node_fixtures import pods_of as operator_pods
 from tests.helpers.waiting import wait_for
 
 # A component built in the background by make test: first test waits for it (late_builds).
-pytestmark = [pytest.mark.timeout(1500), pytest.mark.late_builds]
+pytestmark = [
+    pytest.mark.timeout(1500),
+    pytest.mark.late_builds("third-party-kueue-current", "late-images-kueue-current"),
+]
 
 NAMESPACE = "kueue-current-jobs"
 PODS_READY = kueue.PodsReady(timeout="20s", backoff_base_seconds=1, backoff_limit_count=1)

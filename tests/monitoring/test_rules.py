@@ -29,7 +29,7 @@ from tests.e2e.real_node_fixtures import require
 from webhook.metrics import WebhookMetrics
 
 # A component built in the background by make test: its first user waits for it (late_builds).
-pytestmark = [pytest.mark.timeout(1200), pytest.mark.late_builds]
+pytestmark = [pytest.mark.timeout(1200), pytest.mark.late_builds("build-prometheus")]
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENT = ROOT / "manifests" / "components" / "monitoring"

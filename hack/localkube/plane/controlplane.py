@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+import yaml
+
 from certs import CertificateAuthority
 from localkube.base import processes, programs
 from localkube.base.paths import PROJECT_ROOT
@@ -47,6 +49,8 @@ from localkube.plane.settings import (
     PlanePaths,
 )
 
+WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet"})
+"""The kinds whose pods :meth:`ControlPlane.delete_kustomization` ends before the rest."""
 STALE = ("etcd", "apiserver-certs", "kcm-certs", "scheduler-certs", "pki")
 """What a new ``up`` removes of a previous one's state directory."""
 
@@ -272,6 +276,23 @@ class ControlPlane:
             for component in (SCHEDULER, *reversed(COMPONENTS)):
                 self._stop(component, state.pids.get(component))
         self._state_file.unlink(missing_ok=True)
+
+    def delete_kustomization(self, path: Path, *, timeout: float = 180) -> None:
+        """``kubectl delete -k path``, waiting for all of it to go: its workloads first, in the
+        foreground (their pods gone before they are), then the rest.
+
+        In one ``delete -k`` the namespace goes while its pods still run, and
+        kube-controller-manager's namespace controller, finding a pod running, looks again only
+        after the pod's whole ``terminationGracePeriodSeconds`` (30 s by default), however soon
+        the pod ends."""
+        rendered = yaml.safe_load_all(self.kubectl("kustomize", str(path), timeout=60).stdout)
+        workloads = [doc for doc in rendered if doc and doc.get("kind") in WORKLOAD_KINDS]
+        wait = ("--ignore-not-found", "--wait", f"--timeout={timeout:.0f}s")
+        if workloads:
+            listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": workloads})
+            self.kubectl("delete", "-f", "-", "--cascade=foreground", *wait, input_text=listed,
+                         timeout=timeout + 10)  # fmt: skip
+        self.kubectl("delete", "-k", str(path), *wait, timeout=timeout + 10)
 
     def kubectl(
         self, *args: str, input_text: str | None = None, check: bool = True, timeout: float = 60

@@ -232,13 +232,9 @@ class RealCluster:
             time.sleep(0.5)
 
     def uninstall_operator(self, work: Path, *, base: str = DEFAULT_BASE) -> None:
-        """``kubectl delete -k`` of what ``install_operator`` applied, waiting for it to go
-        (the namespace, the CRD with every MXJob, the webhook configurations)."""
-        overlay = image_overlay(work, images=self.images, base=base)
-        self.plane.kubectl(
-            "delete", "-k", str(overlay), "--ignore-not-found", "--wait", "--timeout=180s",
-            timeout=190,
-        )  # fmt: skip
+        """What ``install_operator`` applied deleted, waiting for it to go (the namespace, the
+        CRD with every MXJob, the webhook configurations)."""
+        self.plane.delete_kustomization(image_overlay(work, images=self.images, base=base))
 
     def down(self) -> None:
         """The node first (its kubelet still reaches the API server), then the plane."""

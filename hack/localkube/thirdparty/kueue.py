@@ -329,10 +329,7 @@ class KueueRelease:
                 "delete", ",".join(kinds), "--all", "--all-namespaces", "--ignore-not-found",
                 "--wait", "--timeout=120s", timeout=130,
             )  # fmt: skip
-        plane.kubectl(
-            "delete", "-k", str(work / "config" / OVERLAY), "--ignore-not-found", "--wait",
-            "--timeout=120s", timeout=130,
-        )  # fmt: skip
+        plane.delete_kustomization(work / "config" / OVERLAY, timeout=120)
 
 
 def apply_overlay(plane: ControlPlane, overlay: Path) -> None:

@@ -3,12 +3,10 @@ builder knows."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from localkube.base.paths import PROJECT_ROOT
 from localkube.scenarios import late_images
+from tests.helpers.late_builds import late_builds
 
 PACKS = {
     "tvm-examples": None,
@@ -16,13 +14,6 @@ PACKS = {
     "kueue": "third-party-kueue",
     "kueue-current": "third-party-kueue-current",
 }
-
-
-def late_builds() -> list[str]:
-    makefile = (PROJECT_ROOT / "Makefile").read_text()
-    found = re.search(r"^LATE_BUILDS := ((?:.*\\\n)*.*)$", makefile, re.M)
-    assert found, "the Makefile sets LATE_BUILDS"
-    return found.group(1).replace("\\\n", " ").split()
 
 
 def test_every_image_the_builder_knows_is_built_in_the_background_after_its_binaries() -> None:
