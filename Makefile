@@ -143,22 +143,24 @@ e2e: venv sdk-venv binaries images third-party ## the tests against the local co
 # 34 min with one build more, against 30). One at a time by default; raise it with more cores.
 BUILD_JOBS ?= 1
 # What make test builds while its first tests run (hack/run-tests.sh): the components only some
-# tests need, in the order they are first needed, and the images only some real-node tests run
-# right after what they pack (late-images-*). A test that comes before its build has ended waits
+# tests need, in the order the real-node tests first need them, and the images only some
+# real-node tests run right after what they pack (late-images-*). Volcano, which only a test beside
+# the real node needs, comes last: cold, these builds end after the real-node tests reach the last
+# of them, so each build placed before one they wait for adds its time to the run. A test that comes before its build has ended waits
 # on the build's lock (hack/lib/build.sh, the image cache's lock). A test module that needs some
 # of them names them in its late_builds marker, and runs after the others, in the order of its
 # last build (tests/helpers/late_builds.py).
-LATE_BUILDS := build-kwok build-helm build-training-operator third-party-volcano third-party-katib \
-	late-images-tvm-examples late-images-katib third-party-kueue-current late-images-kueue-current \
-	build-prometheus build-kube-network-policies build-registry build-cosign \
-	third-party-cert-manager third-party-kueue late-images-kueue
+LATE_BUILDS := build-helm build-training-operator third-party-katib late-images-tvm-examples \
+	late-images-katib third-party-kueue-current late-images-kueue-current build-prometheus \
+	build-kube-network-policies build-registry build-cosign third-party-cert-manager \
+	third-party-kueue late-images-kueue third-party-volcano
 
 builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the virtualenvs, binaries, images, third-party components, lint and typecheck
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv binaries images third-party lint typecheck
 
 test: ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it, while the components only later tests need are built
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv build-kubernetes \
-		build-node-binaries images lint typecheck
+		build-kwok build-node-binaries images lint typecheck
 	MXJOB_LATE_BUILDS="$(MAKE) --no-print-directory $(LATE_BUILDS)" hack/run-tests.sh $(PYTEST_ARGS)
 
 third-party: third-party-cert-manager third-party-kueue third-party-kueue-current third-party-volcano third-party-katib ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue), Volcano (vc-scheduler, vc-controller-manager) and Katib (controller, db-manager, goptuna, file metrics collector), each with its CRDs or manifests, from its release source in ../shared/third_party (cached)

@@ -31,7 +31,7 @@ def item(*targets: str, marked: bool = True) -> pytest.Item:
 
 def test_the_makefiles_late_builds_are_read_in_build_order() -> None:
     order = late_builds()
-    assert order[0] == "build-kwok"
+    assert order[0] == "build-helm"
     assert order.index("third-party-kueue-current") < order.index("late-images-kueue-current")
     assert len(order) == len(set(order))
 
