@@ -139,8 +139,11 @@ def test_a_worker_prints_each_epoch_for_people_and_for_katib() -> None:
         assert (int(shown.group(1)), int(shown.group(2))) == (epoch, 3)
         observed = dict(katib_observations([katib], ["loss", "accuracy", "epoch"]))
         assert observed["epoch"] == epoch, katib
-        assert f"{observed['loss']:.4f}" == shown.group(3), (human, katib)
-        assert f"{observed['accuracy']:.3f}" == shown.group(4), (human, katib)
+        # The same value printed to 4 (3) decimals and to 6: re-rounding the 6-decimal one can
+        # differ in the last digit (0.8125503 prints 0.8126 and 0.812550, which rounds to 0.8125),
+        # so they agree within half a unit of each.
+        assert abs(observed["loss"] - float(shown.group(3))) <= 0.5e-4 + 0.5e-6, (human, katib)
+        assert abs(observed["accuracy"] - float(shown.group(4))) <= 0.5e-3 + 0.5e-6, (human, katib)
     losses = [value for _, value in katib_observations(lines, ["loss"])]
     assert len(losses) == 3 and losses[-1] < losses[0], lines
     assert DIGEST.match(lines[-2]), lines
