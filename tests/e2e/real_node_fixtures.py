@@ -66,7 +66,6 @@ def remove_namespace(installed: InstalledCluster, *names: str) -> None:
     for name in names:
         kubectl("delete", "mxjobs", "--all", "-n", name, "--ignore-not-found", "--wait=false",
                 check=False)  # fmt: skip
-    for name in names:
         kubectl("delete", "pods", "--all", "-n", name, "--grace-period=1", "--ignore-not-found",
                 "--wait=false", check=False)  # fmt: skip
     for name in names:

@@ -30,6 +30,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -277,6 +278,11 @@ class ControlPlane:
                 self._stop(component, state.pids.get(component))
         self._state_file.unlink(missing_ok=True)
 
+    def kustomize(self, path: Path) -> list[dict[str, Any]]:
+        """The objects ``kubectl kustomize path`` renders."""
+        rendered = yaml.safe_load_all(self.kubectl("kustomize", str(path), timeout=60).stdout)
+        return [doc for doc in rendered if doc]
+
     def delete_kustomization(self, path: Path, *, timeout: float = 180) -> None:
         """``kubectl delete -k path``, waiting for all of it to go: its workloads first, in the
         foreground (their pods gone before they are), then the rest.
@@ -285,8 +291,7 @@ class ControlPlane:
         kube-controller-manager's namespace controller, finding a pod running, looks again only
         after the pod's whole ``terminationGracePeriodSeconds`` (30 s by default), however soon
         the pod ends."""
-        rendered = yaml.safe_load_all(self.kubectl("kustomize", str(path), timeout=60).stdout)
-        workloads = [doc for doc in rendered if doc and doc.get("kind") in WORKLOAD_KINDS]
+        workloads = [doc for doc in self.kustomize(path) if doc.get("kind") in WORKLOAD_KINDS]
         wait = ("--ignore-not-found", "--wait", f"--timeout={timeout:.0f}s")
         if workloads:
             listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": workloads})

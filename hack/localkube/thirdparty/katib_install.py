@@ -207,8 +207,7 @@ def uninstall(plane: ControlPlane, overlay: Path) -> None:
         "delete", "experiments.kubeflow.org", "--all", "--all-namespaces", "--ignore-not-found",
         "--wait", "--timeout=120s", timeout=130, check=False,
     )  # fmt: skip
-    rendered = yaml.safe_load_all(plane.kubectl("kustomize", str(overlay), timeout=60).stdout)
-    kept = [doc for doc in rendered if doc and doc.get("kind") != "Namespace"]
+    kept = [doc for doc in plane.kustomize(overlay) if doc.get("kind") != "Namespace"]
     plane.kubectl(
         "delete", "-f", "-", "--ignore-not-found", "--wait", "--timeout=120s",
         input_text=json.dumps({"apiVersion": "v1", "kind": "List", "items": kept}),
