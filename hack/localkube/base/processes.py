@@ -21,6 +21,9 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+EXEC_SETTLE_SECONDS = 1.0
+"""How long a command line may read empty beside a live leader (an exec in progress)."""
+
 
 def program_name(pid: int) -> str | None:
     """The file name of the program ``pid`` runs; None when ``/proc`` does not say (no such
@@ -56,13 +59,25 @@ def running(pid: int, *, program: str | None = None) -> bool:
         return False
     if program is None:
         return True
-    name = program_name(pid)
+    name = _settled_program_name(pid)
     if name is None:
         # An empty command line is the program's own only when its leader thread has exited
-        # (see above); beside a live leader it is a process in the middle of exec'ing another
-        # program, which has not set up its arguments yet.
+        # (see above); beside a live leader it is a process still in the middle of exec.
         return not _thread_running(Path(f"/proc/{pid}"))
     return name == program
+
+
+def _settled_program_name(pid: int) -> str | None:
+    """:func:`program_name`, waiting out an exec in progress. A process being exec'd reads an
+    empty command line from the moment its old image is gone (which is when ``Popen`` returns to
+    its parent) until the new one has its arguments: a moment, in which it is neither the
+    program it was nor yet the one it becomes. Only a live leader can be in that moment."""
+    deadline = time.monotonic() + EXEC_SETTLE_SECONDS
+    while (name := program_name(pid)) is None and _thread_running(Path(f"/proc/{pid}")):
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.01)
+    return name
 
 
 def gone(pid: int, *, program: str | None = None) -> bool:

@@ -92,7 +92,8 @@ def test_an_empty_command_line_beside_a_live_leader_is_another_program_mid_exec(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A process caught in the middle of exec'ing reads an empty command line for a moment; a
-    stale pid reused that way must not be taken for the program it once ran, and signalled."""
+    stale pid reused that way must not be taken for the program it once ran, and signalled,
+    even when its command line never appears."""
     other = subprocess.Popen(["sleep", "30"])
     try:
         monkeypatch.setattr(processes, "program_name", lambda pid: None)
@@ -103,6 +104,21 @@ def test_an_empty_command_line_beside_a_live_leader_is_another_program_mid_exec(
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_program_caught_mid_exec_is_its_own_once_its_command_line_appears(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``Popen`` returns while the child's new image may not have its arguments yet: a program
+    just started, asked after at once, is still that program, not someone else's pid."""
+    child = subprocess.Popen(["sleep", "30"])
+    reads = iter([None, None, "sleep"])
+    try:
+        monkeypatch.setattr(processes, "program_name", lambda pid: next(reads))
+        assert processes.running(child.pid, program="sleep")
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_no_pid_is_never_running_and_is_not_waited_for() -> None:
