@@ -9,7 +9,8 @@
 # (tests/conftest.py, tests/e2e/real_node_fixtures.py).
 #
 # The real-node process writes to the terminal as it goes; the other's output is kept in
-# .local/test-logs/beside-real-node.log and printed after both ended. Arguments go to both.
+# .local/test-logs/beside-real-node.log (MXJOB_TEST_LOG_DIR names another folder) and printed
+# after both ended. Arguments go to both.
 # A process whose selection is empty (pytest's exit 5) counts as passed unless both are empty.
 #
 # MXJOB_LATE_BUILDS (make test sets it) is a command that builds what only some tests need (the
@@ -28,7 +29,7 @@ cd "$(dirname "$0")/.." || exit
 
 pytest=.venv/bin/pytest
 LATE_BUILDS_NICE=-3
-log_dir=.local/test-logs
+log_dir=${MXJOB_TEST_LOG_DIR:-.local/test-logs}
 beside_log=$log_dir/beside-real-node.log
 late_log=$log_dir/late-builds.log
 mkdir -p "$log_dir"

@@ -1,0 +1,49 @@
+"""hack/run-tests.sh, make test's runner: the background builds' priority and how their outcome
+and the two pytest processes' make its exit status.
+
+Each run selects no test (``-k``), so both pytest processes only collect: what is checked is the
+runner, with a background-build command of the test's own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+RUN_TESTS = Path(__file__).resolve().parents[2] / "hack" / "run-tests.sh"
+NO_TEST = ["tests/hack/test_build_lib.py", "-k", "no_such_test", "-q", "-p", "no:cacheprovider"]
+
+
+def run_tests(tmp_path: Path, late_builds: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MXJOB_TEST_LOG_DIR": str(tmp_path), "MXJOB_LATE_BUILDS": late_builds}
+    return subprocess.run(
+        [str(RUN_TESTS), *NO_TEST], env=env, capture_output=True, text=True, timeout=240
+    )
+
+
+def test_the_background_builds_run_at_a_higher_priority_than_the_tests_as_root(
+    tmp_path: Path,
+) -> None:
+    niceness = tmp_path / "niceness"
+    done = run_tests(tmp_path, f"awk '{{print $19}}' /proc/self/stat > {niceness}")
+    assert "the late builds 0" in done.stdout, done.stdout + done.stderr
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    expected = ours - 3 if os.geteuid() == 0 else ours
+    assert int(niceness.read_text()) == max(expected, -20)
+    assert (tmp_path / "late-builds.log").exists()
+    assert (tmp_path / "beside-real-node.log").exists()
+
+
+def test_no_test_selected_in_either_process_is_pytests_no_tests_status(tmp_path: Path) -> None:
+    done = run_tests(tmp_path, "true")
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert "real-node tests exited 5, the tests beside them 5" in done.stdout
+
+
+def test_a_failed_background_build_fails_the_run_with_its_status_and_log(
+    tmp_path: Path,
+) -> None:
+    done = run_tests(tmp_path, "echo 'go: module not found'; exit 3")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "the late builds failed" in done.stdout
+    assert "go: module not found" in done.stdout
