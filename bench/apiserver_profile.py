@@ -13,6 +13,7 @@ too, so areas may overlap).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import re
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 from localkube.plane.controlplane import ControlPlane
 
@@ -61,8 +63,9 @@ class Sample:
     stack: tuple[str, ...]
 
 
-LEAD_IN: Final = 1.0
-"""Seconds between asking for the profile and starting what it profiles (:func:`profiled`)."""
+LEAD_IN: Final = 0.2
+"""Seconds between the profile's request being sent and the block starting: the API server's
+handler chain (authentication, authorization) runs before the profile's window opens."""
 
 
 @contextlib.contextmanager
@@ -70,25 +73,43 @@ def profiled(plane: ControlPlane, *, seconds: int, path: Path) -> Iterator[None]
     """Record kube-apiserver's CPU profile over the first ``seconds`` of the block into ``path``.
 
     The profile is fetched in a thread (the endpoint answers when its time is up), so the block
-    runs as it would without it; leaving waits for the profile to arrive. The block starts
-    :data:`LEAD_IN` seconds after the fetch: kubectl takes a moment to start and connect, and
-    a short block (a smoke run's few jobs) would otherwise be over before the profile's window
-    opens, leaving a profile without a sample.
+    runs as it would without it; leaving waits for the profile to arrive. The block starts once
+    the request has been sent (and :data:`LEAD_IN` after): a short block (a smoke run's few
+    jobs) started any sooner, or after a fixed wait that a loaded machine outlasts, is over
+    before the profile's window opens, leaving a profile without a sample.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    state = plane.state()
+    if state is None:
+        raise RuntimeError(f"no API server of the plane in {plane.dir} to profile")
+    server = urlsplit(state.server)
+    sent = threading.Event()
     failure: list[str] = []
 
     def fetch() -> None:
-        argv = [str(plane.kubectl_path), f"--kubeconfig={plane.kubeconfig}", "get", "--raw",
-                f"/debug/pprof/profile?seconds={seconds}"]  # fmt: skip
-        done = subprocess.run(argv, capture_output=True, check=False, timeout=seconds + 60)
-        if done.returncode != 0:
-            failure.append(done.stderr.decode(errors="replace").strip())
+        connection = http.client.HTTPSConnection(
+            server.hostname or "127.0.0.1", server.port, context=plane.ssl_context(),
+            timeout=seconds + 60,
+        )  # fmt: skip
+        try:
+            connection.request("GET", f"/debug/pprof/profile?seconds={seconds}")
+            sent.set()
+            response = connection.getresponse()
+            body = response.read()
+        except OSError as error:
+            failure.append(str(error))
             return
-        path.write_bytes(done.stdout)
+        finally:
+            sent.set()
+            connection.close()
+        if response.status != 200:
+            failure.append(f"HTTP {response.status}: {body.decode(errors='replace').strip()}")
+            return
+        path.write_bytes(body)
 
     thread = threading.Thread(target=fetch, name="apiserver-profile", daemon=True)
     thread.start()
+    sent.wait(60)
     time.sleep(LEAD_IN)
     try:
         yield

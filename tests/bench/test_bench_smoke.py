@@ -258,7 +258,7 @@ def test_controller_scale_runs_training_operator_on_the_same_jobs_at_defaults_an
 def compare_report(
     bench_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    profiling = creation_compare.Profiling(seconds=2, directory=tmp_path_factory.mktemp("pprof"))
+    profiling = creation_compare.Profiling(seconds=5, directory=tmp_path_factory.mktemp("pprof"))
     run = creation_compare.run(
         plane=bench_plane, jobs=SMOKE_JOBS, submit_threads=2, profiling=profiling
     )
