@@ -25,7 +25,7 @@ DEV_ARGS ?=
 # Debian packages, containerd and CoreDNS, and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages build-node-binaries images)
 
-.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign node-packages images release third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench bench-compare fuzz chaos clean
+.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign node-packages images test-compiles test-preparations release third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench bench-compare fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -158,9 +158,22 @@ LATE_BUILDS := build-helm build-training-operator third-party-katib late-images-
 builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the virtualenvs, binaries, images, third-party components, lint and typecheck
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv binaries images third-party lint typecheck
 
+# What make test needs before its first test, as two chains side by side: the compiles (the
+# Kubernetes binaries, containerd and CoreDNS, kwok), which keep both cores busy, and the rest
+# (the virtualenvs, the node's packages and the images, then ruff and mypy), which is mostly
+# downloads, debootstrap and one core's work, and fills the cores the compiles leave idle while
+# they download modules and link. Each chain runs one target at a time.
+TEST_COMPILES := build-kubernetes build-node-binaries build-kwok
+TEST_PREPARATIONS := venv sdk-venv images lint typecheck
+
+test-compiles:
+	@$(MAKE) --no-print-directory -j1 $(TEST_COMPILES)
+
+test-preparations:
+	@$(MAKE) --no-print-directory -j1 $(TEST_PREPARATIONS)
+
 test: ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it, while the components only later tests need are built
-	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv build-kubernetes \
-		build-kwok build-node-binaries images lint typecheck
+	@$(MAKE) --no-print-directory -j2 test-compiles test-preparations
 	MXJOB_LATE_BUILDS="$(MAKE) --no-print-directory $(LATE_BUILDS)" hack/run-tests.sh $(PYTEST_ARGS)
 
 third-party: third-party-cert-manager third-party-kueue third-party-kueue-current third-party-volcano third-party-katib ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue), Volcano (vc-scheduler, vc-controller-manager) and Katib (controller, db-manager, goptuna, file metrics collector), each with its CRDs or manifests, from its release source in ../shared/third_party (cached)

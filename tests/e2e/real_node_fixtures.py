@@ -5,6 +5,14 @@ the project's images, a control plane on the node address, the real node) and in
 operator as a user does (``kubectl apply -k`` of an overlay naming the built images), once; every
 real-node test shares it. When the node cannot run here the reason is given by name: a failure
 under ``CI=true``, a visible skip otherwise.
+
+A module that installs the operator its own way (a component added, Helm, a registry's images,
+cert-manager's certificates) is marked ``changes_install``. It does not install the session's
+install again on its way out: it says so (:meth:`InstalledCluster.put_back_later`), and the
+install is put back before the next module that runs on it (:func:`session_install`). The modules
+that change the install run one after another at the end of the session (their builds come last),
+so each starts from the one before it (a rolling update, or an uninstall first), and the install
+is put back once instead of after each (about 45 s each on a busy machine).
 """
 
 from __future__ import annotations
@@ -37,6 +45,30 @@ class InstalledCluster:
     api: Api
     seconds_to_rollout: float
     """From ``kubectl apply -k`` to both Deployments rolled out, in real containers."""
+    install_dir: Path
+    """Where the session's install (its kustomize overlay) is written."""
+    changed: bool = False
+    """The operator is not installed as the session installed it, and is to be put back."""
+
+    def put_back_later(self) -> None:
+        """What a ``changes_install`` module calls on its way out, having removed its own objects:
+        the session's install is put back before the next module that needs it."""
+        self.changed = True
+
+    def put_back(self) -> None:
+        """The session's install, put back if a module left it changed (a rolling update, or an
+        install where the operator was removed)."""
+        if not self.changed:
+            return
+        try:
+            self.cluster.install_operator(self.install_dir)
+        except Exception:
+            said = self.plane.kubectl(
+                "get", "pods,events", "-n", SYSTEM_NAMESPACE, "-o", "wide", check=False
+            )  # fmt: skip
+            print(f"\nthe session's install did not come back:\n{said.stdout}{said.stderr}")
+            raise
+        self.changed = False
 
     @property
     def plane(self) -> ControlPlane:
@@ -124,13 +156,28 @@ def real_cluster() -> Iterator[InstalledCluster]:
     cluster = RealCluster.start(state_dir, log=lambda line: None)
     atexit.register(cluster.down)
     try:
-        seconds = cluster.install_operator(state_dir / "install")
-        yield InstalledCluster(cluster, Api.from_kubeconfig(cluster.plane.kubeconfig), seconds)
+        install_dir = state_dir / "install"
+        seconds = cluster.install_operator(install_dir)
+        api = Api.from_kubeconfig(cluster.plane.kubeconfig)
+        yield InstalledCluster(cluster, api, seconds, install_dir)
     finally:
         cluster.down()
         atexit.unregister(cluster.down)
     left = sorted(map(str, host_paths() - host_before))
     assert not left, f"the real node and its image builds left on the host: {left}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def session_install(request: pytest.FixtureRequest) -> None:
+    """Before a real-node module that is not marked ``changes_install``: the session's install,
+    put back if a module before it left it changed. Autouse, so it comes before the module's
+    own fixtures."""
+    if "real_cluster" not in request.fixturenames:
+        return
+    if request.node.get_closest_marker("changes_install") is not None:
+        return
+    installed: InstalledCluster = request.getfixturevalue("real_cluster")
+    installed.put_back()
 
 
 def host_paths() -> set[Path]:

@@ -62,7 +62,7 @@ from tests.helpers.waiting import wait_for
 
 # Fixture set-up and teardown count against a test's time limit: removing and installing the
 # operator on a loaded machine can take minutes.
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.changes_install]
 
 CRD_GROUP = "apiextensions.k8s.io/v1"
 KEEP = "helm.sh/resource-policy"
@@ -167,10 +167,10 @@ def helm_installed(real_cluster: InstalledCluster) -> Iterator[HelmInstalled]:
         yield HelmInstalled(real_cluster, binary, values, seconds)
     finally:
         try:
-            # The kustomize install below starts from a cluster without the operator.
+            # The session's install, put back later, starts from a cluster without the operator.
             remove_release(cluster.plane, binary)
         finally:
-            cluster.install_operator(cluster.plane.dir / "install")
+            real_cluster.put_back_later()
 
 
 def ready_webhook_pods(installed: HelmInstalled) -> list[str]:

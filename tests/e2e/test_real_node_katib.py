@@ -34,6 +34,7 @@ from tests.helpers.waiting import wait_for
 # A component built in the background by make test: first test waits for it (late_builds).
 pytestmark = [
     pytest.mark.timeout(1800),
+    pytest.mark.changes_install,
     pytest.mark.late_builds("third-party-katib", "late-images-katib"),
 ]
 
@@ -135,6 +136,7 @@ def tuned(
         overlay = work / "katib-manifests" / "installs" / katib_install.OVERLAY
         katib_install.uninstall(real_cluster.plane, overlay)
         remove_namespace(real_cluster, NAMESPACE)
+        real_cluster.put_back_later()
 
 
 def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any]:

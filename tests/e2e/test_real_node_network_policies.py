@@ -45,7 +45,11 @@ from tests.e2e.real_node_fixtures import (
 )
 from tests.helpers.waiting import wait_for
 
-pytestmark = [pytest.mark.timeout(1500), pytest.mark.late_builds("build-kube-network-policies")]
+pytestmark = [
+    pytest.mark.timeout(1500),
+    pytest.mark.changes_install,
+    pytest.mark.late_builds("build-kube-network-policies"),
+]
 
 COMPONENTS = ("network-policies", "network-policies/jobs")
 JOBS = "np-jobs"
@@ -144,7 +148,8 @@ def enforced(
 
 
 def _restore(installed: InstalledCluster, work: Path) -> None:
-    """The session's install as the other tests expect it: no policy, no flag."""
+    """No policy, role or namespace of the module's left; the session's install (no flag) is
+    put back later."""
     kubectl = installed.plane.kubectl
     kubectl("delete", "networkpolicy", "-n", SYSTEM_NAMESPACE, "--ignore-not-found",
             "default-deny", *COMPONENT_POLICIES, check=False)  # fmt: skip
@@ -152,7 +157,7 @@ def _restore(installed: InstalledCluster, work: Path) -> None:
         kubectl("delete", kind, "mxjob-controller-network-policies", "--ignore-not-found",
                 check=False)  # fmt: skip
     remove_namespace(installed, JOBS, SCRAPERS, OTHERS)
-    installed.cluster.install_operator(work)
+    installed.put_back_later()
 
 
 def probe(installed: InstalledCluster, namespace: str, name: str, targets: list[Any]) -> Any:

@@ -62,6 +62,7 @@ from tests.helpers.waiting import wait_for
 
 pytestmark = [
     pytest.mark.timeout(900),
+    pytest.mark.changes_install,
     pytest.mark.late_builds("build-helm", "build-registry", "build-cosign"),
 ]
 
@@ -172,18 +173,6 @@ def pull_by_digest(cluster: RealCluster, ref: str) -> None:
     ctr(cluster, "images", "pull", "--hosts-dir", str(hosts), "--snapshotter", "overlayfs", ref)
 
 
-def reinstall(cluster: RealCluster) -> None:
-    """The session's kustomize install again; when it does not roll out, what its pods say."""
-    try:
-        cluster.install_operator(cluster.plane.dir / "install")
-    except Exception:
-        said = cluster.plane.kubectl(
-            "get", "pods,events", "-n", SYSTEM_NAMESPACE, "-o", "wide", check=False
-        )
-        print(f"\nthe session's install did not come back:\n{said.stdout}{said.stderr}")
-        raise
-
-
 @pytest.fixture(scope="module")
 def from_registry(real_cluster: InstalledCluster) -> Iterator[FromRegistry]:
     helm_binary = helm_or_require()
@@ -240,7 +229,7 @@ def from_registry(real_cluster: InstalledCluster) -> Iterator[FromRegistry]:
         finally:
             if registry is not None:
                 registry.stop()
-            reinstall(cluster)
+            real_cluster.put_back_later()
 
 
 def test_the_operator_runs_the_images_pulled_from_the_registry_by_digest(

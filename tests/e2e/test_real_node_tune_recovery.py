@@ -31,7 +31,11 @@ from tests.helpers.waiting import wait_for
 pytestmark = pytest.mark.timeout(900)
 
 TUNE_JOB = EXAMPLES / "v1" / "tune" / "mx_job_tune_cpu.yaml"
-TRIALS, PER_ITER = 16, 4
+TRIALS, PER_ITER = 8, 4
+SESSION_TIMEOUT = 30
+"""Seconds an RPC session may last, and may wait on the tracker: a runner worker whose tracker
+dies under it waits this long before it asks the new one (docs/reliability.md). A session
+measures one candidate in well under a second."""
 TRIAL = re.compile(r"^trial (\d+) on server (\S+): (?:([0-9.]+) us per run|error: .*)$", re.M)
 BEST = re.compile(r"^best kernel checked against NumPy on server \S+: ([0-9.]+) us per run.*"
                   r"speed-up ([0-9.]+)x$", re.M)  # fmt: skip
@@ -40,12 +44,15 @@ IN_FLIGHT = 2
 
 
 def tune_job(installed: InstalledCluster, name: str) -> dict[str, Any]:
-    """The example, named ``name``, with 16 trials in rounds of 4 (so a kill lands mid-tuning),
-    fitted to the node."""
+    """The example, named ``name``, with 8 trials in rounds of 4 (a kill after the first round
+    lands mid-tuning) and sessions of :data:`SESSION_TIMEOUT`, fitted to the node."""
     job = load_job(TUNE_JOB)
     job["metadata"]["name"] = name
     tuner = job["spec"]["mxReplicaSpecs"]["Tuner"]["template"]["spec"]["containers"][0]
-    tuner["args"] = ["--size", "128", "--trials", str(TRIALS), "--trials-per-iter", str(PER_ITER)]
+    tuner["args"] = [
+        "--size", "128", "--trials", str(TRIALS), "--trials-per-iter", str(PER_ITER),
+        "--session-timeout", str(SESSION_TIMEOUT),
+    ]  # fmt: skip
     fitted: dict[str, Any] = node_fit(installed.cluster, job).job
     return fitted
 

@@ -48,7 +48,11 @@ from tests.helpers.waiting import wait_for
 # Fixture set-up and teardown count against a test's time limit: installing or removing a
 # third-party component (or the session's node) on a loaded machine can take minutes.
 # A component built in the background by make test: first test waits for it (late_builds).
-pytestmark = [pytest.mark.timeout(1500), pytest.mark.late_builds("third-party-cert-manager")]
+pytestmark = [
+    pytest.mark.timeout(1500),
+    pytest.mark.changes_install,
+    pytest.mark.late_builds("third-party-cert-manager"),
+]
 
 BASE = "cert-manager"
 LEAF, CA = "mxjob-webhook", "mxjob-webhook-ca"
@@ -102,12 +106,10 @@ def managed(real_cluster: InstalledCluster) -> Iterator[CertManaged]:
         yield CertManaged(real_cluster, manager, time.monotonic() - started)
     finally:
         try:
-            try:
-                cluster.uninstall_operator(work / "install", base=BASE)
-            finally:
-                manager.stop()
+            cluster.uninstall_operator(work / "install", base=BASE)
         finally:
-            cluster.install_operator(cluster.plane.dir / "install")
+            manager.stop()
+            real_cluster.put_back_later()
 
 
 # -- what the cluster holds and the pods serve --------------------------------------------------

@@ -29,20 +29,19 @@ from typing import Any
 import pytest
 
 from localkube.base.api import Api, NotFound
-from localkube.thirdparty import kueue
 from localkube.thirdparty.kwok import LocalKwok, node
-from tests.e2e.kueue_current_install import VERSION, kueue_current
+from tests.e2e.kueue_current.install import VERSION, queued_in
 from tests.e2e.kueue_queues import QUEUE_LABEL, STOPS_ON_SIGTERM, Queued, mxjob, pods_of
 from tests.e2e.real_node_fixtures import InstalledCluster
 from tests.helpers.waiting import wait_for
 
 pytestmark = [
     pytest.mark.timeout(900),
+    pytest.mark.changes_install,
     pytest.mark.late_builds("third-party-kueue-current", "late-images-kueue-current"),
 ]
 
 NAMESPACE = "kueue-topology-jobs"
-PODS_READY = kueue.PodsReady(timeout="120s", backoff_base_seconds=1, backoff_limit_count=1)
 BLOCK, RACK, HOST = "mxjob.test/block", "mxjob.test/rack", "kubernetes.io/hostname"
 POOL = "mxjob.test/pool"
 TOPOLOGY, FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE = "racks", "racks", "racks-cq", "racks"
@@ -100,10 +99,10 @@ def _label_real_node(api: Api, labels: Mapping[str, str | None]) -> None:
 
 
 @pytest.fixture(scope="module")
-def racks(real_cluster: InstalledCluster) -> Iterator[Racks]:
+def racks(real_cluster: InstalledCluster, kueue_current_seconds: float) -> Iterator[Racks]:
     api = real_cluster.api
     kwok = LocalKwok(real_cluster.plane)
-    with kueue_current(real_cluster, NAMESPACE, pods_ready=PODS_READY) as queued:
+    with queued_in(real_cluster, kueue_current_seconds, NAMESPACE) as queued:
         try:
             kwok.start(lease_seconds=40)
             nodes = [

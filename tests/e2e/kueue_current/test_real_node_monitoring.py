@@ -1,16 +1,17 @@
 """A real Prometheus watches the operator on the real node, as manifests/components/monitoring
 tells prometheus-operator to.
 
-The module fixture installs prometheus-operator's own CRDs (ServiceMonitor, PrometheusRule),
-Kueue v0.19.2 (so the Kueue panel has a queued job to show), and the operator with the
-``monitoring`` and ``kueue-workloads`` components. It reads the ServiceMonitors and the
-PrometheusRule back from the API server (accepted by the real CRDs) and turns them into a plain
-Prometheus's configuration as prometheus-operator would (``localkube.thirdparty.
-prometheus_config``): Kubernetes service discovery of the Services the ServiceMonitors select,
-both processes scraped over TLS with the CA of the ConfigMap they name and with the token of the
-ServiceAccount ``monitoring/prometheus``, bound to the ClusterRole ``mxjob-metrics-reader`` as
-docs/operations.md tells a user to bind theirs. prometheus-operator itself is
-not run (it would run Prometheus as a StatefulSet from images this machine cannot pull).
+The module fixture installs prometheus-operator's own CRDs (ServiceMonitor, PrometheusRule)
+and the operator with the ``monitoring`` and ``kueue-workloads`` components, beside the
+package's Kueue v0.19.2 (so the Kueue panel has a queued job to show). It reads the
+ServiceMonitors and the PrometheusRule back from the API server (accepted by the real CRDs) and
+turns them into a plain Prometheus's configuration as prometheus-operator would
+(``localkube.thirdparty.prometheus_config``): Kubernetes service discovery of the Services the
+ServiceMonitors select, both processes scraped over TLS with the CA of the ConfigMap they name
+and with the token of the ServiceAccount ``monitoring/prometheus``, bound to the ClusterRole
+``mxjob-metrics-reader`` as docs/operations.md tells a user to bind theirs. prometheus-operator
+itself is not run (it would run Prometheus as a StatefulSet from images this machine cannot
+pull).
 
 Prometheus scrapes and evaluates every second, and each alert's ``for`` is shortened to
 :data:`PENDING_FOR` so that an alert fires in seconds; the expressions are the shipped ones
@@ -39,7 +40,7 @@ import pytest
 from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.operator import wait_established
 from localkube.realnode.cluster import SYSTEM_NAMESPACE
-from localkube.thirdparty import dashboard_picture, kueue, prometheus, prometheus_config
+from localkube.thirdparty import dashboard_picture, prometheus, prometheus_config
 from tests.e2e.kueue_queues import (
     Queued,
     queue_active,
@@ -52,7 +53,6 @@ from tests.e2e.real_node_fixtures import (
     namespace_for,
     pods_of,
     remove_namespace,
-    require,
 )
 from tests.helpers.waiting import wait_for
 from webhook.app import VALIDATE_PATH
@@ -60,6 +60,7 @@ from webhook.app import VALIDATE_PATH
 # A component built in the background by make test: first test waits for it (late_builds).
 pytestmark = [
     pytest.mark.timeout(1500),
+    pytest.mark.changes_install,
     pytest.mark.late_builds(
         "third-party-kueue-current", "late-images-kueue-current", "build-prometheus"
     ),
@@ -174,8 +175,7 @@ def scale(watched: Watched, component: str, replicas: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def watched(real_cluster: InstalledCluster) -> Iterator[Watched]:
-    require(kueue.CURRENT.missing())
+def watched(real_cluster: InstalledCluster, kueue_current_seconds: float) -> Iterator[Watched]:
     binary = prometheus.binaries() / "prometheus"
     cluster = real_cluster.cluster
     work = cluster.plane.dir / "monitoring"
@@ -184,11 +184,10 @@ def watched(real_cluster: InstalledCluster) -> Iterator[Watched]:
     replicas = {c: len(pods_of(real_cluster, c)) for c in ("controller", "webhook")}
     try:
         install_crds(real_cluster)
-        seconds = kueue.CURRENT.install(cluster, work / "kueue")
         cluster.install_operator(work / "operator", components=COMPONENTS)
         namespace_for(real_cluster, NAMESPACE)
         add_scrapers(real_cluster)
-        queued = Queued(real_cluster, seconds, NAMESPACE, KUEUE_VERSION)
+        queued = Queued(real_cluster, kueue_current_seconds, NAMESPACE, KUEUE_VERSION)
         queued.apply(*queue_objects(NAMESPACE, KUEUE_VERSION))
         wait_for("the ClusterQueue to be active", lambda: queue_active(queued), bool, timeout=60)
         server = prometheus.serve(
@@ -207,8 +206,7 @@ def watched(real_cluster: InstalledCluster) -> Iterator[Watched]:
             "delete", "clusterrolebinding", "prometheus-mxjob-metrics", "--ignore-not-found",
             check=False,
         )  # fmt: skip
-        # Back to the session's install: the components' objects and roles gone.
-        cluster.install_operator(work / "operator")
+        # The components' objects and roles gone; the session's install is put back later.
         real_cluster.plane.kubectl(
             "delete", "servicemonitors,prometheusrules", "--all", "-n", SYSTEM_NAMESPACE,
             "--ignore-not-found", check=False,
@@ -217,15 +215,11 @@ def watched(real_cluster: InstalledCluster) -> Iterator[Watched]:
             "delete", "configmap/mxjob-operator-dashboard", "-n", SYSTEM_NAMESPACE,
             "--ignore-not-found", check=False,
         )  # fmt: skip
-        real_cluster.plane.kubectl(
-            "delete", "clusterrole,clusterrolebinding", "mxjob-controller-kueue",
-            "mxjob-kueue-manager", "--ignore-not-found", check=False,
-        )  # fmt: skip
-        kueue.CURRENT.uninstall(cluster.plane, work / "kueue")
         for crd in prometheus.MONITORING_KINDS:
             real_cluster.plane.kubectl(
                 "delete", f"crd/{crd}.monitoring.coreos.com", "--ignore-not-found", check=False
             )
+        real_cluster.put_back_later()
 
 
 def targets_by_job(watched: Watched) -> dict[str, list[dict[str, Any]]]:

@@ -29,7 +29,7 @@ from localkube.plane.controlplane import ControlPlane
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.realnode.cluster import SYSTEM_NAMESPACE
 from localkube.thirdparty import kueue, multikueue
-from tests.e2e.kueue_current_install import COMPONENT, VERSION, kueue_current
+from tests.e2e.kueue_current.install import COMPONENT, PODS_READY, VERSION, queued_in
 from tests.e2e.kueue_queues import (
     CLUSTER_QUEUE,
     LOCAL_QUEUE,
@@ -55,16 +55,16 @@ from tests.helpers.waiting import wait_for
 # A component built in the background by make test: first test waits for it (late_builds).
 pytestmark = [
     pytest.mark.timeout(1500),
+    pytest.mark.changes_install,
     pytest.mark.late_builds("third-party-kueue-current", "late-images-kueue-current"),
 ]
 
 NAMESPACE = "kueue-current-jobs"
-PODS_READY = kueue.PodsReady(timeout="20s", backoff_base_seconds=1, backoff_limit_count=1)
 
 
 @pytest.fixture(scope="module")
-def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
-    with kueue_current(real_cluster, NAMESPACE, pods_ready=PODS_READY) as context:
+def queued(real_cluster: InstalledCluster, kueue_current_seconds: float) -> Iterator[Queued]:
+    with queued_in(real_cluster, kueue_current_seconds, NAMESPACE) as context:
         context.apply(*queue_objects(NAMESPACE, VERSION), *priority_classes(VERSION))
         wait_for("the ClusterQueue to be active", lambda: queue_active(context), bool, timeout=60)
         yield context
