@@ -162,15 +162,15 @@ builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the 
 # Kubernetes binaries, containerd and CoreDNS, kwok), which keep both cores busy, and the rest
 # (the virtualenvs, the node's packages and the images, then ruff and mypy), which is mostly
 # downloads, debootstrap and one core's work, and fills the cores the compiles leave idle while
-# they download modules and link. Each chain runs one target at a time.
+# they download modules and link. Each chain makes its targets one after another.
 TEST_COMPILES := build-kubernetes build-node-binaries build-kwok
 TEST_PREPARATIONS := venv sdk-venv images lint typecheck
 
 test-compiles:
-	@$(MAKE) --no-print-directory -j1 $(TEST_COMPILES)
+	@for target in $(TEST_COMPILES); do $(MAKE) --no-print-directory "$$target" || exit; done
 
 test-preparations:
-	@$(MAKE) --no-print-directory -j1 $(TEST_PREPARATIONS)
+	@for target in $(TEST_PREPARATIONS); do $(MAKE) --no-print-directory "$$target" || exit; done
 
 test: ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it, while the components only later tests need are built
 	@$(MAKE) --no-print-directory -j2 test-compiles test-preparations
