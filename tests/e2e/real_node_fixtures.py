@@ -9,10 +9,11 @@ under ``CI=true``, a visible skip otherwise.
 A module that installs the operator its own way (a component added, Helm, a registry's images,
 cert-manager's certificates) is marked ``changes_install``. It does not install the session's
 install again on its way out: it says so (:meth:`InstalledCluster.put_back_later`), and the
-install is put back before the next module that runs on it (:func:`session_install`). The modules
-that change the install run one after another at the end of the session (their builds come last),
-so each starts from the one before it (a rolling update, or an uninstall first), and the install
-is put back once instead of after each (about 45 s each on a busy machine).
+install is put back before the next module that runs on it (:func:`session_install`). Most of
+the modules that change the install run one after another at the end of the session (their
+builds come last), so each starts from the one before it (a rolling update, or an uninstall
+first), and the install is put back once instead of after each (about 45 s each on a busy
+machine).
 """
 
 from __future__ import annotations
@@ -45,8 +46,6 @@ class InstalledCluster:
     api: Api
     seconds_to_rollout: float
     """From ``kubectl apply -k`` to both Deployments rolled out, in real containers."""
-    install_dir: Path
-    """Where the session's install (its kustomize overlay) is written."""
     changed: bool = False
     """The operator is not installed as the session installed it, and is to be put back."""
 
@@ -71,12 +70,22 @@ class InstalledCluster:
         self.changed = False
 
     @property
+    def install_dir(self) -> Path:
+        """Where the session's install (its kustomize overlay) is written."""
+        return session_install_dir(self.cluster)
+
+    @property
     def plane(self) -> ControlPlane:
         return self.cluster.plane
 
     @property
     def node(self) -> RealNode:
         return self.cluster.node
+
+
+def session_install_dir(cluster: RealCluster) -> Path:
+    """Where the session's install of the operator on ``cluster`` is written."""
+    return cluster.plane.dir / "install"
 
 
 def namespace_for(installed: InstalledCluster, name: str) -> str:
@@ -156,10 +165,9 @@ def real_cluster() -> Iterator[InstalledCluster]:
     cluster = RealCluster.start(state_dir, log=lambda line: None)
     atexit.register(cluster.down)
     try:
-        install_dir = state_dir / "install"
-        seconds = cluster.install_operator(install_dir)
+        seconds = cluster.install_operator(session_install_dir(cluster))
         api = Api.from_kubeconfig(cluster.plane.kubeconfig)
-        yield InstalledCluster(cluster, api, seconds, install_dir)
+        yield InstalledCluster(cluster, api, seconds)
     finally:
         cluster.down()
         atexit.unregister(cluster.down)

@@ -152,7 +152,7 @@ def helm_installed(real_cluster: InstalledCluster) -> Iterator[HelmInstalled]:
     work.mkdir(parents=True, exist_ok=True)
     values = values_file(work, "images", image_values(cluster))
     kubeconfig = cluster.plane.kubeconfig
-    cluster.uninstall_operator(cluster.plane.dir / "install")
+    cluster.uninstall_operator(real_cluster.install_dir)
     try:
         started = time.monotonic()
         # docs/helm.md, "The namespace": made first, then taken over by the chart.

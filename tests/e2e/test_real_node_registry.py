@@ -182,7 +182,7 @@ def from_registry(real_cluster: InstalledCluster) -> Iterator[FromRegistry]:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     kubeconfig = cluster.plane.kubeconfig
-    cluster.uninstall_operator(cluster.plane.dir / "install")
+    cluster.uninstall_operator(real_cluster.install_dir)
     saved: dict[str, Path] = {}
     preloaded: set[str] = set()
     registry: oci_registry.Registry | None = None

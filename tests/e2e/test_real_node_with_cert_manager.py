@@ -83,7 +83,7 @@ def managed(real_cluster: InstalledCluster) -> Iterator[CertManaged]:
     require(cert_manager.missing())
     cluster = real_cluster.cluster
     work = cluster.plane.dir / "cert-manager"
-    cluster.uninstall_operator(cluster.plane.dir / "install")
+    cluster.uninstall_operator(real_cluster.install_dir)
     manager = cert_manager.CertManager(cluster.plane, work)
     try:
         manager.start()
