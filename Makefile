@@ -154,6 +154,9 @@ LATE_BUILDS := build-helm build-training-operator third-party-katib late-images-
 	late-images-katib third-party-kueue-current late-images-kueue-current build-prometheus \
 	build-kube-network-policies build-registry build-cosign third-party-cert-manager \
 	third-party-kueue late-images-kueue third-party-volcano
+# The late builds that need nothing the first builds make: hack/run-tests.sh starts them before
+# those, at the lowest CPU priority, so they use what the first builds leave idle.
+LATE_BUILDS_AHEAD := $(filter-out late-images-%,$(LATE_BUILDS))
 
 builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the virtualenvs, binaries, images, third-party components, lint and typecheck
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv binaries images third-party lint typecheck
@@ -173,8 +176,10 @@ test-preparations:
 	@for target in $(TEST_PREPARATIONS); do $(MAKE) --no-print-directory "$$target" || exit; done
 
 test: ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it, while the components only later tests need are built
-	@$(MAKE) --no-print-directory -j2 test-compiles test-preparations
-	MXJOB_LATE_BUILDS="$(MAKE) --no-print-directory $(LATE_BUILDS)" hack/run-tests.sh $(PYTEST_ARGS)
+	@MXJOB_FIRST_BUILDS="$(MAKE) --no-print-directory -j2 test-compiles test-preparations" \
+		MXJOB_LATE_BUILDS="$(MAKE) --no-print-directory $(LATE_BUILDS)" \
+		MXJOB_LATE_BUILDS_AHEAD="$(MAKE) --no-print-directory $(LATE_BUILDS_AHEAD)" \
+		hack/run-tests.sh $(PYTEST_ARGS)
 
 third-party: third-party-cert-manager third-party-kueue third-party-kueue-current third-party-volcano third-party-katib ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue), Volcano (vc-scheduler, vc-controller-manager) and Katib (controller, db-manager, goptuna, file metrics collector), each with its CRDs or manifests, from its release source in ../shared/third_party (cached)
 
