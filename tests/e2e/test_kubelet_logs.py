@@ -20,6 +20,8 @@ from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
 from tests.helpers.waiting import wait_for
 
+TICKS = 12
+"""Lines the follow test's process prints, one each 0.4 s: 4.4 s of output."""
 TIMESTAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z"
 
 
@@ -99,7 +101,7 @@ def test_kubectl_logs_follow_streams_lines_as_written_and_ends_when_the_process_
 ) -> None:
     script = (
         "import time\n"
-        "for i in range(6):\n"
+        f"for i in range({TICKS}):\n"
         "    print(f'tick {i} {time.time():.6f}', flush=True)\n"
         "    time.sleep(0.4)\n"
     )
@@ -129,16 +131,22 @@ def test_kubectl_logs_follow_streams_lines_as_written_and_ends_when_the_process_
         follower.kill()
     ended = time.time()
     assert follower.returncode == 0, follower.stderr.read() if follower.stderr else ""
-    assert [line.split()[:2] for line, _ in arrivals] == [["tick", str(i)] for i in range(6)]
+    assert [line.split()[:2] for line, _ in arrivals] == [["tick", str(i)] for i in range(TICKS)]
     pod = _wait_for_phase(api, namespace, "ticker", {"Succeeded"}, timeout=5)
     finished = pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"]
     assert finished == 0
-    # Lines arrive while the process runs, not all at its end: the last line was printed about
-    # 2 s after the first, and each arrived soon after it was printed.
-    delays = [arrived - float(line.split()[2]) for line, arrived in arrivals]
-    print(f"follow delay per line (s): {', '.join(f'{d:.3f}' for d in delays)}")
+    # Lines arrive while the process runs, not all at its end. The stream opens once the pod is
+    # Running, which on a loaded machine can be a second or two after its first lines: those
+    # arrive at once. Every line printed after the first arrival came on its own, soon after it
+    # was printed, and the arrivals span seconds.
+    opened = arrivals[0][1]
+    printed = [float(line.split()[2]) for line, _ in arrivals]
+    live = [arrived - at for (_, arrived), at in zip(arrivals, printed, strict=True) if at > opened]
+    print(f"follow delay per line printed after the stream opened (s): "
+          f"{', '.join(f'{d:.3f}' for d in live)}")  # fmt: skip
+    assert len(live) >= TICKS // 2, (printed, opened)
+    assert max(live) < 1.0, live
     assert arrivals[-1][1] - arrivals[0][1] > 1.5
-    assert max(delays) < 1.0, delays
     # The stream ends with the process (it sleeps 0.4 s after its last line).
     assert ended - float(arrivals[-1][0].split()[2]) < 3.0
 
