@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
+
+from tests.helpers.waiting import wait_for
 
 RUN_TESTS = Path(__file__).resolve().parents[2] / "hack" / "run-tests.sh"
 NO_TEST = ["tests/hack/test_build_lib.py", "-k", "no_such_test", "-q", "-p", "no:cacheprovider"]
@@ -35,11 +36,21 @@ def run_tests(
     )
 
 
+def niceness_to(path: Path) -> str:
+    """A shell command writing its process's niceness (field 19 of /proc/self/stat) to path."""
+    return f"awk '{{print $19}}' /proc/self/stat > {path}"
+
+
+def until_exists(path: Path) -> str:
+    """A shell command that waits (up to 60 s) until ``path`` exists."""
+    return f"for _ in $(seq 600); do [ -f {path} ] && break; sleep 0.1; done"
+
+
 def test_the_background_builds_run_at_a_higher_priority_than_the_tests_as_root(
     tmp_path: Path,
 ) -> None:
     niceness = tmp_path / "niceness"
-    done = run_tests(tmp_path, f"awk '{{print $19}}' /proc/self/stat > {niceness}")
+    done = run_tests(tmp_path, niceness_to(niceness))
     assert "the late builds 0" in done.stdout, done.stdout + done.stderr
     ours = os.getpriority(os.PRIO_PROCESS, 0)
     expected = ours - 3 if os.geteuid() == 0 else ours
@@ -63,11 +74,6 @@ def test_a_failed_background_build_fails_the_run_with_its_status_and_log(
     assert "go: module not found" in done.stdout
 
 
-def niceness_to(path: Path) -> str:
-    """A shell command writing its process's niceness (field 19 of /proc/self/stat) to path."""
-    return f"awk '{{print $19}}' /proc/self/stat > {path}"
-
-
 def test_builds_ahead_start_idle_before_the_first_builds_and_are_raised_when_the_tests_start(
     tmp_path: Path,
 ) -> None:
@@ -75,13 +81,8 @@ def test_builds_ahead_start_idle_before_the_first_builds_and_are_raised_when_the
     tests_started = tmp_path / "tests-started"
     # The ahead build notes its niceness, waits until the late builds (which start with the
     # tests) say so, then notes the niceness of a process it starts after that (awk).
-    ahead = (
-        f"{niceness_to(at_start)}; for _ in $(seq 600); do [ -f {tests_started} ] && break; "
-        f"sleep 0.1; done; {niceness_to(after_raise)}"
-    )
-    first_builds = (
-        f"for _ in $(seq 600); do [ -f {at_start} ] && break; sleep 0.1; done; {niceness_to(first)}"
-    )
+    ahead = f"{niceness_to(at_start)}; {until_exists(tests_started)}; {niceness_to(after_raise)}"
+    first_builds = f"{until_exists(at_start)}; {niceness_to(first)}"
     done = run_tests(tmp_path, f"touch {tests_started}", first_builds=first_builds, ahead=ahead)
     assert "the late builds 0" in done.stdout, done.stdout + done.stderr
     ours = os.getpriority(os.PRIO_PROCESS, 0)
@@ -105,17 +106,11 @@ def test_a_failed_first_build_ends_the_run_with_its_status_before_any_test_or_la
         "while true; do sleep 0.1; done"
     )
     # As root the first build fails once the ahead build is under way; without root at once.
-    first_builds = (
-        f"[ $(id -u) != 0 ] || for _ in $(seq 600); do [ -f {ahead_ready} ] && break; "
-        "sleep 0.1; done; exit 4"
-    )
+    first_builds = f"[ $(id -u) != 0 ] || {until_exists(ahead_ready)}; exit 4"
     done = run_tests(tmp_path, f"touch {late_ran}", first_builds=first_builds, ahead=ahead)
     assert done.returncode == 4, done.stdout + done.stderr
     assert not late_ran.exists()
     assert not (tmp_path / "beside-real-node.log").exists()
     if os.geteuid() == 0:
-        for _ in range(50):
-            if ahead_stopped.exists():
-                break
-            time.sleep(0.1)
-        assert ahead_stopped.exists(), "the ahead builds must be stopped, not left running"
+        # The ahead builds must be stopped, not left running.
+        wait_for("the ahead builds stopped", ahead_stopped.exists, bool, timeout=5)
