@@ -1,7 +1,7 @@
 # mxjob-operator: every command a newcomer needs. `make test` and `make demo` work on a fresh
 # machine: they create the virtualenv and build the local control plane's binaries when missing.
-# `make test` also needs root on a Debian-like machine and ../shared/third_party (README.md says
-# what each target needs, and which run without root).
+# `make test` also needs root on a Debian-like machine and ../shared/third_party (CONTRIBUTING.md
+# says what each target needs, and which run without root).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -25,7 +25,7 @@ DEV_ARGS ?=
 # Debian packages, containerd and CoreDNS, and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages build-node-binaries images)
 
-.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign node-packages images test-compiles test-preparations release third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd lint typecheck unit e2e test bench bench-compare fuzz chaos clean
+.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign node-packages images test-compiles test-preparations release third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd generate lint typecheck docs unit e2e test bench bench-compare fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -121,14 +121,24 @@ crd: venv binaries ## regenerate manifests/crd/ (and the Helm chart's copy) from
 	$(PY) hack/gen_crd.py
 	cp manifests/crd/mxjobs.kubeflow.org.yaml charts/mxjob-operator/files/
 
+# No build: the reference pages are read from the sources, the CRD included (make crd writes it).
+generate: venv ## write docs/reference/ from the sources (hack/docgen) and the chart's copy of the CRD
+	$(PY) -m docgen
+	cp manifests/crd/mxjobs.kubeflow.org.yaml charts/mxjob-operator/files/
+
 lint: venv ## ruff (lint + format check), hadolint (Dockerfiles)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/hadolint Dockerfile.webhook Dockerfile.controller examples/Dockerfile examples/Dockerfile.tvm
 
+# NO_MKDOCS_2_WARNING: mkdocs-material's banner about its end of life, not a warning of the build.
+docs: venv ## build the documentation site (mkdocs.yml) in strict mode into .local/site: a broken link or anchor fails it
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir $(LOCAL)/site
+
 # The SDK driver is checked against the packages it runs with (.venv-sdk), not the operator's.
 typecheck: venv sdk-venv ## mypy (strict on shared/, webhook/, controller/, certs/)
-	$(VENV)/bin/mypy shared webhook controller certs hack/localkube tests bench examples/scripts \
+	$(VENV)/bin/mypy shared webhook controller certs hack/localkube hack/docgen hack/docs_hooks.py \
+		hack/docs_links.py tests bench examples/scripts \
 		--exclude tests/e2e/sdk/
 	$(VENV)/bin/mypy --python-executable $(SDK_VENV)/bin/python tests/e2e/sdk
 
@@ -154,9 +164,6 @@ LATE_BUILDS := build-helm build-training-operator third-party-katib late-images-
 	late-images-katib third-party-kueue-current late-images-kueue-current build-prometheus \
 	build-kube-network-policies build-registry build-cosign third-party-cert-manager \
 	third-party-kueue late-images-kueue third-party-volcano
-# The late builds that need nothing the first builds make: hack/run-tests.sh starts them before
-# those, at the lowest CPU priority, so they use what the first builds leave idle.
-LATE_BUILDS_AHEAD := $(filter-out late-images-%,$(LATE_BUILDS))
 
 builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the virtualenvs, binaries, images, third-party components, lint and typecheck
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv binaries images third-party lint typecheck
@@ -179,7 +186,6 @@ test-preparations:
 test: ## lint, typecheck, then every test (unit and e2e): the real-node tests in one pytest process, the others beside it, while the components only later tests need are built
 	@MXJOB_FIRST_BUILDS="$(MAKE) --no-print-directory -j2 test-compiles test-preparations" \
 		MXJOB_LATE_BUILDS="$(MAKE) --no-print-directory $(LATE_BUILDS)" \
-		MXJOB_LATE_BUILDS_AHEAD="$(MAKE) --no-print-directory $(LATE_BUILDS_AHEAD)" \
 		hack/run-tests.sh $(PYTEST_ARGS)
 
 third-party: third-party-cert-manager third-party-kueue third-party-kueue-current third-party-volcano third-party-katib ## cert-manager (controller, cainjector), Kueue v0.10 and the newest Kueue (kueue), Volcano (vc-scheduler, vc-controller-manager) and Katib (controller, db-manager, goptuna, file metrics collector), each with its CRDs or manifests, from its release source in ../shared/third_party (cached)
@@ -190,7 +196,7 @@ third-party-%:
 late-images-%: venv node-packages
 	@$(PY) -m localkube.scenarios.late_images $* >/dev/null
 
-bench: venv binaries ## measure webhook, admission and controller at full size, and the before/after/peer comparison; writes docs/benchmarks.md (no root)
+bench: venv binaries ## measure webhook, admission and controller at full size, and the before/after/peer comparison; writes docs/explanation/performance.md (no root)
 	$(PY) -m bench
 
 COMPARE_JOBS ?= 100 500
@@ -203,8 +209,8 @@ fuzz: venv ## fuzz the webhook's review endpoints with >= 100,000 generated inpu
 	ulimit -v 4000000 && MXJOB_FUZZ_EXAMPLES=11000 MXJOB_FUZZ_MIN_INPUTS=100000 \
 		$(VENV)/bin/pytest tests/fuzz --timeout=1800 -q -p no:cacheprovider $(PYTEST_ARGS)
 
-chaos: venv binaries ## 50 MXJobs through controller kills, API server and etcd restarts; docs/reliability.md
-	$(PY) -m localkube.scenarios.chaos --state-dir $(LOCAL)/chaos --report docs/reliability.md
+chaos: venv binaries ## 50 MXJobs through controller kills, API server and etcd restarts; docs/explanation/recovery.md
+	$(PY) -m localkube.scenarios.chaos --state-dir $(LOCAL)/chaos --report docs/explanation/recovery.md
 
 # clean never builds .venv only to remove it: without a finished one (no stamp, so localkube is not
 # on its path) nothing make started can be running, and there is nothing to stop.

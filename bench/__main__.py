@@ -1,8 +1,10 @@
-"""``python -m bench`` (``make bench``): every benchmark at full size, then ``docs/benchmarks.md``.
+"""``python -m bench`` (``make bench``): every benchmark at full size, then
+``docs/explanation/performance.md``.
 
-The JSON of each benchmark is kept in ``.local/bench/results.json``; ``--render-only`` rebuilds
-the page from it. ``bench/findings.md`` (profiles, fixes, before/after figures, written by
-people) is appended to the page as is.
+The JSON of each benchmark is kept in ``.local/bench/results.json``, every figure of the run in
+it; the page is its summary, and ``--render-only`` rebuilds the page from it. The findings
+written by people (profiles, fixes, before/after figures) are in ``bench/findings.md``, apart
+from the page.
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ from bench.report import render
 from localkube.base.paths import PROJECT_ROOT
 
 RESULTS = BENCH_DIR / "results.json"
-FINDINGS = Path(__file__).resolve().parent / "findings.md"
-PAGE = PROJECT_ROOT / "docs" / "benchmarks.md"
+PAGE = PROJECT_ROOT / "docs" / "explanation" / "performance.md"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,8 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "argv": list(sys.argv[1:] if argv is None else argv),
         }
         save()
-    notes = FINDINGS.read_text() if FINDINGS.exists() else ""
-    args.output.write_text(render(results, notes=notes))
+    args.output.write_text(render(results))
     print(f"wrote {args.output}")
     return 0
 

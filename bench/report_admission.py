@@ -1,5 +1,6 @@
-"""Sections 1, 2 and 2b of ``docs/benchmarks.md``: the webhook under load, admission end to end,
-and what each way of installing admission costs the API server per job."""
+"""The webhook and admission sections of ``docs/explanation/performance.md``: the webhook under
+load, admission end to end, and what each way of installing admission costs the API server per
+job. The segments of each A B A order stay in the JSON."""
 
 from __future__ import annotations
 
@@ -9,20 +10,29 @@ from typing import Any
 from bench.report_tables import table, verdict
 
 
-def webhook_section(report: Mapping[str, Any]) -> list[str]:
+def webhook_section(report: Mapping[str, Any] | None, path: Mapping[str, Any] | None) -> list[str]:
+    """``bench.webhook_load`` (its table and the worker comparison) and ``bench.webhook_path``
+    (the log line), under one heading; either may be missing."""
+    lines = ["## Webhook under load", ""]
+    if report is not None:
+        lines += _load_lines(report)
+    if path is not None:
+        lines += webhook_path_lines(path)
+    return lines
+
+
+def _load_lines(report: Mapping[str, Any]) -> list[str]:
     targets = report["targets"]
     ceiling = targets["ceiling"]
+    config = report["config"]
     lines = [
-        "## 1. Webhook under load",
-        "",
-        f"Server: {report['config']['server']}. Load: {report['config']['load_processes']} "
-        "spawned processes, one keep-alive TLS connection each, on loopback; "
-        f"{report['config']['duration_s']} s measured after {report['config']['warmup_s']} s "
-        "of warm-up per point. Baseline (the ceiling): the same server configuration answering "
-        "a precomputed constant review (`bench/constant_webhook.py`). Jobs: `3` = MXTrain with "
-        "Scheduler, Server x2, Worker x4, one realistic container per template; `12` = the same "
-        "with four containers per template (12 container templates). Mutate gets the job as "
-        "written, validate gets it defaulted.",
+        f"Server: {config['server']}. Load: {config['load_processes']} spawned processes, one "
+        f"keep-alive TLS connection each, on loopback; {config['duration_s']} s measured after "
+        f"{config['warmup_s']} s of warm-up per point. Baseline (the ceiling): the same server "
+        "answering a precomputed constant review (`bench/constant_webhook.py`). Jobs: `3` = "
+        "MXTrain with Scheduler, Server x2, Worker x4, one realistic container per template; "
+        "`12` = the same with four containers per template. Mutate gets the job as written, "
+        f"validate gets it defaulted. Measured by `{report['command']}`.",
         "",
     ]
     rows = []
@@ -55,54 +65,35 @@ def webhook_section(report: Mapping[str, Any]) -> list[str]:
         ],
         rows,
     )
-    lines += ["", f"Ceiling: {ceiling['saturation_rps']} reviews/s.", ""]
+    lines += ["", f"Ceiling: {ceiling['saturation_rps']} reviews/s."]
     if "worker_ab" in report:
-        lines += worker_ab_lines(report["worker_ab"])
-    lines += [f"Reproduce: `{report['command']}`", ""]
-    return lines
+        lines[-1] += " " + worker_ab_sentence(report["worker_ab"])
+    return [*lines, ""]
 
 
-def worker_ab_lines(ab: Mapping[str, Any]) -> list[str]:
-    """The ceiling under the project's gunicorn worker and under gunicorn's own gthread."""
-    lines = [
-        "The ceiling's server under its two possible gunicorn workers, fresh server per "
-        "segment, in the order shown: `webhook/worker.py` (the connection-age limit; what "
-        "`mxjob-webhook` runs) and gunicorn's own `gthread`, which it subclasses. Latency at "
-        f"one offered rate for both, {ab['offered_rps']} reviews/s (half the ceiling above).",
-        "",
-    ]
-    rows = [
-        [
-            segment["worker"],
-            segment["saturation_rps"],
-            f"{segment['p50_ms']:.2f} / {segment['p99_ms']:.2f}",
-            segment["errors"],
-        ]
-        for segment in ab["segments"]
-    ]
-    lines += table(
-        ["worker", "reviews/s at saturation", "p50 / p99 ms at the offered rate", "errors"],
-        rows,
-    )
+def worker_ab_sentence(ab: Mapping[str, Any]) -> str:
+    """The ceiling under the project's gunicorn worker over gunicorn's own gthread, in one
+    sentence (the segments stay in the JSON)."""
+    order = " ".join(segment["worker"] for segment in ab["segments"])
     over = ab["webhook_over_gthread"]
-    lines += [
-        "",
-        f"`webhook/worker.py` over `gthread` (means of their segments): saturation "
-        f"{over['saturation_rps']:.2f}, p50 {over['p50_ms']:.2f}, p99 {over['p99_ms']:.2f}.",
-        "",
-    ]
-    return lines
+    return (
+        "The ceiling's server under `webhook/worker.py` (the connection-age limit; what "
+        "`mxjob-webhook` runs) over the same under gunicorn's own `gthread`, which it "
+        f"subclasses (fresh server per segment, {order}; latency at {ab['offered_rps']} "
+        f"reviews/s offered): saturation {over['saturation_rps']:.2f}, p50 "
+        f"{over['p50_ms']:.2f}, p99 {over['p99_ms']:.2f}."
+    )
 
 
 def admission_section(report: Mapping[str, Any]) -> list[str]:
     lines = [
-        "## 2. Admission overhead end to end",
+        "## Admission end to end",
         "",
         f"{report['jobs_per_configuration']} MXJobs per configuration created through the API "
         f"server from {report['threads']} threads, in A-B-C-C-B-A segments; the webhook's own "
-        "review counter confirms each segment (two reviews per job with the webhooks, none "
-        "without). C splits the difference: no webhooks, but each job is sent already defaulted, "
-        "so the API server stores the same object as with them.",
+        "review counter confirms each segment. C splits the difference: no webhooks, but each "
+        "job is sent already defaulted, so the API server stores the same object as with them. "
+        f"Measured by `{report['command']}`.",
         "",
     ]
     lines += table(
@@ -132,8 +123,6 @@ def admission_section(report: Mapping[str, Any]) -> list[str]:
         f"makes it larger) times A / C {report['webhook_calls_ratio']:.2f} (calling the "
         "webhooks).",
         "",
-        f"Reproduce: `{report['command']}`",
-        "",
     ]
     return lines
 
@@ -157,16 +146,16 @@ def admission_cost_section(report: Mapping[str, Any]) -> list[str]:
     first = next(iter(candidates))
     jobs = report["jobs_per_candidate"]
     lines = [
-        "## 2b. What admission costs the API server, per job",
+        "## What admission costs, per job",
         "",
         f"{jobs} MXJobs per candidate on one control plane, from {report['threads']} threads, "
         "candidates in A B … B A order after a warm-up; each job is created, labelled (a "
         "metadata-only merge PATCH, as `kubectl label`) and deleted in the foreground (the "
         "garbage collector's finalizer removal is another metadata-only UPDATE). Webhook calls "
-        "are the API server's own counts (`apiserver_admission_webhook_request_total`, and the "
-        "CRD conversion histogram); CPU is `/proc` of kube-apiserver, etcd and every webhook "
-        "process; bytes are what etcd stores per job, read from etcd. Each segment checks the "
-        "API server made exactly the calls its candidate configures.",
+        "are the API server's own counts; CPU is `/proc` of kube-apiserver, etcd and every "
+        "webhook process; bytes are what etcd stores per job. Each segment checks the API "
+        "server made exactly the calls its candidate configures. Ratios are to the first row; "
+        f"life = create + label + foreground delete. Measured by `{report['command']}`.",
         "",
     ]
     rows = []
@@ -206,10 +195,25 @@ def admission_cost_section(report: Mapping[str, Any]) -> list[str]:
         ],
         rows,
     )
-    lines += [
-        "",
-        f"Ratios are to the first row. Life = create + label + foreground delete. Reproduce: "
-        f"`{report['command']}`",
+    return [*lines, ""]
+
+
+def webhook_path_lines(report: Mapping[str, Any]) -> list[str]:
+    """``bench.webhook_path``: the review line's cost at saturation, in one paragraph."""
+    levels = report["levels"]
+    order = ", ".join(segment["log_level"] for segment in report["segments"])
+    figures = "; ".join(
+        f"`{level}` {f['saturation_rps']:g} reviews/s, p50 {f['p50_ms']:g} ms, "
+        f"{f['cpu_ms_per_review']:g} ms CPU per review"
+        for level, f in levels.items()
+    )
+    found = report["info_over_debug"]
+    return [
+        "**The log line per review.** The production server at saturation (mutate reviews of a "
+        f"3-template job), a fresh server per segment, in the order {order}: `debug` writes a "
+        "line per review, `info`, the default, builds none; CPU per review is the gunicorn "
+        f"process group's. {figures}; info / debug: reviews/s "
+        f"{found['saturation_rps']:.2f}, CPU per review {found['cpu_ms_per_review']:.2f}. "
+        f"Measured by `{report['command']}`.",
         "",
     ]
-    return lines

@@ -1,5 +1,6 @@
-"""The top of ``docs/benchmarks.md``: this operator against training-operator, then against the
-raw API server doing the same creations (both from ``bench.controller_scale``)."""
+"""The top of ``docs/explanation/performance.md``: this operator against training-operator on
+the same jobs, with the raw API server doing the same creations as the limit (all from
+``bench.controller_scale``). The requests by verb behind the writes stay in the JSON."""
 
 from __future__ import annotations
 
@@ -7,15 +8,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from bench.report_tables import request_counts, table, verdict
+from bench.report_tables import table, verdict
 
 PEER_LABELS = {
     "training-operator": "training-operator v1.8.1, defaults",
     "training-operator-best": "training-operator v1.8.1, at its best",
 }
-
-
-RAW_LABEL = "raw API server: jobs, pods, Services POSTed, no webhooks"
 
 
 def _figures(side: Mapping[str, Any]) -> dict[str, float]:
@@ -79,35 +77,23 @@ PEER_COLUMNS: Final = (
 """The figures of :func:`_figures`, in its order: both tables of the section share them."""
 
 
-def _peer_intro() -> list[str]:
+def _peer_intro(command: str) -> str:
     """What is compared and how, before any figure: the peer, its two setups, the jobs."""
-    return [
-        "## Against training-operator",
-        "",
-        "The operator users migrate from, kubeflow training-operator v1.8.1 (only its MXJob "
-        "controller, `--enable-scheme=mxjob`), built from the pinned module by "
-        "`hack/build-training-operator.sh` and run by `localkube.thirdparty.training_operator` "
-        "on the same control plane, in the same run, on the same jobs, one controller after "
-        "the other, each in a fresh namespace (the previous one deleted first). Jobs: MXTrain of "
-        "1 scheduler, 1 server, 2 workers, submitted at once from 8 threads, with "
-        "`cleanPodPolicy: Running` (this operator's default; training-operator's is None) and "
-        "`terminationGracePeriodSeconds: 0` (this operator lets a finished job's running pods "
-        "use their grace period before deleting them, training-operator does not wait: with 0 "
-        '"Succeeded and cleaned" measures the controllers). This operator runs with its '
-        "webhooks registered as installed; training-operator with its own CRD and validating "
-        "webhook. The test kubelet binds and runs the pods; when every job is Running every "
-        "scheduler exits 0.",
-        "",
-        "- **defaults**: the release as its users ran it: one reconcile thread "
-        "(`--controller-threads` 1) and controller-runtime's client limit of 20 requests/s, "
-        "burst 30, which no flag changes.",
-        "- **at its best**: built with `hack/training-operator/patches/client-rate-limits.patch` "
-        "(QPS 1000, burst 2000; the patched build has its own cache directory) and "
-        "`--controller-threads=4`, as many as this controller's workers.",
-        "",
-        "Ratios are this operator's figure over training-operator's: below 1 is better.",
-        "",
-    ]
+    return (
+        "kubeflow training-operator v1.8.1 (only its MXJob controller, `--enable-scheme=mxjob`, "
+        "built from the pinned module by `hack/build-training-operator.sh`) runs on the same "
+        "control plane, in the same run, on the same jobs, one controller after the other, each "
+        "in a fresh namespace. Jobs: MXTrain of 1 scheduler, 1 server, 2 workers, submitted at "
+        "once from 8 threads, with `cleanPodPolicy: Running` and "
+        "`terminationGracePeriodSeconds: 0`. This operator runs with its webhooks registered as "
+        "installed; training-operator with its own CRD and validating webhook. The test kubelet "
+        "binds and runs the pods; when every job is Running every scheduler exits 0. "
+        "**defaults**: the release as its users ran it (one reconcile thread, "
+        "controller-runtime's client limit of 20 requests/s, burst 30). **at its best**: built "
+        "with `hack/training-operator/patches/client-rate-limits.patch` (QPS 1000, burst 2000) "
+        "and `--controller-threads=4`. Ratios are this operator's figure over "
+        f"training-operator's: below 1 is better. Measured by `{command}`."
+    )
 
 
 @dataclass
@@ -123,14 +109,8 @@ class PeerTables:
     targets: list[str] = field(default_factory=list)
 
     def add(self, run: Mapping[str, Any]) -> None:
-        """The raw limit (when measured), this operator, then each peer that ran to the end."""
+        """This operator, then each peer that ran to the end."""
         ours = _figures(run)
-        raw = run.get("raw_baseline")
-        if raw:
-            self.rows.append(
-                [run["jobs"], RAW_LABEL, raw["posted_seconds"], raw["seconds"]]
-                + ["-"] * (len(ours) - 1)
-            )
         self.rows.append(
             [
                 run["jobs"],
@@ -161,43 +141,39 @@ class PeerTables:
         """Every side's figures, ours over each peer's, then the targets."""
         header = ["jobs", "controller", "jobs submitted s", *PEER_COLUMNS, "Events dropped"]
         lines = table(header, self.rows)
-        lines += ["", "mxjob-operator / training-operator:", ""]
-        lines += table(["jobs", "against", *PEER_COLUMNS], self.ratio_rows)
-        lines += ["", "Targets:", "", *self.targets]
+        lines += ["", *table(["jobs", "mxjob-operator over", *PEER_COLUMNS], self.ratio_rows)]
+        lines += ["", *self.targets]
         return lines
 
 
-def _peer_notes() -> list[str]:
-    """How each figure of the tables was measured, so a reader can weigh it."""
+def _raw_limit(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line: the raw API server's time for the same creations, and phase A over it."""
+    measured = [r for r in runs if "runs" in r.get("raw_baseline", {})]
+    if not measured:
+        return []
+    times = ", ".join(f"{r['raw_baseline']['seconds']} s at {r['jobs']} jobs" for r in measured)
+    ratios = ", ".join(f"{r['phase_a']['ratio_to_raw']:.2f}x" for r in measured)
     return [
         "",
-        "The raw row (when measured) is the API server's own limit for the same objects: "
-        "a client POSTs every job (defaulted, the webhooks removed) and the pods and Services "
-        "both controllers make, from 8 threads, its clock stopped by the same watches. "
-        "Jobs submitted: the 8 threads' POSTs of every job, through each operator's admission "
-        "webhooks (this operator's two in Python, training-operator's validating one in Go); "
-        '"every pod and Service" includes it. '
-        "Times run from the first job POST (pods and Services: to the last one seen by the "
-        "driver's watches), from the test kubelet's start (Running), from the schedulers' exit "
-        "(Succeeded and every pod but the schedulers gone). Writes: `apiserver_request_total` "
-        "deltas over pods, Services, events and MXJobs, minus the requests the driver and the "
-        "test kubelet counted themselves, over the job's whole life. CPU and peak RSS: "
-        "`/proc/<pid>` of the controller process, from its start (ready) to the end.",
-        "",
+        "The physical limit: the raw API server doing the same creations (every job defaulted "
+        "as the mutating webhook stores it, then its pods and Services, POSTed from 8 threads "
+        "without webhooks; the mean of a run before and one after this operator's) took "
+        f"{times}; this operator took {ratios} that to every pod and Service.",
     ]
 
 
-def _whole_run_requests(runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Each side's requests over the jobs' whole life: where the writes per job come from."""
-    lines = []
-    for run in runs:
-        for name, side in (("mxjob-operator", run), *run["peers"].items()):
-            if "whole_run" in side:
-                lines.append(
-                    f"- {run['jobs']} jobs, {PEER_LABELS.get(name, name)}: "
-                    f"{request_counts(side['whole_run']['controller_requests'])}"
-                )
-    return lines
+def _how_measured() -> str:
+    """How each figure of the tables was measured, so a reader can weigh it."""
+    return (
+        "Jobs submitted: the 8 threads' POSTs of every job, through each operator's admission "
+        'webhooks; "every pod and Service" includes it. Times run from the first job POST '
+        "(pods and Services: to the last one seen by the driver's watches), from the test "
+        "kubelet's start (Running), from the schedulers' exit (Succeeded and every pod but the "
+        "schedulers gone). Writes: `apiserver_request_total` deltas over pods, Services, events "
+        "and MXJobs, minus the requests the driver and the test kubelet counted themselves, over "
+        "the job's whole life. CPU and peak RSS: `/proc/<pid>` of the controller process, from "
+        "its start (ready) to the end."
+    )
 
 
 def peer_section(report: Mapping[str, Any]) -> list[str]:
@@ -209,104 +185,13 @@ def peer_section(report: Mapping[str, Any]) -> list[str]:
     for run in runs:
         tables.add(run)
     return [
-        *_peer_intro(),
+        "## Against training-operator",
+        "",
+        _peer_intro(report["command"]),
+        "",
         *tables.lines(),
-        *_peer_notes(),
-        *_whole_run_requests(runs),
+        *_raw_limit(runs),
         "",
-        f"Reproduce: `{report['command']}`",
-        "",
-    ]
-
-
-RAW_TIMES_HEADER: Final = (
-    "jobs",
-    "raw objects",
-    "raw s (before / after)",
-    "raw s (mean)",
-    "phase A s",
-    "phase A / raw",
-    "pods-and-Services baseline s",
-    "phase A / that baseline (old ratio)",
-)
-RAW_CPU_HEADER: Final = (
-    "jobs",
-    "run",
-    "kube-apiserver",
-    "etcd",
-    "kube-controller-manager",
-    "controller",
-    "sum measured",
-    "2 cores x wall s",
-)
-
-
-def _raw_times(runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Each size's raw runs beside phase A and the pods-and-Services baseline, with ratios."""
-    rows = []
-    for run in runs:
-        raw, a = run["raw_baseline"], run["phase_a"]
-        rows.append(
-            [
-                run["jobs"],
-                raw["objects"],
-                " / ".join(str(r["seconds"]) for r in raw["runs"]),
-                raw["seconds"],
-                a["seconds"],
-                f"{a['ratio_to_raw']:.2f}",
-                run["baseline"]["seconds"],
-                f"{a['ratio_to_baseline']:.2f}",
-            ]
-        )
-    return table(RAW_TIMES_HEADER, rows)
-
-
-def _raw_cpu_rows(run: Mapping[str, Any]) -> list[list[Any]]:
-    """The raw runs' mean and phase A of one size: each process's CPU against what 2 cores had."""
-    raw, a = run["raw_baseline"], run["phase_a"]
-    rows = []
-    for label, cpu, wall, controller in (
-        ("raw (mean)", raw["control_plane_cpu_s"], raw["seconds"], 0.0),
-        ("phase A", a["control_plane_cpu_s"], a["seconds"], a["controller_cpu_s"]),
-    ):
-        measured = sum(cpu.values()) + controller
-        rows.append(
-            [
-                run["jobs"],
-                label,
-                cpu.get("kube-apiserver", "-"),
-                cpu.get("etcd", "-"),
-                cpu.get("kube-controller-manager", "-"),
-                controller if label == "phase A" else "-",
-                round(measured, 2),
-                round(2 * wall, 2),
-            ]
-        )
-    return rows
-
-
-def raw_limit_section(report: Mapping[str, Any]) -> list[str]:
-    """Phase A against the raw API server doing the same creations, with the CPU split."""
-    runs = [r for r in report["runs"] if "runs" in r.get("raw_baseline", {})]
-    if not runs:
-        return []
-    return [
-        "## The physical limit: the raw API server",
-        "",
-        "The raw baseline POSTs everything a user and the operator create (every MXJob, defaulted "
-        "as the mutating webhook stores it, without webhooks registered; then the same pods and "
-        "Services) from 8 threads, its clock stopped by the same watches as phase A's. It runs "
-        "after a warm-up (a fifth of the jobs, not counted) and twice: before the pods-and-"
-        "Services baseline and again after this controller's phases, so drift falls on both "
-        "sides of phase A; its figure is the mean. Phase A also writes what the raw client "
-        "does not: one status and two Events per job, and the webhook calls.",
-        "",
-        *_raw_times(runs),
-        "",
-        "Where the CPU goes (seconds; 2 cores: twice the wall time is all there is):",
-        "",
-        *table(RAW_CPU_HEADER, [row for run in runs for row in _raw_cpu_rows(run)]),
-        "",
-        f"Reproduce: `{report['command']}` (`raw_baseline` of its JSON)",
+        _how_measured(),
         "",
     ]

@@ -1,4 +1,5 @@
-"""The Markdown pieces every section of ``docs/benchmarks.md`` is built from (``bench.report``).
+"""The Markdown pieces every section of ``docs/explanation/performance.md`` is built from
+(``bench.report``).
 
 Kept apart from the sections so each section module reads as its own text and tables, and so a
 verdict or a table looks the same wherever it appears on the page.
@@ -6,7 +7,7 @@ verdict or a table looks the same wherever it appears on the page.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -20,8 +21,3 @@ def table(header: Sequence[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return lines
-
-
-def request_counts(counts: Mapping[str, int]) -> str:
-    """``"VERB resource: n, ..."`` in the order given, or ``none``."""
-    return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"

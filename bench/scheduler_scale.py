@@ -97,7 +97,7 @@ scheduler is not the clock of a 20,000-pod run:
   the namespace: measured in one namespace of this benchmark, its pre-score step took 28 ms per
   pod with 12,000 pods placed, and binding fell to 15 pods/s. Each replica Service of an MXJob
   selects exactly one pod, so the spreading has nothing to spread for these pods. Users with many
-  jobs in one namespace can turn it off the same way (docs/operations.md)."""
+  jobs in one namespace can turn it off the same way (docs/how-to/troubleshoot.md)."""
 
 
 def run(*, jobs: int, submit_threads: int = 8) -> dict[str, Any]:

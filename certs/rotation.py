@@ -58,7 +58,8 @@ CA_COMMON_NAME: Final = "mxjob-operator-ca"
 
 @dataclass(frozen=True, kw_only=True)
 class RotationPolicy:
-    """Lifetimes and waits of the in-cluster certificates (docs/install.md gives the figures)."""
+    """Lifetimes and waits of the in-cluster certificates (docs/how-to/install.md gives the
+    figures)."""
 
     hosts: tuple[str, ...]
     """The DNS names the serving certificate must carry (the webhook Service's)."""

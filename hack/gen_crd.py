@@ -26,6 +26,7 @@ from gen_crd_openapi import Inliner
 from gen_crd_rules import spec_rules
 from gen_crd_status import non_negative as _non_negative
 from gen_crd_status import status_schema
+from gen_crd_status import text as _text
 from localkube.base.api import Api
 from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.controlplane import ControlPlane
@@ -99,7 +100,7 @@ def _run_policy() -> dict[str, Any]:
                     "controller's --gang-scheduler (native Workload API, volcano, "
                     "scheduler-plugins or none) places "
                     "minAvailable pods (default: every replica) together; "
-                    "docs/gang-scheduling.md."
+                    "docs/how-to/gang-scheduling.md."
                 ),
                 "properties": {
                     "priorityClass": {
@@ -166,7 +167,10 @@ def _replica_specs(replica: dict[str, Any]) -> dict[str, Any]:
             "The replica types of the job, keyed by type: Scheduler, Server, Worker (MXTrain) or "
             "TunerTracker, TunerServer, Tuner (MXTune). Keys are matched case-insensitively."
         ),
-        "additionalProperties": copy.deepcopy(replica),
+        "additionalProperties": {
+            **copy.deepcopy(replica),
+            "description": "One replica type: how many pods, how they restart, their template.",
+        },
     }
 
 
@@ -211,6 +215,20 @@ def _common_spec_fields() -> dict[str, Any]:
     }
 
 
+# What every Kubernetes object has, described as controller-gen describes it (shortened).
+OBJECT_FIELDS: dict[str, dict[str, Any]] = {
+    "apiVersion": _text(
+        "APIVersion defines the versioned schema of this representation of an object: "
+        "kubeflow.org/v1 (or kubeflow.org/v1beta1)."
+    ),
+    "kind": _text("Kind is the REST resource this object represents: MXJob."),
+    "metadata": {
+        "type": "object",
+        "description": "Standard object's metadata: name, namespace, labels, annotations.",
+    },
+}
+
+
 def _version_schema(version: str, template: dict[str, Any]) -> dict[str, Any]:
     if version == V1:
         spec_properties = {
@@ -236,9 +254,7 @@ def _version_schema(version: str, template: dict[str, Any]) -> dict[str, Any]:
             "type": "object",
             "description": "MXJob runs a distributed MXNet training job or a TVM auto-tuning job.",
             "properties": {
-                "apiVersion": {"type": "string"},
-                "kind": {"type": "string"},
-                "metadata": {"type": "object"},
+                **copy.deepcopy(OBJECT_FIELDS),
                 "spec": {
                     "type": "object",
                     "description": "What to run.",
@@ -252,22 +268,21 @@ def _version_schema(version: str, template: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _column(name: str, kind: str, path: str, description: str) -> dict[str, str]:
+    return {"name": name, "type": kind, "jsonPath": path, "description": description}
+
+
 PRINTER_COLUMNS = [
-    {
-        "name": "State",
-        "type": "string",
-        "jsonPath": ".status.state",
-        "description": "The current state of the job.",
-    },
-    {"name": "Mode", "type": "string", "jsonPath": ".spec.jobMode"},
-    {"name": "Restarts", "type": "integer", "jsonPath": ".status.restartCount"},
-    {
-        "name": "Waiting",
-        "type": "string",
-        "jsonPath": '.status.conditions[?(@.type=="Pending")].reason',
-        "description": "What holds the job back (Kueue, its gang, the scheduler), if anything.",
-    },
-    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    _column("State", "string", ".status.state", "The current state of the job."),
+    _column("Mode", "string", ".spec.jobMode", "MXTrain (training) or MXTune (TVM auto-tuning)."),
+    _column("Restarts", "integer", ".status.restartCount", "Restarts so far."),
+    _column(
+        "Waiting",
+        "string",
+        '.status.conditions[?(@.type=="Pending")].reason',
+        "What holds the job back (Kueue, its gang, the scheduler), if anything.",
+    ),
+    _column("Age", "date", ".metadata.creationTimestamp", "Time since the MXJob was created."),
 ]
 
 

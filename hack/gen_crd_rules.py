@@ -1,5 +1,6 @@
 """The MXJob CRD's CEL rules (``x-kubernetes-validations`` on ``spec``): what the API server
-checks even when the webhooks are not registered or fail open (docs/architecture.md, step 3)."""
+checks even when the webhooks are not registered or fail open
+(docs/explanation/architecture.md, step 3)."""
 
 from __future__ import annotations
 

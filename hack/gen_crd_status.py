@@ -1,16 +1,33 @@
 """The MXJob CRD's status schema, for ``hack/gen_crd.py``: what the controller writes.
 
 Structural schemas prune what they do not name, so every field the controller writes to
-``status`` is here (``controller/job/status/``, ``controller/job/recovery.py``).
+``status`` is here (``controller/job/status/``, ``controller/job/recovery.py``). Every field has a
+description: ``kubectl explain mxjob.status`` and docs/reference/api.md (made from this CRD by
+``make generate``) show nothing else about it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from shared.conditions import ConditionType
+
 
 def non_negative(description: str) -> dict[str, Any]:
     return {"type": "integer", "format": "int32", "minimum": 0, "description": description}
+
+
+def timestamp(description: str) -> dict[str, Any]:
+    """An RFC 3339 time, as every time of a Kubernetes status."""
+    return {"type": "string", "format": "date-time", "description": description}
+
+
+def text(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def _names(values: list[str]) -> str:
+    return ", ".join(values[:-1]) + " or " + values[-1]
 
 
 def _replica_statuses() -> dict[str, Any]:
@@ -20,50 +37,75 @@ def _replica_statuses() -> dict[str, Any]:
             "active": non_negative("Pods of this type that are pending or running."),
             "succeeded": non_negative("Pods of this type that exited 0."),
             "failed": non_negative("Pods of this type that failed."),
-            "selector": {"type": "string", "description": "Label selector of these pods."},
+            "selector": text("Label selector of these pods."),
         },
     }
-    return {"type": "object", "additionalProperties": status}
+    return {
+        "type": "object",
+        "description": "Pod counts per replica type, keyed by type (Scheduler, Worker...).",
+        "additionalProperties": status,
+    }
 
 
 def _restart_entry() -> dict[str, Any]:
-    text = {"type": "string"}
     return {
         "type": "object",
         "properties": {
-            "time": {"type": "string", "format": "date-time"},
-            "scope": {**text, "description": "Job (a new attempt) or Replica (its pod alone)."},
+            "time": timestamp("When the controller decided the restart."),
+            "scope": text("Job (a new attempt) or Replica (its pod alone)."),
             "attempt": non_negative("The attempt that ran after this restart."),
-            "replicaType": text,
+            "replicaType": text("The replica type of the pod whose end caused the restart."),
             "index": non_negative("The replica's index."),
-            "pod": {**text, "description": "The pod whose end caused the restart."},
-            "podUID": text,
-            "exitCode": {"type": "integer", "format": "int32"},
-            "reason": {**text, "description": "The kubelet's or the pod's reason (OOMKilled...)."},
-            "disruption": {**text, "description": "The DisruptionTarget reason, if any."},
-            "countedAgainstBackoff": {"type": "boolean"},
+            "pod": text("The pod whose end caused the restart."),
+            "podUID": text("The UID of that pod."),
+            "exitCode": {
+                "type": "integer",
+                "format": "int32",
+                "description": "The mxnet container's exit code; absent when the pod ended "
+                "without one (evicted, preempted, its node lost).",
+            },
+            "reason": text("The kubelet's or the pod's reason (OOMKilled...)."),
+            "disruption": text("The DisruptionTarget reason, if any."),
+            "countedAgainstBackoff": {
+                "type": "boolean",
+                "description": "Whether this restart counted against runPolicy.backoffLimit "
+                "(a disruption counts only under disruptionPolicy Count).",
+            },
+        },
+    }
+
+
+def _condition() -> dict[str, Any]:
+    types = [t.value for t in ConditionType]
+    return {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": text(f"The condition's type: {_names(types)}."),
+            "status": text("True or False."),
+            "reason": text(
+                "Why the condition last changed, in CamelCase (MXJobRunning, "
+                "BackoffLimitExceeded...); a Pending condition carries the reason of what holds "
+                "the job back (Kueue's, GangWaiting, Unschedulable)."
+            ),
+            "message": text("The same, for people."),
+            "lastUpdateTime": timestamp("When the condition was last written."),
+            "lastTransitionTime": timestamp("When the status last changed (True or False)."),
         },
     }
 
 
 def status_schema(*, replica_statuses_key: str) -> dict[str, Any]:
-    condition = {
-        "type": "object",
-        "required": ["type", "status"],
-        "properties": {
-            "type": {"type": "string"},
-            "status": {"type": "string"},
-            "reason": {"type": "string"},
-            "message": {"type": "string"},
-            "lastUpdateTime": {"type": "string", "format": "date-time"},
-            "lastTransitionTime": {"type": "string", "format": "date-time"},
-        },
-    }
     return {
         "type": "object",
         "description": "The observed state of the job, written by the controller.",
         "properties": {
-            "conditions": {"type": "array", "items": condition},
+            "conditions": {
+                "type": "array",
+                "description": "The job's story: one condition per type, each with its newest "
+                "reason. At most one of Running, Restarting, Succeeded and Failed is True.",
+                "items": _condition(),
+            },
             "state": {
                 "type": "string",
                 "description": "The current state: Created, Running, Restarting, Suspended, "
@@ -84,8 +126,11 @@ def status_schema(*, replica_statuses_key: str) -> dict[str, Any]:
                 "description": "The newest restarts (at most 10): which replica ended how.",
                 "items": _restart_entry(),
             },
-            "startTime": {"type": "string", "format": "date-time"},
-            "completionTime": {"type": "string", "format": "date-time"},
-            "lastReconcileTime": {"type": "string", "format": "date-time"},
+            "startTime": timestamp(
+                "When the job started: first reconciled while not suspended, set again when it "
+                "resumes. runPolicy.activeDeadlineSeconds counts from it."
+            ),
+            "completionTime": timestamp("When the job succeeded or failed."),
+            "lastReconcileTime": timestamp("When the controller last wrote this status."),
         },
     }

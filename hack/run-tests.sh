@@ -29,14 +29,6 @@
 # says on stderr). The tests still get a share of each core, and with every build cached there
 # is nothing to prioritise.
 #
-# MXJOB_LATE_BUILDS_AHEAD (make test sets it) names those of the late builds that need nothing the
-# first builds make (the go builds). As root they start before the first builds, at the lowest
-# priority (niceness 19): they take only what the first builds leave idle (module downloads,
-# debootstrap, links on one core), and are raised to LATE_BUILDS_NICE in one step, their process
-# group, when the tests start. The late builds then find them built, or wait on their lock
-# (hack/lib/build.sh), so each is built once and the late builds' log and status stay the ones
-# that count (the ahead builds' own output is in late-builds-ahead.log). Without root a process
-# could not be raised again, and they are not started ahead.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit
 
@@ -45,7 +37,6 @@ LATE_BUILDS_NICE=-3
 log_dir=${MXJOB_TEST_LOG_DIR:-.local/test-logs}
 beside_log=$log_dir/beside-real-node.log
 late_log=$log_dir/late-builds.log
-ahead_log=$log_dir/late-builds-ahead.log
 mkdir -p "$log_dir"
 
 # A selection of the caller's own (-m) decides alone: after the first builds, one process as
@@ -55,31 +46,10 @@ for arg in "$@"; do
   if [[ $arg == -m* ]]; then own_selection=true; fi
 done
 
-ahead=""
-stop_ahead() {
-  if [[ -n $ahead ]]; then kill -TERM -- "-$ahead" 2>/dev/null; fi
-}
-if [[ -n ${MXJOB_LATE_BUILDS_AHEAD:-} && $EUID == 0 ]] && ! $own_selection; then
-  # Job control gives the background job a process group of its own (pgid = its pid) in this
-  # session: one renice raises all of it, and children it forks later inherit the new niceness.
-  set -m
-  nice -n 19 bash -c "$MXJOB_LATE_BUILDS_AHEAD" </dev/null >"$ahead_log" 2>&1 &
-  ahead=$!
-  set +m
-fi
 if [[ -n ${MXJOB_FIRST_BUILDS:-} ]]; then
-  trap 'stop_ahead; exit 130' INT TERM
-  bash -c "$MXJOB_FIRST_BUILDS"
-  first_status=$?
-  if ((first_status != 0)); then
-    stop_ahead
-    exit "$first_status"
-  fi
+  bash -c "$MXJOB_FIRST_BUILDS" || exit
 fi
 if $own_selection; then exec "$pytest" "$@"; fi
-if [[ -n $ahead ]]; then
-  renice -n "$LATE_BUILDS_NICE" -g "$ahead" >/dev/null
-fi
 
 late_builds=""
 if [[ -n ${MXJOB_LATE_BUILDS:-} ]]; then
@@ -91,7 +61,7 @@ beside=$!
 "$pytest" -m real_node "$@" &
 real_node=$!
 # A stop (Ctrl-C, a CI timeout) reaches all: the tests' conftest tears every plane and node down.
-trap 'kill -TERM "$beside" "$real_node" $late_builds 2>/dev/null; stop_ahead' INT TERM
+trap 'kill -TERM "$beside" "$real_node" $late_builds 2>/dev/null' INT TERM
 
 # Sets status to the exit status of process $1. wait returns above 128 when a trapped signal
 # interrupts it with the child still running: then it is waited for again.
@@ -117,12 +87,6 @@ if [[ -n $late_builds ]]; then
     echo "================ the late builds failed ($late_log) ================"
     tail -n 40 "$late_log"
   fi
-fi
-# Once the late builds have ended, every ahead build has too (the late builds made each after it,
-# or waited on its lock); after a failed one, the ahead builds are stopped, not waited for.
-if [[ -n $ahead ]]; then
-  if ((late_status != 0)); then stop_ahead; fi
-  wait "$ahead" 2>/dev/null
 fi
 echo "run-tests: real-node tests exited $real_node_status, the tests beside them $beside_status," \
   "the late builds $late_status"

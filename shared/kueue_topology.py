@@ -13,7 +13,8 @@ field, because a request Kueue cannot read leaves the job waiting with no word w
 One podSet per replica type means Kueue places each type by itself: a required ``rack`` on every
 template keeps each type in one rack, not the job. The podset-group annotation joins two podSets
 into one placement, and Kueue allows it only for exactly two, one of them a single replica (the
-Scheduler with the Workers, say); docs/queueing.md says what that means for an MXNet job.
+Scheduler with the Workers, say); docs/how-to/queue-with-kueue.md says what that means for an
+MXNet job.
 """
 
 from __future__ import annotations

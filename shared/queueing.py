@@ -1,6 +1,6 @@
 """Kueue's side of an MXJob that the webhook and the controller both read. Pure.
 
-Two routes queue MXJobs with Kueue (docs/queueing.md). Kueue up to v0.10 has an MXJob
+Two routes queue MXJobs with Kueue (docs/how-to/queue-with-kueue.md). Kueue up to v0.10 has an MXJob
 integration of its own: it suspends, admits and evicts the job itself, and the operator only
 honours ``runPolicy.suspend``. Kueue from v0.11 dropped it; there the operator follows Kueue's
 contract for an *external framework* (``integrations.externalFrameworks``): this controller

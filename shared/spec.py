@@ -205,8 +205,8 @@ def restart_policy(job: Mapping[str, Any], replica_type: str) -> RestartPolicy:
 def restart_scope(job: Mapping[str, Any], replica_type: str) -> RestartScope:
     """What a retryable end of this replica type restarts (`restartScope`).
 
-    The default is what the real programs survive (docs/reliability.md, "What a retry
-    restarts"): ps-lite never readmits a scheduler, a new server starts without the
+    The default is what the real programs survive (docs/explanation/recovery.md, "What a
+    retry restarts"): ps-lite never readmits a scheduler, a new server starts without the
     parameters and a new worker rejoins only through heartbeats and then at step 0, so every
     MXTrain replica restarts the whole job; TVM's tracker re-registers servers that outlive it
     and takes a new server under its key, and a tuner is a client of both, so every MXTune

@@ -8,8 +8,8 @@ the product packages, the development tooling (``hack/``) and the benchmarks (``
 :data:`LIMIT` lines, counted from ``def`` to its last line (docstring and comments included; a
 nested function counts within its parent too), and every module of :data:`MODULE_CHECKED` to
 :data:`MODULE_LIMIT` lines: the tooling is read by every newcomer before the product, and the
-controller is a house of rooms (docs/architecture.md) whose modules each say one thing. Run as a
-script, it prints the longest functions.
+controller is a house of rooms (docs/development/code-map.md) whose modules each say one thing.
+Run as a script, it prints the longest functions.
 """
 
 from __future__ import annotations

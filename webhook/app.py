@@ -144,7 +144,7 @@ def _metrics_gate(settings: WebhookSettings, *, review: Reviewer | None) -> Metr
 def _add_listener_split(app: Flask, state: WebhookState) -> None:
     """With a metrics listener of its own, it answers ``/metrics`` and nothing else, and the
     admission listener answers everything but ``/metrics``: a NetworkPolicy that opens one port
-    to scrapers opens no review endpoint to them (docs/install.md, "Hardened clusters").
+    to scrapers opens no review endpoint to them (docs/how-to/harden.md, "Network policies").
     gunicorn names the listener a request came in on in ``SERVER_PORT``."""
     if state.settings.metrics_bind is None:
         return

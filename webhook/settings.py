@@ -82,7 +82,7 @@ class WebhookSettings:
     """``json`` for log collectors in a cluster, ``text`` for people at a terminal."""
 
     kueue_workloads: bool = False
-    """Kueue's Workload route (docs/queueing.md): create jobs with a
+    """Kueue's Workload route (docs/how-to/queue-with-kueue.md): create jobs with a
     ``kueue.x-k8s.io/queue-name`` label suspended, for Kueue ≥ v0.11 with MXJob among its
     ``integrations.externalFrameworks``. Off for Kueue ≤ v0.10, whose own webhook does it."""
 
@@ -206,7 +206,8 @@ def _parser() -> argparse.ArgumentParser:
         "--kueue-workloads",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="create queued jobs suspended for Kueue's Workload route (docs/queueing.md)",
+        help="create queued jobs suspended for Kueue's Workload route "
+        "(docs/how-to/queue-with-kueue.md)",
     )
     parser.add_argument(
         "--metrics-bind",

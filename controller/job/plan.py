@@ -68,8 +68,8 @@ def plan_objects(
       nothing), active pods only once their grace period is over (``Outcome.overdue``), and
       every active pod when the deadline passed. Services outlive their pods
       otherwise: a headless Service costs nothing, garbage collection removes it with the job,
-      and not deleting it saves two API writes per replica (docs/benchmarks.md counts writes
-      per job);
+      and not deleting it saves two API writes per replica (docs/explanation/performance.md
+      counts writes per job);
     - otherwise: recreate what failed retryably, delete what the spec no longer has (scaling
       down removes the highest indices, since those are the ones beyond ``replicas``), create
       what is missing. A pod still terminating keeps its slot until it is gone, and while a

@@ -1,7 +1,8 @@
 """What a retryable end restarts, and the restart history kept in status (pure).
 
 A retryable end (a signal, an eviction, a disruption) of a replica restarts what its
-``restartScope`` says (shared.spec.restart_scope; why each default, docs/reliability.md):
+``restartScope`` says (shared.spec.restart_scope; why each default,
+docs/explanation/recovery.md):
 
 - ``Replica``: its pod alone is recreated and joins the running ones (TVM's tracker takes a new
   server under its key, and the servers register again with a new tracker);

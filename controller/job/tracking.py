@@ -20,7 +20,7 @@ A terminating pod whose kubelet never reports an end (its node is gone) cannot h
 forever: :data:`UNREPORTED_END_SLACK` after its ``deletionTimestamp`` it counts as failed
 without an exit code, as an evicted pod does (retryable).
 
-The cost is one PATCH per pod in its life (measured in docs/benchmarks.md).
+The cost is one PATCH per pod in its life (measured in docs/explanation/performance.md).
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ This module is a superset of ``hack/localkube/base/api.py`` (same ``request``/``
 signatures and an ``ApiError`` with the same fields), so tooling can import it instead of keeping
 a copy. On top it adds typed errors (callers branch on ``NotFound``/``AlreadyExists``/
 ``Conflict``/``Gone`` instead of comparing numbers), a sized connection pool, a watch stream that
-another thread can close, path builders for the resources the controller touches, and the one
-count of the controller's writes (``mxjob_controller_api_writes_total``, docs/operations.md): every
-write goes through :meth:`KubeClient.request`, so counting there sees the writes of the
+another thread can close, path builders for the resources the controller touches, and the one count
+of the controller's writes (``mxjob_controller_api_writes_total``, docs/reference/observability.md):
+every write goes through :meth:`KubeClient.request`, so counting there sees the writes of the
 reconciler, the integrations, the Event recorder, the leader election and the certificate keeper
 alike, and none can be forgotten.
 """

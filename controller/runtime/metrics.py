@@ -5,9 +5,9 @@ training-operator's names and labels
 (``training_operator_jobs_{created,deleted,successful,failed,restarted}_total`` with
 ``job_namespace`` and ``framework="mxnet"``); the work queue's are client-go's
 (``workqueue_*{name}``) and the reconcile metrics controller-runtime's
-(``controller_runtime_reconcile_*{controller}``), with the same buckets. docs/operations.md lists
-them all. A registry per :class:`Metrics` instance (not the global one) lets tests build as many
-controllers in one process as they like.
+(``controller_runtime_reconcile_*{controller}``), with the same buckets.
+docs/reference/observability.md lists them all. A registry per :class:`Metrics` instance (not the
+global one) lets tests build as many controllers in one process as they like.
 
 The ``mxjob_controller_job*`` metrics say what users ask of a job system: jobs by state, how
 long jobs take to run and to end, why they restart, how long Kueue keeps them queued.

@@ -2,12 +2,12 @@
 
 The manifests mount the webhook's serving pair (``tls.crt``, ``tls.key`` of the Secret
 ``mxjob-webhook-tls``) into the controller as an optional volume, so the scrapers verify the
-controller with the CA they verify the webhook with (docs/operations.md, "Monitoring"). In the
-in-cluster certificate mode the controller makes that Secret itself and its pod starts before it
-exists; until the kubelet fills the volume, and wherever no directory is given, the server
-presents a self-signed certificate made at start, as controller-runtime does without a
-certificate directory. The files are checked every ``check_interval`` seconds and re-read when
-they change (a renewal), so new handshakes get the new pair without a restart.
+controller with the CA they verify the webhook with (docs/how-to/monitor.md, "How the endpoints are
+served"). In the in-cluster certificate mode the controller makes that Secret itself and its pod
+starts before it exists; until the kubelet fills the volume, and wherever no directory is given, the
+server presents a self-signed certificate made at start, as controller-runtime does without a
+certificate directory. The files are checked every ``check_interval`` seconds and re-read when they
+change (a renewal), so new handshakes get the new pair without a restart.
 """
 
 from __future__ import annotations

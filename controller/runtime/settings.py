@@ -59,8 +59,8 @@ class ControllerSettings:
     """Serve ``/metrics`` over HTTPS to scrapers the API server authenticates (TokenReview) and
     authorizes (SubjectAccessReview, ``get`` on ``/metrics``: the ClusterRole
     ``mxjob-metrics-reader``), as Kubebuilder's ``--metrics-secure`` does. Off: plain HTTP to
-    anyone, for clusters that secure metrics another way (docs/install.md, "Hardened
-    clusters")."""
+    anyone, for clusters that secure metrics another way (docs/how-to/harden.md, "Authenticated
+    metrics")."""
     metrics_cert_dir: Path | None = None
     """Directory of the metrics server's ``tls.crt`` and ``tls.key``, re-read when they change;
     a self-signed certificate is presented while it holds none (controller/runtime/
@@ -87,7 +87,7 @@ class ControllerSettings:
     shutdown_timeout: float = 30.0
     """Seconds a SIGTERM waits for in-flight reconciles before leaving anyway."""
     gang_scheduler: GangSchedulerChoice = "auto"
-    """How a job's pods are placed together (docs/gang-scheduling.md): ``native`` writes one
+    """How a job's pods are placed together (docs/how-to/gang-scheduling.md): ``native`` writes one
     Workload and PodGroup per job for kube-scheduler's gang scheduling
     (``scheduling.k8s.io/v1alpha2``); ``volcano`` and ``scheduler-plugins`` write those
     projects' PodGroups as training-operator v1.8.1 does; ``none`` lets pods be scheduled one
@@ -95,16 +95,16 @@ class ControllerSettings:
     otherwise (it never picks Volcano or scheduler-plugins: they are asked for by name)."""
 
     kueue_workloads: bool = False
-    """Kueue's Workload route (docs/queueing.md): write a Workload for every job with a
-    ``kueue.x-k8s.io/queue-name`` label and start, stop and finish the job as Kueue decides, for
-    Kueue ≥ v0.15 with ``MXJob.v1.kubeflow.org`` among its ``integrations.externalFrameworks``.
-    Off for Kueue ≤ v0.10, which does all this itself; start-up fails when the cluster serves
-    only that Kueue's Workload API."""
+    """Kueue's Workload route (docs/how-to/queue-with-kueue.md): write a Workload for every job
+    with a ``kueue.x-k8s.io/queue-name`` label and start, stop and finish the job as Kueue
+    decides, for Kueue ≥ v0.15 with ``MXJob.v1.kubeflow.org`` among its
+    ``integrations.externalFrameworks``. Off for Kueue ≤ v0.10, which does all this itself;
+    start-up fails when the cluster serves only that Kueue's Workload API."""
 
     job_network_policy: bool = False
     """Give every job a NetworkPolicy, owned by it, that admits connections to its pods only
-    from its own pods (controller/integrations/netpol/policy.py; docs/install.md, "Hardened
-    clusters: network policies"). Needs RBAC for ``networking.k8s.io`` networkpolicies."""
+    from its own pods (controller/integrations/netpol/policy.py; docs/how-to/harden.md, "Every
+    job's pods"). Needs RBAC for ``networking.k8s.io`` networkpolicies."""
 
     pod_start_timeout: float = 600.0
     """Seconds a job's pod may be unable to start (its image cannot be pulled, a ConfigMap or
@@ -137,7 +137,8 @@ DEPRECATED_FLAGS: Final = {
     "--health-address": "--health-probe-bind-address",
 }
 """Old flag names, accepted (hidden from ``--help``) until the next release: controller-runtime's
-names are what operators of other controllers already type. docs/operations.md lists both."""
+names are what operators of other controllers already type. docs/how-to/upgrade-and-uninstall.md
+lists both."""
 DEPRECATED_ENV: Final = {
     "metrics_bind_address": "METRICS_ADDRESS",
     "health_probe_bind_address": "HEALTH_ADDRESS",
@@ -226,13 +227,14 @@ def _parser() -> argparse.ArgumentParser:
         "--kueue-workloads",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="write Kueue Workloads for queued jobs (Kueue >= v0.15; docs/queueing.md)",
+        help="write Kueue Workloads for queued jobs "
+        "(Kueue >= v0.15; docs/how-to/queue-with-kueue.md)",
     )
     add(
         "--job-network-policy",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="give every job a NetworkPolicy admitting only its own pods (docs/install.md)",
+        help="give every job a NetworkPolicy admitting only its own pods (docs/how-to/harden.md)",
     )
     add(
         "--pod-start-timeout",
@@ -243,7 +245,7 @@ def _parser() -> argparse.ArgumentParser:
         "--manage-webhook-certificates",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="make and renew the webhook's certificates in the cluster (docs/install.md)",
+        help="make and renew the webhook's certificates in the cluster (docs/how-to/install.md)",
     )
     add("--certificate-namespace", help="namespace of the webhook's Secret (default: the Lease's)")
     add(
@@ -271,6 +273,7 @@ _CONVERTERS = {
     "shutdown_timeout": float,
     "certificate_check_interval": float,
     "pod_start_timeout": float,
+    "expectations_timeout": float,
 }
 
 

@@ -4,8 +4,8 @@ How TVM users tune since TVM 0.20 (AutoTVM and the auto-scheduler are gone): ``t
 a TIR PrimFunc, candidates built by a local builder and timed by MetaSchedule's RPC runner on
 every TunerServer, each session handed out by the tracker. The runner finds the tracker with no
 code here: ``RPCConfig()`` reads ``TVM_TRACKER_HOST``, ``TVM_TRACKER_PORT`` and
-``TVM_TRACKER_KEY``, which the operator injects beside ``MX_CONFIG`` (docs/tuning.md). In
-TVM 0.27 MetaSchedule lives in ``tvm.s_tir.meta_schedule``.
+``TVM_TRACKER_KEY``, which the operator injects beside ``MX_CONFIG``
+(docs/how-to/tune-with-tvm.md). In TVM 0.27 MetaSchedule lives in ``tvm.s_tir.meta_schedule``.
 
 Choices, and why:
 

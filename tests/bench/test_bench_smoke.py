@@ -30,7 +30,7 @@ from bench import (
 from bench.__main__ import main as bench_main
 from bench.apiserver_profile import AREAS
 from bench.common import BENCH_DIR
-from bench.report import render
+from bench.report import MAX_LINES, render
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.settings import ControlPlaneSettings
 
@@ -317,7 +317,8 @@ def test_webhook_path_measures_each_log_level_twice_and_only_debug_logs_reviews(
     assert "review answered" in (tmp_path / "webhook-debug.log").read_text()
     assert "review answered" not in (tmp_path / "webhook-info.log").read_text()
     page = render({"webhook_path": {**report, "command": "path-command"}})
-    assert "## The webhook's path per review: the log line" in page and "path-command" in page
+    assert "## Webhook under load" in page and "**The log line per review.**" in page
+    assert "Measured by `path-command`" in page
 
 
 def test_page_renders_the_creation_comparison_with_its_ratios_and_load(
@@ -325,8 +326,11 @@ def test_page_renders_the_creation_comparison_with_its_ratios_and_load(
 ) -> None:
     page = render({"creation_compare": compare_report})
     assert "## Creation side by side: before, after, and training-operator at its best" in page
-    assert "| after / training-operator-best |" in page and "Reproduce: `compare`" in page
-    assert "Load average (1 min) at each segment's start" in page
+    assert "| after / training-operator-best: every pod and Service |" in page
+    assert "Measured by `compare`" in page
+    # A row per candidate at the size, and a row of its ratios.
+    for label in ("before (v1beta1 served", "**after**", "training-operator v1.8.1 at its best"):
+        assert f"| {SMOKE_JOBS} | {label}" in page, label
 
 
 def test_page_renders_every_item_with_its_baseline_and_command(
@@ -343,23 +347,28 @@ def test_page_renders_every_item_with_its_baseline_and_command(
         "controller_scale": scale_report,
     }
     page = render(results)
-    headings = ("## Against training-operator", "## 1.", "## 2.", "## 3.", "## 4.", "## 5.")
-    for heading in (*headings, "## Machine"):
-        assert heading in page
-    assert webhook_report["command"] in page
-    assert "admission-command" in page
-    assert "## 2b. What admission costs the API server, per job" in page
-    assert "cost-command" in page
-    assert "## The physical limit: the raw API server" in page
-    assert "| phase A / raw |" in page
+    headings = [line for line in page.splitlines() if line.startswith("## ")]
+    assert headings == [
+        "## How to run",
+        "## Machine",
+        "## Against training-operator",
+        "## Webhook under load",
+        "## Admission end to end",
+        "## What admission costs, per job",
+        "## Controller economy",
+    ]
+    assert len(page.splitlines()) < MAX_LINES
+    assert f"Measured by `{webhook_report['command']}`" in page
+    assert "Measured by `admission-command`" in page
+    assert "Measured by `cost-command`" in page
+    assert "The physical limit: the raw API server" in page
     assert "| ceiling |" in page and "| validate-12 |" in page
     assert "| training-operator v1.8.1, at its best |" in page
-    assert "| raw API server: jobs, pods, Services POSTed, no webhooks |" in page
     assert "against training-operator v1.8.1, defaults: ≥ 10x faster" in page
     assert "no Event dropped (0): **met**" in page
 
     saved = tmp_path / "results.json"
     saved.write_text(json.dumps(results))
-    output = tmp_path / "benchmarks.md"
+    output = tmp_path / "performance.md"
     assert bench_main(["--render-only", "--results", str(saved), "--output", str(output)]) == 0
-    assert "## 5. Growth" in output.read_text()
+    assert output.read_text() == page

@@ -131,5 +131,5 @@ def test_a_tiny_run_goes_running_succeeded_and_cleaned_on_kwok_nodes() -> None:
     assert "kube-scheduler" in run["control_plane_cpu_s"]
     page = render({"scheduler_scale": report})
     assert "## Growth on a real scheduler" in page
-    assert f"### {SMOKE_JOBS} jobs ({pods} pods" in page
+    assert f"| {SMOKE_JOBS} | {pods} | {run['nodes']} |" in page
     assert report["command"] in page

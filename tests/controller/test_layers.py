@@ -1,10 +1,10 @@
 """The controller reads as rooms stacked in layers: a module imports only from its own room or
 from a room below it, and no import circle exists between its modules.
 
-The rooms, lowest first, are :data:`LAYERS` (docs/architecture.md, "controller: the house of
-rooms", describes each module): ``runtime`` (the API client, caches, queue, election, metrics),
-``certificates`` (the webhook certificate keeper), ``job`` (one MXJob's reconcile), then
-``integrations`` (Kueue, gang scheduling, disruption budgets) and the two top modules,
+The rooms, lowest first, are :data:`LAYERS` (docs/development/code-map.md, "controller: the
+house of rooms", describes each module): ``runtime`` (the API client, caches, queue, election,
+metrics), ``certificates`` (the webhook certificate keeper), ``job`` (one MXJob's reconcile),
+then ``integrations`` (Kueue, gang scheduling, disruption budgets) and the two top modules,
 ``manager.py`` (wires it all) and ``main.py`` (the process). Lazy imports inside functions count:
 they are imports all the same, and a circle through one breaks as soon as the function runs
 first. The same checks hold hack/localkube (tests/localkube/test_layers.py).
@@ -73,9 +73,10 @@ def test_an_upward_import_and_a_circle_are_found(tmp_path: Path) -> None:
     assert house.circle() == ["controller.job.b", "controller.runtime.a", "controller.job.b"]
 
 
-def test_every_module_has_its_line_in_the_architecture_doc() -> None:
-    """A newcomer finds each module in docs/architecture.md ("controller: the house of rooms"),
-    by its path in the room or, for a subpackage's modules, by file name on its package's line."""
-    section = doc_section(PACKAGE.parent / "docs" / "architecture.md", "controller")
+def test_every_module_has_its_line_in_the_code_map() -> None:
+    """A newcomer finds each module in docs/development/code-map.md ("controller: the house of
+    rooms"), by its path in the room or, for a subpackage's modules, by file name on its
+    package's line."""
+    section = doc_section(PACKAGE.parent / "docs" / "development" / "code-map.md", "controller")
     missing = HOUSE.unnamed_in(section, top_packages=2)
-    assert not missing, f"modules docs/architecture.md does not name: {missing}"
+    assert not missing, f"modules docs/development/code-map.md does not name: {missing}"

@@ -1,6 +1,6 @@
 """Jobs that fail on a real node the way users' jobs do, for this operator and, side by side,
 for training-operator v1.8.1: an image that cannot be pulled and a worker past its memory
-limit. The same builders on both sides make the comparison in docs/reliability.md fair."""
+limit. The same builders on both sides make the comparison in docs/explanation/recovery.md fair."""
 
 from __future__ import annotations
 

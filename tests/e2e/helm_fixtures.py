@@ -47,7 +47,8 @@ CRD = "mxjobs.kubeflow.org"
 
 def remove_release(plane: ControlPlane, binary: Path) -> None:
     """``helm uninstall`` of the release, then the CRD and the namespace Helm keeps, removed as
-    docs/helm.md says: the cluster is left without the operator, whatever state it was in."""
+    docs/how-to/upgrade-and-uninstall.md says: the cluster is left without the operator, whatever
+    state it was in."""
     helm.run(
         binary, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", "--ignore-not-found",
         kubeconfig=plane.kubeconfig, check=False,

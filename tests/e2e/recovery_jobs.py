@@ -266,7 +266,7 @@ def kill_container(pod: str) -> list[int]:
 
 
 def summary(case: str, run: Run, result: Resumed) -> str:
-    """One line of figures for docs/reliability.md."""
+    """One line of figures for docs/explanation/recovery.md."""
     return (
         f"{case}: Succeeded {run.seconds:.1f} s after the create, 1 whole-job restart "
         f"(attempt 1), {len(run.made)} pods made, resumed from checkpoint epoch "

@@ -209,7 +209,8 @@ def test_pods_keep_the_finalizer_only_until_their_end_is_counted(
 RELEASE_PATCH = (
     '{"metadata":{"$deleteFromPrimitiveList/finalizers":["' + TRACKING_FINALIZER + '"]}}'
 )
-"""The strategic merge patch docs/install.md gives for pods left after an uninstall."""
+"""The strategic merge patch docs/how-to/upgrade-and-uninstall.md gives for pods left after an
+uninstall."""
 
 
 def test_after_an_uninstall_the_documented_kubectl_command_lets_the_pods_go(

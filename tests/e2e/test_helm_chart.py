@@ -83,7 +83,8 @@ def kubectl() -> Path:
 
 @pytest.fixture(scope="module")
 def manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of ``manifests/`` with the self-signed Secret made as docs/install.md says, and an
+    """A copy of ``manifests/`` with the self-signed Secret made as docs/how-to/install.md
+    ("With your own PKI") says, and an
     overlay per component: ``resources: [../in-cluster]`` with it (kustomize takes components
     and resources by relative path only, hence the copy)."""
     copy_dir = tmp_path_factory.mktemp("manifests") / "manifests"
@@ -780,8 +781,8 @@ def test_helm_refuses_bad_values_naming_the_key(
 def test_the_schema_is_closed_and_values_yaml_gives_every_value_it_names() -> None:
     """``additionalProperties: false`` on every object of the chart's own (the ones Kubernetes
     objects pass through, like resource quantities or node selectors, are typed instead), and
-    values.yaml gives a default for every key the schema names, so docs/helm.md's table is
-    whole."""
+    values.yaml gives a default for every key the schema names, so the values reference
+    generated from it (docs/reference/helm-values.md) is whole."""
     schema = json.loads((CHART / "values.schema.json").read_text())
     defaults = yaml.safe_load((CHART / "values.yaml").read_text())
     open_objects: list[str] = []
@@ -807,7 +808,7 @@ def test_the_schema_is_closed_and_values_yaml_gives_every_value_it_names() -> No
 
 # -- the Kubernetes versions it installs on -------------------------------------------------------
 FLOOR = (1, 28)
-"""The oldest Kubernetes minor the install works on (docs/install.md, "Kubernetes versions"):
+"""The oldest Kubernetes minor the install works on (docs/how-to/install.md, "Kubernetes versions"):
 admission webhooks' matchConditions are on by default from 1.28 (beta; alpha and off in 1.27)."""
 
 

@@ -1,6 +1,6 @@
 """Every install overlay renders with ``kubectl kustomize`` and a real API server accepts it.
 
-The overlays are applied as docs/install.md says (plain ``kubectl apply -k``, and
+The overlays are applied as docs/how-to/install.md says (plain ``kubectl apply -k``, and
 ``kubectl apply --server-side``) with ``--dry-run=server``: every object goes through the API
 server's validation and admission (Pod Security "restricted" on the Deployments included) without
 being stored. They go to a control
@@ -167,8 +167,8 @@ def test_plain_client_side_kubectl_apply_k_of_the_overlay_is_accepted(
 
 
 def with_component(overlay_dirs: dict[str, Path], component: str) -> Path:
-    """An overlay of a user's own, as docs/install.md shows them: the self-signed overlay plus
-    ``manifests/components/<component>``."""
+    """An overlay of a user's own, as docs/how-to/install.md shows them: the self-signed overlay
+    plus ``manifests/components/<component>``."""
     mine = overlay_dirs["self-signed"].parent.parent / f"mine-{component}"
     mine.mkdir(exist_ok=True)
     (mine / "kustomization.yaml").write_text(
@@ -217,7 +217,8 @@ def _applies_and_changes_only(
 def test_v1beta1_component_serves_v1beta1_and_changes_nothing_else(
     fresh_plane: ControlPlane, overlay_dirs: dict[str, Path], rendered: dict[str, Docs]
 ) -> None:
-    """An overlay of a user's own, as docs/install.md shows it: an overlay plus the component."""
+    """An overlay of a user's own, as docs/how-to/install.md shows it: an overlay plus the
+    component."""
     docs = render(fresh_plane, with_component(overlay_dirs, "v1beta1"))
 
     def serve_v1beta1(crd: dict[str, Any]) -> None:

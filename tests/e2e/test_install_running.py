@@ -4,10 +4,10 @@ A control plane of this module's own runs the controllers a Deployment needs
 (``INSTALL_CONTROLLERS``: Deployments, ReplicaSets, EndpointSlices, PDBs) and kube-apiserver with
 ``--enable-aggregator-routing=true``, so a Service-referenced webhook is dialled at one of the
 ready addresses of the Service's EndpointSlice, not at a ClusterIP that nothing routes here. The
-install is applied exactly as docs/install.md says (``python -m certs webhook --out …`` then a
-plain ``kubectl apply -k`` of the ``self-signed`` overlay). The test kubelet's install profile
-(``localkube.kubelet.profile``) runs the pods kube-controller-manager creates as the installed
-console scripts, each with its own pod IP, its Secret volume and service-account token
+install is applied exactly as docs/how-to/install.md says (``python -m certs webhook --out …``
+then a plain ``kubectl apply -k`` of the ``self-signed`` overlay). The test kubelet's install
+profile (``localkube.kubelet.profile``) runs the pods kube-controller-manager creates as the
+installed console scripts, each with its own pod IP, its Secret volume and service-account token
 mounted where the pod says, and its readiness probe driving its Ready condition.
 """
 
@@ -89,7 +89,7 @@ def install(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Install]:
         kubelet = operator_kubelet(
             api, work=work, api_port=state.apiserver_port, node_name="install-node"
         )
-        # docs/install.md, "Install without cert-manager", in a copy of manifests/ so the
+        # docs/how-to/install.md, "With your own PKI", in a copy of manifests/ so the
         # generated Secret (a private key) stays out of the working tree.
         manifests = work / "manifests"
         shutil.copytree(
@@ -890,7 +890,7 @@ def test_the_pre_stop_sleep_keeps_a_rolling_update_from_refusing_reviews(
     assert with_hook.flood.refused == [] and with_hook.flood.admitted > 0
     assert all(signal - left > 8 for signal, left, _ in with_hook.stages.values())
     # Without it, SIGTERM and leaving the endpoints come within the same fraction of a second
-    # (docs/install.md, "Stopping a webhook pod"): the hook's separation is gone.
+    # (docs/explanation/admission.md, "Stopping a webhook pod"): the hook's separation is gone.
     assert all(
         signal < 1 and abs(signal - left) < 1 for signal, left, _ in without_hook.stages.values()
     )

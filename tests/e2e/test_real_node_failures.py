@@ -4,7 +4,7 @@ that is missing until someone creates it, and the kernel's OOM killer.
 Each job runs as installed by the session (the operator's images on kubelet and containerd) in
 a namespace of its own, while :class:`~tests.helpers.pod_creations.PodCreations` records every
 pod made, so each test also shows that no pod was made twice for one attempt. The figures are
-printed for docs/reliability.md.
+printed for docs/explanation/recovery.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """The Helm chart on the real node: install, a job, helm test, an upgrade under traffic,
 rollback, uninstall.
 
-The session's kustomize install is removed (``kubectl delete -k``) and the chart is installed
-with the pinned ``helm`` as docs/helm.md says for a namespace of the chart's own (``kubectl create
-namespace mxjob-system``, then ``helm install ... -n mxjob-system --set namespace.create=true
---take-ownership``: Pod Security "restricted" enforced there), with
-values that only name the built images and ``pullPolicy: Never`` (no registry is reachable here)
-and the default certificate mode, ``in-cluster``: the controller makes the webhook's certificate
-and fills every caBundle. Then, in order:
+The session's kustomize install is removed (``kubectl delete -k``) and the chart is installed with
+the pinned ``helm`` as docs/how-to/install.md says for a namespace of the chart's own
+(``kubectl create namespace mxjob-system``, then
+``helm install ... -n mxjob-system --set namespace.create=true --take-ownership``: Pod Security
+"restricted" enforced there), with values that only name the built images and
+``pullPolicy: Never`` (no registry is reachable here) and the default certificate mode,
+``in-cluster``: the controller makes the webhook's certificate and fills every caBundle. Then, in
+order:
 
 - admission works (a server-side dry run of a valid MXJob is admitted), timed from ``helm
   install``; the namespace enforces "restricted" and the operator's pods run in it; an MXJob runs
@@ -22,8 +23,9 @@ and fills every caBundle. Then, in order:
   (``helm.sh/resource-policy: keep``), nor the Secrets the controller made (owned by its
   Deployment: the CA's key does not stay behind in the kept namespace).
 
-At the end the CRD and the namespace are deleted as docs/helm.md says and the default kustomize
-install is put back for the session's other real-node tests, even when a step failed.
+At the end the CRD and the namespace are deleted as docs/how-to/upgrade-and-uninstall.md says and
+the default kustomize install is put back for the session's other real-node tests, even when a step
+failed.
 """
 
 from __future__ import annotations
@@ -155,7 +157,8 @@ def helm_installed(real_cluster: InstalledCluster) -> Iterator[HelmInstalled]:
     cluster.uninstall_operator(real_cluster.install_dir)
     try:
         started = time.monotonic()
-        # docs/helm.md, "The namespace": made first, then taken over by the chart.
+        # docs/how-to/install.md, "Let the chart make a restricted namespace": made first, then
+        # taken over by the chart.
         cluster.plane.kubectl("create", "namespace", SYSTEM_NAMESPACE)
         helm.run(
             binary, "install", RELEASE, str(helm.CHART), "--namespace", SYSTEM_NAMESPACE,

@@ -5,8 +5,8 @@ node while this module runs, and only then. The operator's namespace and a job n
 all ingress and egress but DNS; the operator is installed with
 ``manifests/components/network-policies`` (its own policies) and
 ``manifests/components/network-policies/jobs`` (``--job-network-policy``); the job namespace
-adds the egress policy docs/install.md gives for it. Every verdict is read from a probe: a pod of
-the examples' image (it has python) that opens TCP connections with a timeout and prints, per
+adds the egress policy docs/how-to/harden.md gives for it. Every verdict is read from a probe: a
+pod of the examples' image (it has python) that opens TCP connections with a timeout and prints, per
 target, ``open``, ``dropped`` (the timeout: the packet was dropped) or the error.
 
 On this node the API server's calls to the webhook and the kubelet's probes come from the
@@ -100,7 +100,7 @@ def default_deny(namespace: str) -> dict[str, Any]:
 
 
 def jobs_reach_one_another(namespace: str) -> dict[str, Any]:
-    """The egress policy docs/install.md gives a namespace that denies egress by default."""
+    """The egress policy docs/how-to/harden.md gives a namespace that denies egress by default."""
     mxjob_pods = {"matchLabels": {LABEL_OPERATOR_NAME: OPERATOR_NAME}}
     return policy(
         namespace,

@@ -4,10 +4,10 @@ Each test runs the resumable train example (real MXNet 1.9.1 ``dist_sync``: a sc
 server, two workers, a checkpoint volume; tests/e2e/recovery_jobs.py) and ends one of its
 processes the way the cluster would: the kernel's OOM killer at the worker's memory limit, or
 SIGKILL to the server's or the scheduler's container. ps-lite cannot take any of them back
-alone (docs/reliability.md), so the operator ends every pod, makes all of them again as attempt
-1, and the workers resume after the newest checkpoint: the job must Succeed with its accuracy,
-one restart counted, and each pod made twice. The cluster's disruptions (drain, preemption, a
-lost node) are in test_real_node_disruptions.py.
+alone (docs/explanation/recovery.md), so the operator ends every pod, makes all of them again as
+attempt 1, and the workers resume after the newest checkpoint: the job must Succeed with its
+accuracy, one restart counted, and each pod made twice. The cluster's disruptions (drain,
+preemption, a lost node) are in test_real_node_disruptions.py.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ proxy) runs beside this operator on the session's plane, confined to one namespa
 (``--namespace``), where every job says ``runPolicy.managedBy: kubeflow.org/training-operator``
 so this operator leaves it alone. Its jobs are the ones test_real_node_failures.py gives this
 operator (tests/e2e/failing_jobs.py), watched for a window longer than this operator takes to
-end them; what it did is printed for docs/reliability.md.
+end them; what it did is printed for docs/explanation/recovery.md.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the Tuner SIGKILLed mid-tuning.
 
 TVM's tracker takes a new server under its key, and servers register again with a new tracker
-(docs/reliability.md, "What a retry restarts"), so an MXTune replica is replaced alone
+(docs/explanation/recovery.md, "What a retry restarts"), so an MXTune replica is replaced alone
 (``restartScope: Replica``): the killed pod is made again and nothing else is touched. The
 tuner runs MetaSchedule (examples/scripts/tune_kernel.py), which asks the tracker for a session
 per measurement: a measurement whose server is killed under it is an error run, not a crash, and
@@ -34,7 +34,7 @@ TUNE_JOB = EXAMPLES / "v1" / "tune" / "mx_job_tune_cpu.yaml"
 TRIALS, PER_ITER = 8, 4
 SESSION_TIMEOUT = 30
 """Seconds an RPC session may last, and may wait on the tracker: a runner worker whose tracker
-dies under it waits this long before it asks the new one (docs/reliability.md). A session
+dies under it waits this long before it asks the new one (docs/explanation/recovery.md). A session
 measures one candidate in well under a second."""
 TRIAL = re.compile(r"^trial (\d+) on server (\S+): (?:([0-9.]+) us per run|error: .*)$", re.M)
 BEST = re.compile(r"^best kernel checked against NumPy on server \S+: ([0-9.]+) us per run.*"

@@ -3,10 +3,10 @@
 cert-manager v1.21.1's controller and CA injector, built from its release source
 (``localkube.thirdparty.cert_manager``), run beside the session's control plane. The session's
 in-cluster install is removed (``kubectl delete -k``) and ``manifests/overlays/cert-manager`` is
-applied as docs/install.md says, with plain ``kubectl apply -k`` of an overlay that only names the
-built images and adds ``manifests/components/v1beta1`` (so conversion reviews are served too).
-Nothing of the project writes a certificate or a caBundle on this path: cert-manager issues the CA
-and the serving certificate, its injector fills every caBundle, and the webhook pods (real
+applied as docs/how-to/install.md says, with plain ``kubectl apply -k`` of an overlay that only
+names the built images and adds ``manifests/components/v1beta1`` (so conversion reviews are served
+too). Nothing of the project writes a certificate or a caBundle on this path: cert-manager issues
+the CA and the serving certificate, its injector fills every caBundle, and the webhook pods (real
 containers) read the Secret as the kubelet mounts and refreshes it.
 
 Renewals and the CA's renewal happen while ``admission_traffic`` streams valid and invalid MXJobs: a

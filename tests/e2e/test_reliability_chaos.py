@@ -1,10 +1,10 @@
 """The short chaos run: a few jobs to completion while the controller and kube-apiserver die.
 
 ``make chaos`` runs the full version (50 jobs, 10 controller SIGKILLs, etcd restart, ...) and
-writes its figures into ``docs/reliability.md``; this one keeps the same invariants within the
-budget of ``make test``. It runs on its own control plane (``localkube.scenarios.chaos`` starts
-one), since restarting kube-apiserver under the session's plane would disturb the other tests'
-clients.
+writes its figures into ``docs/explanation/recovery.md``; this one keeps the same invariants
+within the budget of ``make test``. It runs on its own control plane
+(``localkube.scenarios.chaos`` starts one), since restarting kube-apiserver under the session's
+plane would disturb the other tests' clients.
 """
 
 from __future__ import annotations

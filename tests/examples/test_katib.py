@@ -83,7 +83,7 @@ def test_the_search_is_the_one_asked_for(experiment: dict[str, Any]) -> None:
     objective = spec["objective"]
     assert (objective["type"], objective["objectiveMetricName"]) == ("minimize", "loss")
     # Katib v0.19 reads each metric apart and can fail a trial whose report lands between its
-    # reads: the objective alone (docs/katib.md, "Only the objective metric").
+    # reads: the objective alone (docs/how-to/katib.md, "Only the objective metric").
     assert "additionalMetricNames" not in objective
 
 

@@ -1,5 +1,6 @@
 """A package read as rooms stacked in layers: its import graph, the imports that go up, its
-import circles, and the modules its architecture doc does not name.
+import circles, and the modules its section of the code map (docs/development/code-map.md) does
+not name.
 
 Shared by the layer tests of the controller (tests/controller/test_layers.py) and of localkube
 (tests/localkube/test_layers.py). A room is a package's first-level module or subpackage
@@ -108,7 +109,7 @@ class House:
         return None
 
     def unnamed_in(self, section: str, *, top_packages: int, top_modules: bool = True) -> list[str]:
-        """The modules ``section`` (of the architecture doc) names neither by their path in the
+        """The modules ``section`` (of the code map) names neither by their path in the
         package (`` `job/view.py` ``) nor, inside a subpackage, by file name on a line with the
         subpackage's path (`` `kueue/` `` … `` `workload.py` ``). ``__init__`` modules of
         packages at most ``top_packages`` deep are the rooms' own headings, and the package's top

@@ -1,9 +1,9 @@
 """localkube reads as rooms stacked in layers: a module imports only from its own room or from a
 room below it, and no import circle exists between its modules.
 
-The rooms, lowest first, are :data:`LAYERS` (docs/architecture.md describes each module). Lazy
-imports inside functions count: they are imports all the same, and a circle through one breaks
-as soon as the function runs first.
+The rooms, lowest first, are :data:`LAYERS` (docs/development/code-map.md, "localkube: the
+development house", describes each module). Lazy imports inside functions count: they are
+imports all the same, and a circle through one breaks as soon as the function runs first.
 """
 
 from __future__ import annotations
@@ -49,9 +49,11 @@ def test_the_graph_sees_lazy_and_module_imports(tmp_path: Path) -> None:
     assert sorted(found) == ["localkube.kubelet.daemon", "localkube.plane.operator"]
 
 
-def test_every_module_has_its_line_in_the_architecture_doc() -> None:
-    """A newcomer finds each module in docs/architecture.md ("localkube: the development house"),
-    by its path in the room or, for a subpackage's modules, by file name on its room's line."""
-    section = doc_section(PACKAGE.parents[1] / "docs" / "architecture.md", "localkube")
+def test_every_module_has_its_line_in_the_code_map() -> None:
+    """A newcomer finds each module in docs/development/code-map.md ("localkube: the development
+    house"), by its path in the room or, for a subpackage's modules, by file name on its room's
+    line."""
+    code_map = PACKAGE.parents[1] / "docs" / "development" / "code-map.md"
+    section = doc_section(code_map, "localkube")
     missing = HOUSE.unnamed_in(section, top_packages=99, top_modules=False)
-    assert not missing, f"modules docs/architecture.md does not name: {missing}"
+    assert not missing, f"modules docs/development/code-map.md does not name: {missing}"

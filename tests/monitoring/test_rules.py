@@ -1,7 +1,7 @@
 """manifests/components/monitoring against the code, the other manifests and promtool.
 
 Without a cluster: every alert has a promtool case that fires it and one that keeps it quiet
-(``rules.test.yaml``), a runbook in docs/operations.md, and queries only metrics the controller
+(``rules.test.yaml``), a runbook in docs/how-to/monitor.md, and queries only metrics the controller
 and the webhook export (their registries say which), as does the dashboard; the ServiceMonitors
 scrape the ports the metrics Services of manifests/base serve, the way they serve them; the
 chart's copies are the component's files. Then the pinned ``promtool`` (hack/build-prometheus.sh)
@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPONENT = ROOT / "manifests" / "components" / "monitoring"
 CHART_COPIES = ROOT / "charts" / "mxjob-operator" / "files" / "monitoring"
 RULE_TESTS = Path(__file__).resolve().parent / "rules.test.yaml"
-OPERATIONS = ROOT / "docs" / "operations.md"
+MONITOR = ROOT / "docs" / "how-to" / "monitor.md"
+"""The how-to whose ``#### <AlertName>`` sections are the alerts' runbooks."""
 PREFIXES = ("mxjob_", "training_operator_", "workqueue_", "controller_runtime_")
 """The metric names of the operator's own registries start with one of these."""
 SCRAPE_SERIES = frozenset({"up"})
@@ -96,16 +97,16 @@ def test_every_alert_fires_in_one_case_and_stays_quiet_in_another() -> None:
     assert fired | quiet <= alerts  # no test of an alert that does not exist
 
 
-def test_every_alert_has_a_severity_a_duration_and_a_runbook_in_operations_md() -> None:
-    doc = OPERATIONS.read_text()
+def test_every_alert_has_a_severity_a_duration_and_a_runbook_in_monitor_md() -> None:
+    doc = MONITOR.read_text()
     headings = re.findall(r"^#{2,5} (\S+)$", doc, re.M)
     for name, rule in rules().items():
         assert rule["labels"]["severity"] in ("warning", "critical"), name
         assert re.fullmatch(r"[0-9]+m", rule["for"]), name
         annotations = rule["annotations"]
         assert annotations["summary"] and annotations["description"], name
-        assert annotations["runbook_url"] == f"docs/operations.md#{name.lower()}"
-        assert name in headings, f"docs/operations.md has no runbook heading for {name}"
+        assert annotations["runbook_url"] == f"docs/how-to/monitor.md#{name.lower()}"
+        assert name in headings, f"docs/how-to/monitor.md has no runbook heading for {name}"
         runbook = doc.split(f" {name}\n", 1)[1].split("\n#", 1)[0]
         assert "What to do" in runbook, f"{name}'s runbook says what it means, not what to do"
 

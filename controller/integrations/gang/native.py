@@ -223,5 +223,6 @@ def not_kept_message(
     return (
         f"The API server did not keep {named} of the job's {' and '.join(kinds)} "
         f"({api_version(version)}): it drops a field whose feature gate is off, so "
-        "kube-scheduler places this gang without it; docs/gang-scheduling.md lists the gates."
+        "kube-scheduler places this gang without it; docs/how-to/gang-scheduling.md lists the "
+        "gates."
     )

@@ -2,9 +2,9 @@
 controller/integrations/kueue/workload_sync.py).
 
 With ``--kueue-workloads`` this controller is the MXJob integration Kueue ≥ v0.11 no longer has
-(``integrations.externalFrameworks: [MXJob.v1.kubeflow.org]``, docs/queueing.md). It does for a
-queued MXJob what Kueue's own job reconciler (``pkg/controller/jobframework``) does for the kinds
-it knows, in the same order:
+(``integrations.externalFrameworks: [MXJob.v1.kubeflow.org]``, docs/how-to/queue-with-kueue.md).
+It does for a queued MXJob what Kueue's own job reconciler (``pkg/controller/jobframework``) does
+for the kinds it knows, in the same order:
 
 1. one Workload per job, owned by it (``controller: true``: the owner Kueue looks for), with one
    podSet per replica type; a Workload that no longer matches the job is replaced;

@@ -88,14 +88,15 @@ def verify_kueue_route(client: KubeClient) -> None:
             raise KueueRouteError(
                 "--kueue-workloads: the cluster serves no Kueue Workload API "
                 f"({KUEUE_GROUP}); install Kueue v0.15 or later with MXJob.v1.kubeflow.org in "
-                "integrations.externalFrameworks (docs/queueing.md), or turn the flag off"
+                "integrations.externalFrameworks (docs/how-to/queue-with-kueue.md), or turn the "
+                "flag off"
             ) from None
         raise KueueRouteError(
             f"--kueue-workloads: this cluster's Kueue serves only {KUEUE_GROUP}/v1beta1 "
             "Workloads, so it is older than v0.15; Kueue up to v0.10 queues MXJobs itself "
             "(integrations.frameworks: kubeflow.org/mxjob) and both routes at once would make two "
             "Workloads per job. Turn --kueue-workloads off for that Kueue, or upgrade Kueue "
-            "(docs/queueing.md)"
+            "(docs/how-to/queue-with-kueue.md)"
         ) from None
 
 

@@ -11,8 +11,8 @@ NetworkPolicy that admits, on every port, only the job's own pods (same namespac
 Only ingress is restricted. Egress is left to the namespace's own policies: an egress rule here
 would either isolate the pods' egress (breaking the downloads and storage a job needs) or allow
 everything (undoing a namespace's default deny); a namespace that denies egress by default must
-allow its jobs' pods to reach one another (docs/install.md, "Hardened clusters: network
-policies"). Traffic from the node itself (the kubelet's probes) is not subject to NetworkPolicy
+allow its jobs' pods to reach one another (docs/how-to/harden.md, "Every job's
+pods"). Traffic from the node itself (the kubelet's probes) is not subject to NetworkPolicy
 on the implementations Kubernetes documents, so no rule is needed for it.
 
 The policy is named after the job and owned by it (controller ownerReference), so garbage

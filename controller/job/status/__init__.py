@@ -6,8 +6,8 @@ Succeeded or Failed, which failed pods are recreated, how restarts count against
 rule is a unit test, and reconcile only carries the decisions out. Inside, one small state
 object (:class:`~controller.job.status.sync.Sync`) goes through named phases in a fixed order
 (:data:`PHASES`); the first phase that decides the outcome ends the computation, so the order of
-the phases is the policy. Each rule lives in the module of its concern (README.md, "Exit codes"
-and "Status"):
+the phases is the policy. Each rule lives in the module of its concern
+(docs/reference/job-contract.md, docs/how-to/survive-failures.md):
 
 - :mod:`.aftermath`: a finished job never changes its outcome again; its pods get their grace
   period, ``replicaStatuses`` follow them, its TTL runs;

@@ -4,7 +4,7 @@ TTL runs.
 A finished job (Succeeded or Failed True) never changes its outcome again. Its pods still
 running get their ``terminationGracePeriodSeconds`` to end by themselves before cleanPodPolicy
 deletes them, and ``replicaStatuses`` follow them until every pod has ended; then
-``ttlSecondsAfterFinished`` deletes the job (README.md, "Status").
+``ttlSecondsAfterFinished`` deletes the job (docs/how-to/survive-failures.md).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ restart total of its replica before it (an annotation written when it is created
 count is recomputed from the pods alone and is never lower than the persisted one: a
 controller restart loses none and counts none twice. Exceeding ``backoffLimit`` fails the job
 with BackoffLimitExceeded (training-operator retried forever); a restart caused by a disruption
-counts only under ``disruptionPolicy: Count`` (README.md, "Status").
+counts only under ``disruptionPolicy: Count`` (docs/how-to/survive-failures.md).
 """
 
 from __future__ import annotations

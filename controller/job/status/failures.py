@@ -3,7 +3,7 @@
 Under ``Never`` every failure is permanent. Under ``ExitCode`` the exit code's class decides
 (shared.exitcodes), and an end the runtime lost is retried whatever its code; under
 ``OnFailure``/``Always`` the kubelet restarts in place, so a Failed pod was evicted and only a
-new pod can run the replica again (README.md, "Exit codes").
+new pod can run the replica again (docs/reference/job-contract.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 will be once reconcile has acted.
 
 Pods about to be created or recreated count as active, so a reconcile's own actions do not
-cause a second status write (README.md, "Status").
+cause a second status write (docs/how-to/write-an-mxjob.md).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
 - A permanent failure of any replica fails the job, and it is checked before success, so a
   failed worker never ends in Succeeded (the older mxnet-operator could).
 - MXTrain succeeds when the Scheduler's pod succeeds (``successPolicy: AllWorkers``: every
-  Worker; single-node form: the Worker); MXTune when the Tuner's does (README.md, "Status").
+  Worker; single-node form: the Worker); MXTune when the Tuner's does
+  (docs/how-to/write-an-mxjob.md).
 """
 
 from __future__ import annotations

@@ -85,8 +85,8 @@ def image_overlay(
 ) -> Path:
     """``manifests/`` copied to ``work`` and an overlay of ``overlays/<base>`` that names the
     built images; its path. For ``self-signed`` the certificate is made first, as
-    docs/install.md says; ``in-cluster`` and ``cert-manager`` need nothing more (the controller
-    or cert-manager makes it)."""
+    docs/how-to/install.md ("With your own PKI") says; ``in-cluster`` and ``cert-manager`` need
+    nothing more (the controller or cert-manager makes it)."""
     manifests = work / "manifests"
     shutil.rmtree(manifests, ignore_errors=True)
     shutil.copytree(

@@ -156,7 +156,8 @@ def kubectl_create(plane: ControlPlane, job: dict[str, Any], *flags: str) -> Any
 def install(plane: ControlPlane, binary: Path, state_dir: Path) -> None:
     values = state_dir / "values.yaml"
     values.write_text(yaml.safe_dump({"namespace": {"create": True}}))
-    # docs/helm.md: the namespace first, then the chart takes it over.
+    # docs/how-to/install.md, "Let the chart make a restricted namespace": the namespace first,
+    # then the chart takes it over.
     plane.kubectl("create", "namespace", SYSTEM)
     helm.run(
         binary, "install", "mxjob-operator", str(helm.CHART), "--namespace", SYSTEM,

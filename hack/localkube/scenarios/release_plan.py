@@ -2,8 +2,8 @@
 
 Why digests: a tag can be moved after the fact, a digest cannot; the chart and the kustomize
 overlay the release writes name each image as ``repository@sha256:...``, so what a cluster pulls
-is exactly what was signed and described by its SBOM (docs/install.md, "Hardened clusters:
-images from a registry by digest").
+is exactly what was signed and described by its SBOM (docs/how-to/harden.md, "Images from a
+registry, by digest").
 """
 
 from __future__ import annotations

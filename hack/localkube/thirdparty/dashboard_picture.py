@@ -1,5 +1,5 @@
 """A picture of the Grafana dashboard (manifests/components/monitoring/dashboard.json) drawn from
-what a real Prometheus answered, as SVG, for docs/operations.md.
+what a real Prometheus answered, as SVG, for docs/how-to/monitor.md.
 
 Grafana is not built here, so this draws the dashboard's own layout (each panel's ``gridPos`` on
 Grafana's 24-column grid, its title, its queries' ``legendFormat``) with the series Prometheus

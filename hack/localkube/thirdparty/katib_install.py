@@ -1,7 +1,7 @@
 """Katib on the real node, installed from its own ``katib-standalone-postgres`` manifests with the
 changes a user running MXJob trials makes, and nothing else.
 
-The user's changes (docs/katib.md says why each):
+The user's changes (docs/how-to/katib.md says why each):
 
 - ``MXJob.v1.kubeflow.org`` added to katib-config's ``trialResources``, which Katib v0.18 dropped;
 - the project's ``manifests/components/katib`` (mxjobs access for Katib's controller), applied as

@@ -365,7 +365,7 @@ CURRENT = KueueRelease(
     configurations=("webhook_name_reference.yaml",),
     extra_objects=mxjob_access,
     # Why a Workload waits in Kueue's own words (WaitingForQuota...), not v0.19's default
-    # "Pending": the job's Pending condition copies it (docs/queueing.md).
+    # "Pending": the job's Pending condition copies it (docs/how-to/queue-with-kueue.md).
     feature_gates=("VisibilityOnDemand=false", "UnadmittedWorkloadsObservability=true"),
 )
 """Kueue v0.19.2. Kept from its ``config/default`` beyond the components and the two patches:

@@ -139,7 +139,7 @@ class ManagerCluster:
         return self
 
     def install_operator(self, *, timeout: float) -> float:
-        """docs/install.md's install without cert-manager, in a copy of ``manifests/`` (the
+        """docs/how-to/install.md's install with your own PKI, in a copy of ``manifests/`` (the
         generated Secret, a private key, stays out of the checkout); seconds to rolled out."""
         manifests = self.work / "manifests"
         shutil.rmtree(manifests, ignore_errors=True)

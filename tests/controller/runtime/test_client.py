@@ -101,7 +101,7 @@ def test_a_write_is_labelled_as_kubernetes_names_it(
 
 
 def test_the_labels_are_those_of_the_paths_the_controller_writes() -> None:
-    """The series the dashboards and benchmarks read (docs/operations.md)."""
+    """The series the dashboards and benchmarks read (docs/reference/observability.md)."""
     assert write_labels("PUT", mxjobs_path("ns", "j", subresource="status")) == (
         "update",
         "mxjobs/status",

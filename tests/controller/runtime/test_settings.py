@@ -71,6 +71,23 @@ def test_environment_fills_what_flags_leave_out() -> None:
     assert (settings.workers, settings.namespaces, settings.leader_elect) == (3, ("x", "y"), True)
 
 
+def test_every_number_and_path_setting_read_from_the_environment_has_its_type() -> None:
+    """A setting whose default is a number or a path reaches the settings as that type, not as
+    the environment's string."""
+    defaults = ControllerSettings()
+    typed = {
+        name: type(getattr(defaults, name))
+        for name in ControllerSettings.__dataclass_fields__
+        if isinstance(getattr(defaults, name), int | float)
+        and not isinstance(getattr(defaults, name), bool)
+    }
+    env = {f"MXJOB_CONTROLLER_{name.upper()}": "7" for name in typed}
+    settings = from_args([], environ=env)
+    wrong = {name: getattr(settings, name) for name in typed if getattr(settings, name) != 7}
+    assert not wrong, f"read as strings, not numbers: {wrong}"
+    assert from_args([], environ={"MXJOB_CONTROLLER_KUBECONFIG": "/k"}).kubeconfig == Path("/k")
+
+
 def test_zero_workers_is_refused() -> None:
     with pytest.raises(SystemExit):
         from_args(["--workers", "0"], environ={})

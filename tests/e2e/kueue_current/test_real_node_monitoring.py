@@ -9,7 +9,7 @@ turns them into a plain Prometheus's configuration as prometheus-operator would
 (``localkube.thirdparty.prometheus_config``): Kubernetes service discovery of the Services the
 ServiceMonitors select, both processes scraped over TLS with the CA of the ConfigMap they name
 and with the token of the ServiceAccount ``monitoring/prometheus``, bound to the ClusterRole
-``mxjob-metrics-reader`` as docs/operations.md tells a user to bind theirs. prometheus-operator
+``mxjob-metrics-reader`` as docs/how-to/monitor.md tells a user to bind theirs. prometheus-operator
 itself is not run (it would run Prometheus as a StatefulSet from images this machine cannot
 pull).
 

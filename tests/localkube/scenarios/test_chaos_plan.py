@@ -50,14 +50,14 @@ def test_the_fault_schedule_has_each_fault_as_often_as_configured() -> None:
 
 
 def test_the_figures_replace_only_what_is_between_the_markers(tmp_path: Path) -> None:
-    page = tmp_path / "reliability.md"
-    page.write_text(f"# Reliability\n\nprose\n{REPORT_BEGIN}\nold figures\n{REPORT_END}\nmore\n")
+    page = tmp_path / "recovery.md"
+    page.write_text(f"# Recovery\n\nprose\n{REPORT_BEGIN}\nold figures\n{REPORT_END}\nmore\n")
     report = ChaosReport(ChaosConfig(), seed=1)
     write_report(report, page)
     text = page.read_text()
-    assert text.startswith(f"# Reliability\n\nprose\n{REPORT_BEGIN}\nRun of ")
+    assert text.startswith(f"# Recovery\n\nprose\n{REPORT_BEGIN}\nA run with seed 1: ")
     assert text.endswith(f"| figure | value |\n| --- | --- |\n{REPORT_END}\nmore\n")
     assert "old figures" not in text
     missing = tmp_path / "new.md"
     write_report(report, missing)
-    assert missing.read_text().startswith(f"{REPORT_BEGIN}\nRun of ")
+    assert missing.read_text().startswith(f"{REPORT_BEGIN}\nA run with seed 1: ")

@@ -10,7 +10,7 @@ while a fault loop, also at random moments, SIGKILLs and restarts the controller
 the webhook's two worker processes, restarts kube-apiserver and etcd (same data), and compacts
 etcd so that re-opened watches get 410 Gone.
 
-What is checked (see ``docs/reliability.md`` for what each invariant means):
+What is checked (see ``docs/explanation/recovery.md`` for what each invariant means):
 
 - every job reached the terminal state its script intended, with the restarts it intended;
 - pods: the API server's audit log (complete, unlike any watch) shows exactly the pod creations
@@ -22,7 +22,7 @@ What is checked (see ``docs/reliability.md`` for what each invariant means):
   webhooks) within 10 s of the fault's start.
 
 ``python -m localkube.scenarios.chaos`` runs the full version and writes its figures into
-``docs/reliability.md``; ``tests/e2e/test_reliability_chaos.py`` runs a short one.
+``docs/explanation/recovery.md``; ``tests/e2e/test_reliability_chaos.py`` runs a short one.
 
 The modules, each one job: :mod:`.plan` (the run's size, the jobs and their scripts),
 :mod:`.watch` (what the watches saw), :mod:`.jobs` (creating the jobs and playing their

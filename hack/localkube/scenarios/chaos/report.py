@@ -1,9 +1,9 @@
 """The chaos run's figures: the faults it caused, the invariants it checked, as markdown for
-``docs/reliability.md``."""
+``docs/explanation/recovery.md``. The figures name the run by its seed, not its date: the page
+says what holds now, and a seed reproduces the run's fault schedule."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -52,7 +52,7 @@ class ChaosReport:
     def markdown(self) -> str:
         c = self.config
         lines = [
-            f"Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, seed {self.seed}: "
+            f"A run with seed {self.seed}: "
             f"{c.jobs} jobs, {c.controller_kills} controller SIGKILLs, {c.webhook_kills} webhook "
             f"worker SIGKILL, {c.apiserver_restarts} kube-apiserver restart, {c.etcd_restarts} "
             f"etcd restart, {c.compactions} etcd compactions; {self.duration:.1f} s in all.",

@@ -1,0 +1,50 @@
+"""The CRD hack/gen_crd.py writes documents itself: every field the project defines has a
+description (``kubectl explain`` and docs/reference/api.md show nothing else), and the chart
+carries the same file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from docgen import crd
+
+CHART_COPY = crd.ROOT / "charts" / "mxjob-operator" / "files" / crd.CRD_FILE.name
+
+
+def undescribed(definition: Mapping[str, Any]) -> list[str]:
+    """``<version>: <path>`` of every own field without a description."""
+    return [
+        f"{name}: {field.path}"
+        for name, version in crd.versions(definition).items()
+        for field in crd.own_fields(crd.root_schema(version))
+        if not str(field.schema.get("description", "")).strip()
+    ]
+
+
+def test_every_own_field_of_the_crd_has_a_description() -> None:
+    missing = undescribed(crd.load())
+    assert missing == [], "describe them in hack/gen_crd*.py, then run make crd"
+
+
+def test_the_walk_reaches_the_deepest_own_fields_and_stops_at_the_pod_template() -> None:
+    paths = [f.path for f in crd.own_fields(crd.root_schema(crd.versions(crd.load())["v1"]))]
+    assert "status.restarts[].exitCode" in paths
+    assert "status.replicaStatuses.<type>.active" in paths
+    assert "spec.mxReplicaSpecs.<type>.template" in paths
+    assert not [p for p in paths if p.startswith("spec.mxReplicaSpecs.<type>.template.")]
+
+
+def test_the_check_names_a_field_without_a_description() -> None:
+    schema = {
+        "properties": {
+            "spec": {"description": "What to run.", "properties": {"x": {"type": "string"}}},
+            "status": {"items": {"properties": {"y": {"type": "string"}}}, "description": "s"},
+        }
+    }
+    definition = {"spec": {"versions": [{"name": "v9", "schema": {"openAPIV3Schema": schema}}]}}
+    assert undescribed(definition) == ["v9: spec.x", "v9: status[].y"]
+
+
+def test_the_chart_carries_the_crd_byte_for_byte() -> None:
+    assert CHART_COPY.read_bytes() == crd.CRD_FILE.read_bytes(), "run make crd (or make generate)"
