@@ -119,12 +119,14 @@ demo-gang-50: venv binaries ## 50 GPU jobs compete for 6 GPUs under native gang 
 
 crd: venv binaries ## regenerate manifests/crd/ (and the Helm chart's copy) from the pinned kube-apiserver's OpenAPI
 	$(PY) hack/gen_crd.py
-	cp manifests/crd/mxjobs.kubeflow.org.yaml charts/mxjob-operator/files/
+	$(PY) -m chartsync
 
 # No build: the reference pages are read from the sources, the CRD included (make crd writes it).
-generate: venv ## write docs/reference/ from the sources (hack/docgen) and the chart's copy of the CRD
+# The chart's copies of manifests/ (the CRD, the alert rules, the dashboard) are the list in
+# hack/chartsync.py; tests/hack/test_chartsync.py fails when one is stale.
+generate: venv ## write docs/reference/ from the sources (hack/docgen) and the chart's copies of manifests/ (hack/chartsync.py)
 	$(PY) -m docgen
-	cp manifests/crd/mxjobs.kubeflow.org.yaml charts/mxjob-operator/files/
+	$(PY) -m chartsync
 
 lint: venv ## ruff (lint + format check), hadolint (Dockerfiles)
 	$(VENV)/bin/ruff check .
@@ -138,7 +140,7 @@ docs: venv ## build the documentation site (mkdocs.yml) in strict mode into .loc
 # The SDK driver is checked against the packages it runs with (.venv-sdk), not the operator's.
 typecheck: venv sdk-venv ## mypy (strict on shared/, webhook/, controller/, certs/)
 	$(VENV)/bin/mypy shared webhook controller certs hack/localkube hack/docgen hack/docs_hooks.py \
-		hack/docs_links.py tests bench examples/scripts \
+		hack/docs_links.py hack/chartsync.py tests bench examples/scripts \
 		--exclude tests/e2e/sdk/
 	$(VENV)/bin/mypy --python-executable $(SDK_VENV)/bin/python tests/e2e/sdk
 

@@ -26,7 +26,10 @@ PRODUCT = ("shared", "webhook", "controller", "certs")
 # Which product packages (beside itself) and which extra each package may use.
 ALLOWED: dict[str, tuple[tuple[str, ...], str | None]] = {
     "shared": ((), None),
-    "webhook": (("shared",), "webhook"),
+    # The serving certificate and its reloading, which both processes share, are certs/serving.py
+    # and certs/reloader.py: cryptography only, which the webhook extra lists too. certs/cli.py's
+    # PyYAML is never imported by the webhook: the test of what the webhook loads checks it.
+    "webhook": (("shared", "certs"), "webhook"),
     # The certificate keeper (controller/certificates/keeper.py) issues with certs/authority.py,
     # which needs only cryptography; certs/cli.py's PyYAML is never imported by the controller.
     "controller": (("shared", "certs"), "controller"),

@@ -25,6 +25,7 @@ from flask import Flask, Response, g, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.wrappers import Response as WerkzeugResponse
 
+from certs.reloader import CertificateReloader
 from shared.metrics_access import AccessSettings, MetricsGate, Reviewer
 from webhook import admission, conversion_review
 from webhook.answers import (
@@ -45,7 +46,7 @@ from webhook.reviews import (
     review_uid,
 )
 from webhook.settings import WebhookSettings, host_port
-from webhook.tls import CertificateReloader, reloader_for
+from webhook.tls import reloader_for
 
 log = logging.getLogger("webhook.review")
 

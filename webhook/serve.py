@@ -11,11 +11,11 @@ Choices, and why:
   spreads reviews over every ready replica, new ones included. The same worker class gives a new
   connection's thread back after the TLS handshake until its first request arrives, so idle
   connections cannot take every thread.
-- TLS 1.2 is the floor (``webhook.tls``); plain HTTP on the port fails the handshake.
+- TLS 1.2 is the floor (certs/serving.py); plain HTTP on the port fails the handshake.
 - Certificates are re-read when ``tls.crt``/``tls.key`` change, without a restart: gunicorn asks
   its ``ssl_context`` server hook for the context of each accepted connection, and the hook
-  returns the front context of a ``webhook.tls.CertificateReloader``, which swaps the newest
-  loaded pair into every handshake.
+  returns the front context of the worker's ``CertificateReloader`` (certs/reloader.py, shared by
+  ``webhook.tls.reloader_for``), which swaps the newest loaded pair into every handshake.
 - SIGTERM is gunicorn's graceful stop: workers stop accepting, in-flight reviews finish within
   ``graceful_timeout``, then the process exits 0.
 - The app is built in each worker after the fork (no ``preload_app``), so every worker owns its
@@ -35,10 +35,11 @@ from typing import Any
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 
+from certs.serving import new_server_context
 from webhook.app import create_app
 from webhook.logconfig import logging_dict
 from webhook.settings import WebhookSettings, from_env_and_args
-from webhook.tls import new_server_context, reloader_for
+from webhook.tls import reloader_for
 from webhook.worker import webhook_worker_class
 
 log = logging.getLogger("webhook.serve")

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from certs.serving import CertificateFiles
+from shared.envflags import parse_env_flag
+
 LogFormat = Literal["json", "text"]
 LOG_FORMATS: Final = ("json", "text")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
@@ -21,8 +24,6 @@ LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 MIB: Final = 1024 * 1024
 DEFAULT_BIND: Final = "0.0.0.0:9443"
 DEFAULT_CERT_DIR: Final = Path("/tmp/k8s-webhook-server/serving-certs")
-CERT_FILE_NAME: Final = "tls.crt"
-KEY_FILE_NAME: Final = "tls.key"
 ENV_PREFIX: Final = "MXJOB_WEBHOOK_"
 SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -141,14 +142,19 @@ class WebhookSettings:
             raise ValueError(f"log_level must be one of {LOG_LEVELS}, got {self.log_level!r}")
 
     @property
+    def certificate_files(self) -> CertificateFiles | None:
+        """``tls.crt`` and ``tls.key`` in ``cert_dir``, or ``None`` without TLS."""
+        return None if self.cert_dir is None else CertificateFiles.in_directory(self.cert_dir)
+
+    @property
     def cert_file(self) -> Path | None:
         """``<cert_dir>/tls.crt``, or ``None`` without TLS."""
-        return None if self.cert_dir is None else self.cert_dir / CERT_FILE_NAME
+        return None if self.certificate_files is None else self.certificate_files.cert_file
 
     @property
     def key_file(self) -> Path | None:
         """``<cert_dir>/tls.key``, or ``None`` without TLS."""
-        return None if self.cert_dir is None else self.cert_dir / KEY_FILE_NAME
+        return None if self.certificate_files is None else self.certificate_files.key_file
 
 
 def host_port(bind: str) -> tuple[str, int]:
@@ -231,17 +237,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_bool(text: str) -> bool:
-    """``true``/``false`` (also ``1``/``0``, ``yes``/``no``) from an environment variable."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise ValueError(f"not a boolean: {text!r}")
-
-
-_CONVERTERS: Final[dict[str, Callable[[str], Any]]] = {
+_CONVERTERS: Final[dict[str, Callable[..., Any]]] = {
+    # Every setting the environment sets (hack/docgen/flags_page.py lists these), and how.
     "bind": str,
     "cert_dir": Path,
     "workers": int,
@@ -254,14 +251,26 @@ _CONVERTERS: Final[dict[str, Callable[[str], Any]]] = {
     "max_body_bytes": int,
     "log_format": str,
     "log_level": str,
-    "kueue_workloads": parse_bool,
+    "kueue_workloads": parse_env_flag,
     "metrics_bind": str,
-    "metrics_secure": parse_bool,
+    "metrics_secure": parse_env_flag,
     "metrics_auth_cache_seconds": float,
     "api_server": str,
     "api_token_file": Path,
     "api_ca_file": Path,
 }
+
+
+def _from_env(*, name: str, raw: str) -> Any:
+    """Setting ``name`` from its variable's value ``raw``; ``ValueError`` names the variable."""
+    variable = ENV_PREFIX + name.upper()
+    convert = _CONVERTERS[name]
+    if convert is parse_env_flag:  # its refusal names the variable and the words allowed
+        return parse_env_flag(raw, variable=variable)
+    try:
+        return convert(raw)
+    except ValueError:
+        raise ValueError(f"{variable}={raw!r} is not a valid {name} value") from None
 
 
 def from_env_and_args(
@@ -277,7 +286,7 @@ def from_env_and_args(
     args = parser.parse_args(argv)
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {"cert_dir": DEFAULT_CERT_DIR}
-    for name, convert in _CONVERTERS.items():
+    for name in _CONVERTERS:
         flag_value = getattr(args, name)
         if flag_value is not None:
             values[name] = flag_value
@@ -286,9 +295,9 @@ def from_env_and_args(
         if raw is None or raw == "":
             continue
         try:
-            values[name] = convert(raw)
-        except ValueError:
-            parser.error(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {name} value")
+            values[name] = _from_env(name=name, raw=raw)
+        except ValueError as error:
+            parser.error(str(error))
     try:
         return WebhookSettings(**values)
     except ValueError as err:

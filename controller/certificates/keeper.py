@@ -16,7 +16,7 @@ reads, writes and reports.
 One writer: only the leader runs the keeper, and each Secret write carries the
 ``resourceVersion`` it read (a create fails if another made the Secret first), so two processes
 that both believe they lead cannot both win. The webhook pods never write; they wait for the
-Secret (the kubelet mounts it once it exists) and re-read it when it changes (webhook/tls.py).
+Secret (the kubelet mounts it once it exists) and re-read it when it changes (certs/reloader.py).
 
 Order of writes: when the trust bundle grows (a new CA), the ``caBundle`` fields first, then the
 Secret; when it shrinks, the Secret first. A webhook pod that picks the new Secret up at once

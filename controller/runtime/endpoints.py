@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from controller.runtime.client import KubeClient
 from controller.runtime.health import HttpEndpoints, Route, metrics_route
 from controller.runtime.metrics_reviews import metrics_gate
-from controller.runtime.serving_tls import METRICS_SERVICE, ServingCertificate
+from controller.runtime.serving_tls import metrics_certificate
 from controller.runtime.settings import ControllerSettings
 
 log = logging.getLogger(__name__)
@@ -38,12 +38,10 @@ def http_endpoints(
         return [HttpEndpoints(health_address, probes), HttpEndpoints(metrics_address, metrics)]
     gate = metrics_gate(client, cache_seconds=settings.metrics_auth_cache_seconds)
     namespace = settings.certificate_namespace or settings.lease_namespace
-    certificate = ServingCertificate(
-        cert_dir=settings.metrics_cert_dir, hosts=(f"{METRICS_SERVICE}.{namespace}.svc",)
-    )
+    certificate = metrics_certificate(cert_dir=settings.metrics_cert_dir, namespace=namespace)
     log.info("metrics over HTTPS, presenting %s", certificate.source)
     secured = {"/metrics": metrics_route(exposition, gate=gate)}
     return [
         HttpEndpoints(health_address, probes),
-        HttpEndpoints(metrics_address, secured, tls=certificate.context),
+        HttpEndpoints(metrics_address, secured, tls=certificate.current),
     ]

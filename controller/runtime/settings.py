@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from shared.envflags import NotABooleanError, parse_env_flag
+
 LogFormat = Literal["json", "text"]
 GangSchedulerChoice = Literal["auto", "native", "volcano", "scheduler-plugins", "none"]
 GANG_SCHEDULER_CHOICES: Final = ("auto", "native", "volcano", "scheduler-plugins", "none")
@@ -277,18 +279,9 @@ _CONVERTERS = {
 }
 
 
-def _flag(raw: str, *, name: str) -> bool:
-    """A boolean environment variable; a value that is neither is refused, not read as false."""
-    lowered = raw.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise SystemExit(f"mxjob-controller: {name}={raw!r} is not a boolean (true or false)")
-
-
 def _is_switch(field_name: str) -> bool:
-    """A setting that is on or off (its default is a bool)."""
+    """A setting that is on or off (its default is a bool): its variable is read by
+    shared/envflags.py's rule, as every boolean variable of both processes is."""
     return isinstance(ControllerSettings.__dataclass_fields__[field_name].default, bool)
 
 
@@ -311,10 +304,11 @@ def from_args(
             continue
         if field_name == "namespaces":
             values[field_name] = tuple(n for n in raw.replace(",", " ").split() if n)
-        elif field_name != "leader_elect" and _is_switch(field_name):
-            values[field_name] = _flag(raw, name=ENV_PREFIX + field_name.upper())
-        elif field_name == "leader_elect":
-            values[field_name] = raw.lower() in ("1", "true", "yes", "on")
+        elif _is_switch(field_name):
+            try:
+                values[field_name] = parse_env_flag(raw, variable=ENV_PREFIX + field_name.upper())
+            except NotABooleanError as error:
+                raise SystemExit(f"mxjob-controller: {error}") from None
         else:
             values[field_name] = _CONVERTERS.get(field_name, str)(raw)
     if not values.get("identity"):

@@ -3,8 +3,9 @@
 Without a cluster: every alert has a promtool case that fires it and one that keeps it quiet
 (``rules.test.yaml``), a runbook in docs/how-to/monitor.md, and queries only metrics the controller
 and the webhook export (their registries say which), as does the dashboard; the ServiceMonitors
-scrape the ports the metrics Services of manifests/base serve, the way they serve them; the
-chart's copies are the component's files. Then the pinned ``promtool`` (hack/build-prometheus.sh)
+scrape the ports the metrics Services of manifests/base serve, the way they serve them (the
+chart's copies of the rules and the dashboard are generated from the component's files:
+tests/hack/test_chartsync.py). Then the pinned ``promtool`` (hack/build-prometheus.sh)
 checks the rules and runs the unit tests; it is built the first time (minutes; ``make test``
 builds it in the background while the first tests run). When it cannot be built, these tests are
 skipped, visibly, or fail under ``CI=true``.
@@ -33,7 +34,6 @@ pytestmark = [pytest.mark.timeout(1200), pytest.mark.late_builds("build-promethe
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENT = ROOT / "manifests" / "components" / "monitoring"
-CHART_COPIES = ROOT / "charts" / "mxjob-operator" / "files" / "monitoring"
 RULE_TESTS = Path(__file__).resolve().parent / "rules.test.yaml"
 MONITOR = ROOT / "docs" / "how-to" / "monitor.md"
 """The how-to whose ``#### <AlertName>`` sections are the alerts' runbooks."""
@@ -187,12 +187,6 @@ def test_the_dashboard_is_for_grafanas_sidecar_with_unique_panels() -> None:
     assert len(ids) == len(set(ids))
     datasource = {"type": "prometheus", "uid": "${datasource}"}
     assert all(p["datasource"] == datasource for p in dashboard["panels"] if p["type"] != "row")
-
-
-def test_the_charts_copies_are_the_components_files() -> None:
-    """charts/mxjob-operator cannot read outside its folder: it renders copies."""
-    for name in ("prometheusrule.yaml", "dashboard.json"):
-        assert (CHART_COPIES / name).read_bytes() == (COMPONENT / name).read_bytes(), name
 
 
 # -- promtool --------------------------------------------------------------------------------------

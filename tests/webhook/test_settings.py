@@ -104,3 +104,45 @@ def test_kueue_workloads_is_off_unless_turned_on_by_flag_or_environment() -> Non
     assert from_env_and_args(["--no-kueue-workloads"], environ=env).kueue_workloads is False
     with pytest.raises(SystemExit):
         from_env_and_args([], environ={"MXJOB_WEBHOOK_KUEUE_WORKLOADS": "maybe"})
+
+
+SWITCHES = sorted(
+    name
+    for name, field in WebhookSettings.__dataclass_fields__.items()
+    if isinstance(field.default, bool)
+)
+
+
+def test_the_switches_are_kueue_workloads_and_metrics_secure() -> None:
+    assert SWITCHES == ["kueue_workloads", "metrics_secure"]
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+def test_every_switch_refuses_a_value_neither_true_nor_false_by_its_variable(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    variable = f"MXJOB_WEBHOOK_{name.upper()}"
+    with pytest.raises(SystemExit) as caught:
+        from_env_and_args([], environ={variable: "ture"})
+    assert caught.value.code == 2  # argparse's usage error, as for a bad flag
+    assert capsys.readouterr().err.endswith(
+        f"error: {variable}='ture' is not a boolean: "
+        "use one of 1, true, yes, on (on) or 0, false, no, off (off)\n"
+    )
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+def test_every_switch_reads_the_shared_words_for_on_and_off(name: str) -> None:
+    variable = f"MXJOB_WEBHOOK_{name.upper()}"
+    for word in ("1", "True", " yes ", "ON"):
+        assert getattr(from_env_and_args([], environ={variable: word}), name) is True
+    for word in ("0", "FALSE", "no", "off"):
+        assert getattr(from_env_and_args([], environ={variable: word}), name) is False
+
+
+def test_a_bad_number_in_the_environment_is_refused_by_its_variable(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        from_env_and_args([], environ={"MXJOB_WEBHOOK_WORKERS": "many"})
+    assert "MXJOB_WEBHOOK_WORKERS='many' is not a valid workers value" in capsys.readouterr().err

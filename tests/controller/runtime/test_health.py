@@ -15,7 +15,7 @@ import pytest
 from certs.authority import CertificateAuthority
 from controller.runtime.health import HttpEndpoints, metrics_route, parse_address, probe_route
 from controller.runtime.metrics import Metrics
-from controller.runtime.serving_tls import ServingCertificate
+from controller.runtime.serving_tls import metrics_certificate
 from shared.metrics_access import TOKEN_REVIEW_PATH, MetricsGate
 
 
@@ -135,12 +135,12 @@ def test_secure_metrics_speak_tls_only_and_answer_authorized_scrapers_only(
     pair = authority.issue_serving(hosts=("mxjob-controller-metrics.mxjob-system.svc",))
     (tmp_path / "tls.crt").write_bytes(pair.cert_pem)
     (tmp_path / "tls.key").write_bytes(pair.key_pem)
-    certificate = ServingCertificate(cert_dir=tmp_path, hosts=("ignored.svc",))
+    certificate = metrics_certificate(cert_dir=tmp_path, namespace="ignored")
     metrics = Metrics()
     server = HttpEndpoints(
         "127.0.0.1:0",
         {"/metrics": metrics_route(metrics.exposition, gate=_gate())},
-        tls=certificate.context,
+        tls=certificate.current,
     ).start()
     try:
         assert server.scheme == "https"

@@ -162,7 +162,33 @@ def test_a_certificate_check_interval_that_is_not_positive_is_refused_by_name() 
         from_args(["--certificate-check-interval", "0"], environ={})
 
 
-def test_a_manage_certificates_environment_value_that_is_not_boolean_is_refused() -> None:
-    env = {"MXJOB_CONTROLLER_MANAGE_WEBHOOK_CERTIFICATES": "sometimes"}
-    with pytest.raises(SystemExit, match="not a boolean"):
-        from_args([], environ=env)
+SWITCHES = sorted(
+    name
+    for name, field in ControllerSettings.__dataclass_fields__.items()
+    if isinstance(field.default, bool)
+)
+
+
+def test_the_switches_include_leader_election() -> None:
+    assert "leader_elect" in SWITCHES and "manage_webhook_certificates" in SWITCHES
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+def test_every_switch_refuses_a_value_neither_true_nor_false_by_its_variable(name: str) -> None:
+    variable = f"MXJOB_CONTROLLER_{name.upper()}"
+    # "enabled" was read as false for leader election once: two replicas would both reconcile.
+    with pytest.raises(SystemExit) as caught:
+        from_args([], environ={variable: "enabled"})
+    assert str(caught.value.code) == (
+        f"mxjob-controller: {variable}='enabled' is not a boolean: "
+        "use one of 1, true, yes, on (on) or 0, false, no, off (off)"
+    )
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+def test_every_switch_reads_the_shared_words_for_on_and_off(name: str) -> None:
+    variable = f"MXJOB_CONTROLLER_{name.upper()}"
+    for word in ("1", "True", " yes ", "ON"):
+        assert getattr(from_args([], environ={variable: word}), name) is True
+    for word in ("0", "FALSE", "no", "off"):
+        assert getattr(from_args([], environ={variable: word}), name) is False
