@@ -11,6 +11,9 @@
 # The real-node process writes to the terminal as it goes; the other's output is kept in
 # .local/test-logs/beside-real-node.log (MXJOB_TEST_LOG_DIR names another folder) and printed
 # after both ended. Arguments go to both.
+# Each process writes its test modules' times to a file of its own there (MXJOB_MODULE_TIMES,
+# tests/helpers/module_times.py); the run ends with the slowest modules of the real-node tests,
+# the critical path, and the longest module of the others. Those lines never change the status.
 # A process whose selection is empty (pytest's exit 5) counts as passed unless both are empty.
 #
 # MXJOB_FIRST_BUILDS (make test sets it) is a command that makes what the first tests need (the
@@ -33,10 +36,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit
 
 pytest=.venv/bin/pytest
+python=.venv/bin/python
 LATE_BUILDS_NICE=-3
 log_dir=${MXJOB_TEST_LOG_DIR:-.local/test-logs}
 beside_log=$log_dir/beside-real-node.log
 late_log=$log_dir/late-builds.log
+real_node_times=$log_dir/module-times-real-node.json
+beside_times=$log_dir/module-times-beside-real-node.json
 mkdir -p "$log_dir"
 
 # A selection of the caller's own (-m) decides alone: after the first builds, one process as
@@ -56,9 +62,10 @@ if [[ -n ${MXJOB_LATE_BUILDS:-} ]]; then
   nice -n "$LATE_BUILDS_NICE" bash -c "$MXJOB_LATE_BUILDS" >"$late_log" 2>&1 &
   late_builds=$!
 fi
-"$pytest" -m "not real_node" "$@" >"$beside_log" 2>&1 &
+rm -f "$real_node_times" "$beside_times" # an earlier run's times are not this one's
+MXJOB_MODULE_TIMES=$beside_times "$pytest" -m "not real_node" "$@" >"$beside_log" 2>&1 &
 beside=$!
-"$pytest" -m real_node "$@" &
+MXJOB_MODULE_TIMES=$real_node_times "$pytest" -m real_node "$@" &
 real_node=$!
 # A stop (Ctrl-C, a CI timeout) reaches all: the tests' conftest tears every plane and node down.
 trap 'kill -TERM "$beside" "$real_node" $late_builds 2>/dev/null' INT TERM
@@ -90,6 +97,11 @@ if [[ -n $late_builds ]]; then
 fi
 echo "run-tests: real-node tests exited $real_node_status, the tests beside them $beside_status," \
   "the late builds $late_status"
+module_times() {
+  "$python" -m tests.helpers.module_times "$@" || echo "run-tests: no module times ($*)"
+}
+module_times report "$real_node_times" --top 10 --label "the real-node tests (the critical path)"
+module_times longest "$beside_times" --label "the tests beside them"
 
 if ((late_status != 0)); then exit "$late_status"; fi
 if [[ $real_node_status == 5 && $beside_status == 5 ]]; then exit 5; fi

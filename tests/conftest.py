@@ -30,8 +30,13 @@ from tests.helpers.late_builds import late_builds, run_position
 E2E_DIR = Path(__file__).parent / "e2e"
 
 # The controller fixtures (`start_controller`, `controller`) and the real node (`real_cluster`) for
-# every end-to-end test module.
-pytest_plugins = ["tests.e2e.controller_fixtures", "tests.e2e.real_node_fixtures"]
+# every end-to-end test module; each test module's time, written where MXJOB_MODULE_TIMES says
+# (hack/run-tests.sh sets it).
+pytest_plugins = [
+    "tests.e2e.controller_fixtures",
+    "tests.e2e.real_node_fixtures",
+    "tests.helpers.module_times",
+]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -2,29 +2,40 @@
 priority, and how their outcome and the two pytest processes' make its exit status.
 
 Each run selects no test (``-k``), so both pytest processes only collect: what is checked is the
-runner, with a background-build command of the test's own."""
+runner, with a background-build command of the test's own. The runs that check the slowest
+modules it ends with select two small modules of tests/helpers/ instead, one of them marked
+real_node by a plugin of the test's own."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
+
+from tests.helpers.module_times import longest, read, report
 
 RUN_TESTS = Path(__file__).resolve().parents[2] / "hack" / "run-tests.sh"
 NO_TEST = ["tests/hack/test_build_lib.py", "-k", "no_such_test", "-q", "-p", "no:cacheprovider"]
 
 
 def run_tests(
-    tmp_path: Path, late_builds: str, *, first_builds: str = ""
+    tmp_path: Path,
+    late_builds: str,
+    *,
+    first_builds: str = "",
+    selection: list[str] = NO_TEST,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "MXJOB_TEST_LOG_DIR": str(tmp_path),
         "MXJOB_LATE_BUILDS": late_builds,
         "MXJOB_FIRST_BUILDS": first_builds,
+        **(env or {}),
     }
     return subprocess.run(
-        [str(RUN_TESTS), *NO_TEST],
+        [str(RUN_TESTS), *selection],
         env=env,
         capture_output=True,
         text=True,
@@ -85,3 +96,61 @@ def test_the_first_builds_end_before_the_late_builds_and_the_tests_start(tmp_pat
     )
     assert "the late builds 0" in done.stdout, done.stdout + done.stderr
     assert late_saw.exists(), "the late builds started before the first builds ended"
+
+
+# A plugin given to both pytest processes (-p): it marks the tests of one small module real_node,
+# so that each process runs one module, as if the real-node tests were that module.
+MARK_REAL_NODE = """
+import pytest
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's -m deselects
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.nodeid.startswith("tests/helpers/test_late_builds.py::"):
+            item.add_marker(pytest.mark.real_node)
+"""
+TWO_MODULES = ["tests/helpers/test_late_builds.py", "tests/helpers/test_waiting.py", "-q"]
+
+
+def test_the_run_ends_with_the_slowest_modules_of_the_real_node_tests(tmp_path: Path) -> None:
+    (tmp_path / "mark_real_node.py").write_text(MARK_REAL_NODE)
+    done = run_tests(
+        tmp_path,
+        "true",
+        selection=[*TWO_MODULES, "-p", "no:cacheprovider", "-p", "mark_real_node"],
+        env={"PYTHONPATH": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    summary = next(i for i, line in enumerate(lines) if line.startswith("run-tests: real-node"))
+    assert "real-node tests exited 0, the tests beside them 0" in lines[summary]
+    real_node = read(tmp_path / "module-times-real-node.json")
+    beside = read(tmp_path / "module-times-beside-real-node.json")
+    assert [entry.module for entry in real_node.modules] == ["tests/helpers/test_late_builds.py"]
+    assert [entry.module for entry in beside.modules] == ["tests/helpers/test_waiting.py"]
+    label = "the real-node tests (the critical path)"
+    assert lines[summary + 1 :] == [
+        *report(real_node, label, 10),
+        longest(beside, "the tests beside them"),
+    ]
+    assert (
+        lines[summary + 1]
+        == f"================ the slowest test modules of {label} ================"
+    )
+    assert re.fullmatch(
+        r" *\d+\.\d s +\d+\.\d%  tests/helpers/test_late_builds\.py \(\d+ tests\)",
+        lines[summary + 2],
+    )
+
+
+def test_a_missing_module_times_file_prints_a_note_and_leaves_the_status(tmp_path: Path) -> None:
+    # Without the plugin (tests/conftest.py loads it), neither process writes its times.
+    done = run_tests(tmp_path, "true", selection=[*NO_TEST, "-p", "no:tests.helpers.module_times"])
+    assert done.returncode == 5, done.stdout + done.stderr
+    *_, summary, real_node, beside = done.stdout.splitlines()
+    assert "real-node tests exited 5, the tests beside them 5" in summary
+    times = tmp_path / "module-times-real-node.json"
+    assert real_node.startswith(
+        f"run-tests: no module times for the real-node tests (the critical path) in {times}: "
+    )
+    assert beside.startswith("run-tests: no module times for the tests beside them in ")
