@@ -17,6 +17,9 @@ from docgen.markdown import code, codes, header, link, page, prose, table
 from shared.constants import CONTAINER_NAME, DEFAULT_PORT, PORT_NAME, V1, V1BETA1
 
 MODULE = "hack/docgen/api_page.py"
+OBJECT_META_REFERENCE = (
+    "https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/object-meta/"
+)
 POD_TEMPLATE_REFERENCE = (
     "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-template-v1/"
 )
@@ -57,6 +60,9 @@ def description(field: crd.Field) -> str:
     text = prose(str(field.schema.get("description", "")))
     if field.is_pod_template:
         text += " Kubernetes' " + link("PodTemplateSpec", POD_TEMPLATE_REFERENCE) + "."
+    if field.is_object_meta:
+        text = "Kubernetes' " + link("ObjectMeta", OBJECT_META_REFERENCE) + ": name, namespace, "
+        text += "labels, annotations."
     return ("Required. " if field.required else "") + text
 
 

@@ -36,6 +36,12 @@ class Field:
     def is_pod_template(self) -> bool:
         return self.path.startswith("spec.mxReplicaSpecs.") and self.path.endswith(TEMPLATE_SUFFIX)
 
+    @property
+    def is_object_meta(self) -> bool:
+        """Kubernetes' ObjectMeta: the API server refuses a CRD whose schema describes it, so its
+        description is Kubernetes' reference, not the CRD's."""
+        return self.path == "metadata"
+
 
 def load(path: Path = CRD_FILE) -> dict[str, Any]:
     loaded = yaml.safe_load(path.read_text(encoding="utf-8"))

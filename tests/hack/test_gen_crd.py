@@ -16,13 +16,20 @@ def undescribed(definition: Mapping[str, Any]) -> list[str]:
         f"{name}: {field.path}"
         for name, version in crd.versions(definition).items()
         for field in crd.own_fields(crd.root_schema(version))
-        if not str(field.schema.get("description", "")).strip()
+        if not field.is_object_meta and not str(field.schema.get("description", "")).strip()
     ]
 
 
 def test_every_own_field_of_the_crd_has_a_description() -> None:
     missing = undescribed(crd.load())
     assert missing == [], "describe them in hack/gen_crd*.py, then run make crd"
+
+
+def test_the_crd_says_nothing_of_metadata_but_its_type() -> None:
+    """The API server refuses a CRD whose schema specifies anything of ``metadata`` ("must not
+    specify anything other than name and generateName"), a description included."""
+    for name, version in crd.versions(crd.load()).items():
+        assert crd.root_schema(version)["properties"]["metadata"] == {"type": "object"}, name
 
 
 def test_the_walk_reaches_the_deepest_own_fields_and_stops_at_the_pod_template() -> None:
