@@ -140,7 +140,7 @@ docs: venv ## build the documentation site (mkdocs.yml) in strict mode into .loc
 # The SDK driver is checked against the packages it runs with (.venv-sdk), not the operator's.
 typecheck: venv sdk-venv ## mypy (strict on shared/, webhook/, controller/, certs/)
 	$(VENV)/bin/mypy shared webhook controller certs hack/localkube hack/docgen hack/docs_hooks.py \
-		hack/docs_links.py hack/chartsync.py tests bench examples/scripts \
+		hack/docs_links.py hack/chartsync.py hack/generated.py tests bench examples/scripts \
 		--exclude tests/e2e/sdk/
 	$(VENV)/bin/mypy --python-executable $(SDK_VENV)/bin/python tests/e2e/sdk
 

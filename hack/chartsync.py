@@ -16,11 +16,12 @@ its ConfigMap as it reads it: it is copied byte for byte.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+import generated
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 MODULE: Final = "hack/chartsync.py"
@@ -82,39 +83,18 @@ def render_all(*, root: Path = ROOT, copies: tuple[Copy, ...] = COPIES) -> dict[
     return {root / copy.target: render(copy, root=root) for copy in copies}
 
 
-def stale(rendered: dict[Path, bytes]) -> list[Path]:
-    """The copies whose file differs from what their source makes now (or is missing)."""
-    return [
-        path for path, data in rendered.items() if not path.is_file() or path.read_bytes() != data
-    ]
-
-
-def write(rendered: dict[Path, bytes]) -> list[Path]:
-    """Write the copies that changed; the ones written (an unchanged file keeps its mtime)."""
-    changed = stale(rendered)
-    for path in changed:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(rendered[path])
-    return changed
-
-
 def main(
     argv: list[str] | None = None, *, root: Path = ROOT, copies: tuple[Copy, ...] = COPIES
 ) -> int:
     """``python -m chartsync [--check]``; ``root`` and ``copies`` let a test run it on a tree of
     its own."""
-    parser = argparse.ArgumentParser(prog="python -m chartsync", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="fail when a copy is stale")
-    args = parser.parse_args(argv)
-    rendered = render_all(root=root, copies=copies)
-    if args.check:
-        old = stale(rendered)
-        for path in old:
-            print(f"{path.relative_to(root)} is stale: run make generate", file=sys.stderr)
-        return 1 if old else 0
-    for path in write(rendered):
-        print(f"wrote {path.relative_to(root)}")
-    return 0
+    return generated.main(
+        argv,
+        prog="python -m chartsync",
+        description=__doc__,
+        render=lambda: render_all(root=root, copies=copies),
+        root=root,
+    )
 
 
 if __name__ == "__main__":

@@ -57,19 +57,6 @@ def render_all() -> dict[Path, str]:
     return found
 
 
-def stale(rendered: dict[Path, str]) -> list[Path]:
-    """The pages whose file differs from what the sources make now (or is missing)."""
-    return [
-        path
-        for path, text in rendered.items()
-        if not path.exists() or path.read_text(encoding="utf-8") != text
-    ]
-
-
-def write(rendered: dict[Path, str]) -> list[Path]:
-    """Write the pages that changed; the ones written."""
-    changed = stale(rendered)
-    for path in changed:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(rendered[path], encoding="utf-8")
-    return changed
+def render_bytes() -> dict[Path, bytes]:
+    """:func:`render_all` as the bytes written (UTF-8), what hack/generated.py compares."""
+    return {path: text.encode("utf-8") for path, text in render_all().items()}
