@@ -22,6 +22,7 @@ from typing import Any
 from controller.certificates.bundle_publisher import CABundlePublisher
 from controller.certificates.keeper import CertificateTargets, WebhookCertificateKeeper
 from controller.integrations.budget.integration import BudgetIntegration
+from controller.integrations.children.stores import ChildStores
 from controller.integrations.gang.integration import GangIntegration
 from controller.integrations.gang.podgroup_writes import detect
 from controller.integrations.kueue.integration import KueueIntegration
@@ -92,20 +93,6 @@ def _job_informers(
     return jobs, pods, services
 
 
-def _elector(client: KubeClient, settings: ControllerSettings) -> LeaderElector:
-    return LeaderElector(
-        client,
-        ElectionSettings(
-            namespace=settings.lease_namespace,
-            name=settings.lease_name,
-            identity=settings.identity,
-            lease_duration=settings.lease_duration,
-            renew_deadline=settings.renew_deadline,
-            retry_period=settings.retry_period,
-        ),
-    )
-
-
 class Controller:
     """One controller process's moving parts."""
 
@@ -129,14 +116,21 @@ class Controller:
             self.client, namespaces=namespaces, settings=informer_settings
         )
         self.metrics.track_jobs(self.jobs.store.objects, by_state=jobs_by_state)
-        self.gang = GangIntegration(self.client, scheduler="none")
+        # The integrations' children (budgets, policies, gangs): a cache per kind they write.
+        self.children = stores = ChildStores(
+            self.client, namespaces=namespaces, settings=informer_settings, on_change=self._on_child
+        )
+        self.gang = GangIntegration(self.client, scheduler="none", stores=stores)
         """Resolved at start (``--gang-scheduler=auto`` asks the API server what it serves)."""
         self.workloads, kueue = self._kueue(namespaces, informer_settings)
         # Kueue first: a job it writes (suspends, starts) is not looked at further. The budget
         # before the gang, so a PodGroup that cannot be written still leaves its budget made.
-        budget = BudgetIntegration(self.client, scheduler=lambda: self.gang.scheduler)
+        budget = BudgetIntegration(
+            self.client, scheduler=lambda: self.gang.scheduler, stores=stores
+        )
         # With --job-network-policy, the job's NetworkPolicy before anything else of its pods.
-        netpol = [NetworkPolicyIntegration(self.client)] if settings.job_network_policy else []
+        policy = settings.job_network_policy
+        netpol = [NetworkPolicyIntegration(self.client, stores=stores)] if policy else []
         self.reconciler = Reconciler(
             self.client,
             jobs=self.jobs.store,
@@ -152,7 +146,8 @@ class Controller:
         self.jobs.add_handler(self._on_job)
         self.pods.add_handler(self._owned_handler("pods"))
         self.services.add_handler(self._owned_handler("services"))
-        self.elector = _elector(self.client, settings) if settings.leader_elect else None
+        elect = settings.leader_elect
+        self.elector = LeaderElector(self.client, ElectionSettings.of(settings)) if elect else None
         self.certificates = self._certificate_keeper()
         self.bundle_publisher = self._bundle_publisher()
         self.stop_event = threading.Event()
@@ -226,10 +221,15 @@ class Controller:
         if key is not None:
             self.queue.add(key)
 
+    def _on_child(self, key: str) -> None:
+        """A child of the job ``key`` changed (or an object of its name came or went)."""
+        if self.jobs.store.get(key) is not None:
+            self.queue.add(key)
+
     @property
     def informers(self) -> list[Informer]:
         extra = [self.workloads] if self.workloads is not None else []
-        return [self.jobs, self.pods, self.services, *extra]
+        return [self.jobs, self.pods, self.services, *extra, *self.children.informers]
 
     def _owned_handler(self, kind: Kind) -> Any:
         def handle(event_type: str, obj: Obj, old: Obj | None) -> None:
@@ -341,7 +341,7 @@ class Controller:
     # -- lifecycle ------------------------------------------------------------------------------
     def _resolve_gang_scheduler(self) -> None:
         choice = self.settings.gang_scheduler
-        self.gang.scheduler = detect(self.client) if choice == "auto" else choice
+        self.gang.use(detect(self.client) if choice == "auto" else choice)
         log.info("gang scheduler: %s (asked: %s)", self.gang.scheduler, choice)
         names = ", ".join(i.name for i in self.reconciler.integrations)
         log.info("integrations, in the order a reconcile calls them: %s", names)
@@ -353,6 +353,7 @@ class Controller:
         self.recorder.start()
         for informer in self.informers:
             informer.start()
+        self.children.started()
 
     def run(self) -> int:
         """Run until :meth:`stop` (or a lost Lease); return the process exit code."""

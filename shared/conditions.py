@@ -21,8 +21,9 @@ class ConditionType(StrEnum):
     FAILED = "Failed"
     SUSPENDED = "Suspended"
     PENDING = "Pending"
-    """True while something outside the job holds it back (Kueue, its gang, the scheduler),
-    with that reason and message; absent otherwise (controller/job/status/waiting.py)."""
+    """True while something outside the job holds it back (Kueue, its gang, an object of the
+    name its pods need that is not its own, the scheduler), with that reason and message;
+    absent otherwise (controller/job/status/waiting.py)."""
 
 
 class Reason(StrEnum):

@@ -58,7 +58,7 @@ class RestartScope(StrEnum):
 
     `Job`: every pod of the job ends and all are created again as one new attempt; `Replica`:
     the one pod is recreated and joins the running ones. The default is what the real program
-    survives (shared.spec.restart_scope, docs/explanation/recovery.md).
+    survives (shared.defaults.DEFAULT_RESTART_SCOPES, docs/explanation/recovery.md).
     """
 
     JOB = "Job"

@@ -1,5 +1,11 @@
 """Defaulting of an MXJob (the mutating webhook): a new, complete object, idempotently.
 
+Every default the operator applies is written here: the mutating webhook stores the result, and
+the controller applies the same function to a job stored without it (one taken over from
+training-operator, or stored before a default was added: controller/job/memory.py). So the
+readers of shared/spec.py are given defaulted jobs, and those of the defaults never written
+before (`restartScope`, `runPolicy.disruptionPolicy`) hold no copy of them.
+
 The order matters. Structural defaults come first (canonical replica keys, replicas, the
 mxnet container's name and port) because the env is computed from them: MX_CONFIG lists every
 replica with its port, DMLC_NUM_WORKER counts workers. The env is then recomputed from the
@@ -13,7 +19,7 @@ report with its path.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from shared.constants import (
     CONTAINER_NAME,
@@ -26,12 +32,32 @@ from shared.constants import (
     OWNED_ENV_NAMES,
     PORT_NAME,
     RUN_POLICY_FIELDS,
+    DisruptionPolicy,
     JobMode,
+    RestartScope,
 )
 from shared.env import job_layout, layout_env, owned_entries
 from shared.jsontree import copy_json
 from shared.queueing import MULTIKUEUE
 from shared.spec import canonical_replica_type, job_mode, mxnet_container
+
+DEFAULT_DISRUPTION_POLICY: Final = DisruptionPolicy.IGNORE
+"""``runPolicy.disruptionPolicy``: a restart a disruption caused does not count against
+``backoffLimit``, as a batch Job's podFailurePolicy rule ``Ignore`` for ``DisruptionTarget``."""
+
+_SCOPE_BY_MODE: Final = {JobMode.MXTRAIN: RestartScope.JOB, JobMode.MXTUNE: RestartScope.REPLICA}
+
+DEFAULT_RESTART_SCOPES: Final = {
+    rtype: _SCOPE_BY_MODE[mode] for mode, types in MODE_REPLICA_TYPES.items() for rtype in types
+}
+"""``mxReplicaSpecs.<type>.restartScope`` by replica type: what the real programs survive
+(docs/explanation/recovery.md, "What a retry restarts"). ps-lite never readmits a scheduler, a
+new server starts without the parameters and a new worker rejoins only through heartbeats and
+then at step 0, so every MXTrain replica restarts the whole job (``Job``); TVM's tracker
+re-registers servers that outlive it and takes a new server under its key, and a tuner is a
+client of both, so every MXTune replica is replaced alone (``Replica``). Keyed by type rather
+than by ``jobMode``: each type belongs to one mode, and a job whose mode is not one of them still
+gets a scope for each of its types while validation reports the mode."""
 
 
 def _unset(mapping: Mapping[str, Any], key: str) -> bool:
@@ -88,7 +114,8 @@ def place_multikueue_manager(spec: dict[str, Any], policy: dict[str, Any]) -> No
 
 
 def default_run_policy(spec: dict[str, Any]) -> None:
-    """cleanPodPolicy Running (finished pods stay for `kubectl logs`), backoffLimit 6."""
+    """cleanPodPolicy Running (finished pods stay for `kubectl logs`), backoffLimit 6,
+    disruptionPolicy Ignore."""
     policy = spec.get("runPolicy")
     if not isinstance(policy, dict):
         return
@@ -96,6 +123,8 @@ def default_run_policy(spec: dict[str, Any]) -> None:
         policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY.value
     if policy.get("backoffLimit") is None:
         policy["backoffLimit"] = DEFAULT_BACKOFF_LIMIT
+    if _unset(policy, "disruptionPolicy"):
+        policy["disruptionPolicy"] = DEFAULT_DISRUPTION_POLICY.value
 
 
 def default_container(template: dict[str, Any]) -> None:
@@ -120,12 +149,16 @@ def default_container(template: dict[str, Any]) -> None:
         ports.append({"name": PORT_NAME, "containerPort": DEFAULT_PORT})
 
 
-def default_replica(rspec: dict[str, Any]) -> None:
-    """replicas 1, restartPolicy ExitCode, then the template's container defaults."""
+def default_replica(key: str, rspec: dict[str, Any]) -> None:
+    """replicas 1, restartPolicy ExitCode, the restartScope of its type (an unknown key gets
+    none: validation rejects it), then the template's container defaults."""
     if rspec.get("replicas") is None:
         rspec["replicas"] = DEFAULT_REPLICAS
     if _unset(rspec, "restartPolicy"):
         rspec["restartPolicy"] = DEFAULT_RESTART_POLICY.value
+    rtype = canonical_replica_type(key)
+    if rtype is not None and _unset(rspec, "restartScope"):
+        rspec["restartScope"] = DEFAULT_RESTART_SCOPES[rtype].value
     template = rspec.get("template")
     if isinstance(template, dict):
         default_container(template)
@@ -163,10 +196,13 @@ def inject_env(job: dict[str, Any]) -> None:
         container["env"] = layout_env(layout, rtype) + kept
 
 
-def apply_defaults(job: Mapping[str, Any]) -> dict[str, Any]:
+def apply_defaults(job: Mapping[str, Any], *, env: bool = True) -> dict[str, Any]:
     """The defaulted MXJob: a deep copy of `job` with every default and the owned env applied.
 
-    Never modifies `job`; applying it to its own result returns an equal object.
+    Never modifies `job`; applying it to its own result returns an equal object. With
+    ``env=False`` the owned env is left as it is: every other default, at a cost that does not
+    grow with the replica counts (the env lists every replica), for a reader that needs the
+    defaults of a job too large to default whole (shared.validation.replica_total_violations).
     """
     if not isinstance(job, Mapping):
         raise TypeError(f"an MXJob must be a JSON object, not {type(job).__name__}")
@@ -181,8 +217,9 @@ def apply_defaults(job: Mapping[str, Any]) -> dict[str, Any]:
     default_run_policy(spec)
     replicas = spec.get("mxReplicaSpecs")
     if isinstance(replicas, dict):
-        for rspec in replicas.values():
+        for key, rspec in replicas.items():
             if isinstance(rspec, dict):
-                default_replica(rspec)
-    inject_env(result)
+                default_replica(key, rspec)
+    if env:
+        inject_env(result)
     return result

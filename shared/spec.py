@@ -1,16 +1,23 @@
-"""Typed, total accessors over a plain-dict MXJob.
+"""Typed accessors over a plain-dict MXJob.
 
 The webhook sees MXJobs straight off the wire, before anything has been checked, and the
 controller sees them after defaulting. Both need the same answers ("how many workers?", "which
-port?"), so every accessor here is total: on a malformed or missing field it returns the value
-defaulting would have written, and never raises. Validation reports the malformation; these
-functions only have to agree with `apply_defaults` on what the job means.
+port?"), so these accessors are total: on a malformed or missing field they return what the
+job means once defaulted, and never raise. Validation reports the malformation; these functions
+only have to agree with `apply_defaults` on what the job means.
+
+The readers of `restartScope` and `disruptionPolicy`, which only the controller uses, take a
+defaulted job (`shared.defaults.apply_defaults` writes both; the controller reads every job
+through it, controller/job/memory.py) and hold no default of their own: on a job without the
+field they raise :class:`NotDefaultedError`. No stored job has another value: the fields exist
+only in this operator's CRD, whose enums refuse any other, and any older schema prunes them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict, TypeGuard, cast
+from enum import StrEnum
+from typing import Any, TypedDict, TypeGuard, TypeVar, cast
 
 from shared.constants import (
     CONTAINER_NAME,
@@ -33,6 +40,23 @@ from shared.constants import (
 )
 
 _CANONICAL_BY_FOLDED: dict[str, ReplicaType] = {t.value.lower(): t for t in ReplicaType}
+
+_Value = TypeVar("_Value", bound=StrEnum)
+
+
+class NotDefaultedError(ValueError):
+    """A reader that takes a defaulted job was given a job without the field it reads (or with
+    a value not one of the field's): defaulting (shared.defaults.apply_defaults) was skipped."""
+
+
+def _defaulted(value: object, kind: type[_Value], path: str) -> _Value:
+    """``value`` as a member of ``kind``, as defaulting leaves it; else NotDefaultedError."""
+    if isinstance(value, str) and value in kind.__members__.values():
+        return kind(value)
+    raise NotDefaultedError(
+        f"{path} is {value!r}, not one of {', '.join(m.value for m in kind)}: "
+        "read a job defaulted by shared.defaults.apply_defaults"
+    )
 
 
 class RunPolicy(TypedDict, total=False):
@@ -195,7 +219,9 @@ def is_single_node(job: Mapping[str, Any]) -> bool:
 
 
 def restart_policy(job: Mapping[str, Any], replica_type: str) -> RestartPolicy:
-    """A replica type's restart policy (default ExitCode)."""
+    """A replica type's restart policy (default ExitCode). Defaulting writes it; a value not one
+    of the policies reads as the default too: training-operator v1.8.1's CRD has no enum, so a
+    job it stored may carry one, and the controller reads that job to fail it for the value."""
     policy = as_mapping(replica_spec(job, replica_type)).get("restartPolicy")
     if isinstance(policy, str) and policy in RestartPolicy.__members__.values():
         return RestartPolicy(policy)
@@ -203,28 +229,19 @@ def restart_policy(job: Mapping[str, Any], replica_type: str) -> RestartPolicy:
 
 
 def restart_scope(job: Mapping[str, Any], replica_type: str) -> RestartScope:
-    """What a retryable end of this replica type restarts (`restartScope`).
+    """What a retryable end of this replica type restarts (`restartScope`), in a defaulted job
+    (the default of each type, and why: shared.defaults.DEFAULT_RESTART_SCOPES).
 
-    The default is what the real programs survive (docs/explanation/recovery.md, "What a
-    retry restarts"): ps-lite never readmits a scheduler, a new server starts without the
-    parameters and a new worker rejoins only through heartbeats and then at step 0, so every
-    MXTrain replica restarts the whole job; TVM's tracker re-registers servers that outlive it
-    and takes a new server under its key, and a tuner is a client of both, so every MXTune
-    replica is replaced alone.
-    """
-    scope = as_mapping(replica_spec(job, replica_type)).get("restartScope")
-    if isinstance(scope, str) and scope in RestartScope.__members__.values():
-        return RestartScope(scope)
-    return RestartScope.REPLICA if job_mode(job) is JobMode.MXTUNE else RestartScope.JOB
+    Raises NotDefaultedError when the job has no such replica type or the field is not set."""
+    value = as_mapping(replica_spec(job, replica_type)).get("restartScope")
+    return _defaulted(value, RestartScope, f"spec.mxReplicaSpecs.{replica_type}.restartScope")
 
 
 def disruption_policy(job: Mapping[str, Any]) -> DisruptionPolicy:
-    """`runPolicy.disruptionPolicy` (default Ignore: disruptions do not count to backoffLimit)."""
-    nested = as_mapping(as_mapping(job.get("spec")).get("runPolicy"))
-    value = nested.get("disruptionPolicy")
-    if isinstance(value, str) and value in DisruptionPolicy.__members__.values():
-        return DisruptionPolicy(value)
-    return DisruptionPolicy.IGNORE
+    """`runPolicy.disruptionPolicy` of a defaulted job: whether a restart a disruption caused
+    counts against backoffLimit. Raises NotDefaultedError when the field is not set."""
+    value = as_mapping(as_mapping(job.get("spec")).get("runPolicy")).get("disruptionPolicy")
+    return _defaulted(value, DisruptionPolicy, "spec.runPolicy.disruptionPolicy")
 
 
 def run_policy(job: Mapping[str, Any]) -> RunPolicy:

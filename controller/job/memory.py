@@ -57,16 +57,23 @@ class JobMemory:
     def view(self, key: str, raw: Mapping[str, Any]) -> MXJobView:
         """The job read once: its spec validated and defaulted once per spec generation.
 
+        Every job is read defaulted, whether or not the mutating webhook stored its defaults: a
+        job stored without admission, taken over from training-operator, or stored before a
+        default was added (``restartScope``, ``runPolicy.disruptionPolicy``) reads as the
+        webhook would store it now; the stored job itself is left as it is, and gets the fields
+        at its next spec update, which the webhook defaults.
+
         What defaulting makes of the job is validated: that is what would run, and the env the
         operator owns is stale in a stored job after scaling until defaulting recomputes it.
-        Except the replica total: defaulting's env grows with it, so it is checked first.
+        Except the replica total: defaulting's env grows with it, so it is checked first, and a
+        job over it gets every default but the env (it fails without running).
         """
         uid, generation = _uid(raw), as_mapping(raw.get("metadata")).get("generation")
         with self._lock:
             cached = self._defaulted.get(key)
         if cached is None or cached.uid != uid or cached.generation != generation:
             too_many = replica_total_violations(raw)
-            defaulted = dict(raw) if too_many else apply_defaults(raw)
+            defaulted = apply_defaults(raw, env=not too_many)
             violations = tuple(str(v) for v in too_many or validate(defaulted))
             cached = _Defaulted(uid, generation, read_spec(defaulted), violations)
             with self._lock:

@@ -1,8 +1,8 @@
 """What a retryable end restarts, and the restart history kept in status (pure).
 
 A retryable end (a signal, an eviction, a disruption) of a replica restarts what its
-``restartScope`` says (shared.spec.restart_scope; why each default,
-docs/explanation/recovery.md):
+``restartScope`` says (defaulted per replica type by shared.defaults.DEFAULT_RESTART_SCOPES; why
+each default, docs/explanation/recovery.md):
 
 - ``Replica``: its pod alone is recreated and joins the running ones (TVM's tracker takes a new
   server under its key, and the servers register again with a new tracker);

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from controller.job.observed import PodView, observe
 from controller.job.status import Outcome
-from controller.job.view import MXJobView, read_job
+from controller.job.view import MXJobView
 from controller.runtime.job_series import JOB_STATES, NEW, UNKNOWN_EXIT_CLASS, JobTally
 from shared.apitime import parse_time
 from shared.conditions import ConditionType, current_state, get_condition
@@ -44,14 +44,16 @@ def job_state(job: MXJobView) -> str:
 
 def jobs_by_state(jobs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
     """(namespace, state) → jobs, every state of :data:`JOB_STATES` present for each namespace
-    that has a job, so a state that empties reads 0 instead of vanishing."""
+    that has a job, so a state that empties reads 0 instead of vanishing.
+
+    Read from each cached job's namespace and conditions alone, as stored: this runs over every
+    job at each scrape, and the spec (read defaulted, controller/job/view.py) decides no state."""
     counts: dict[tuple[str, str], int] = {}
     for cached in jobs:
-        job = read_job(cached)
-        namespace = job.namespace
+        namespace = str(as_mapping(cached.get("metadata")).get("namespace") or "")
         if (namespace, NEW) not in counts:
             counts.update({(namespace, state): 0 for state in JOB_STATES})
-        key = (namespace, job_state(job))
+        key = (namespace, current_state(_conditions(cached.get("status"))) or NEW)
         counts[key] = counts.get(key, 0) + 1
     return counts
 

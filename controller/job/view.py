@@ -1,11 +1,14 @@
 """The job as the controller reads it: one frozen, typed view, built once per reconcile (pure).
 
 An MXJob arrives as a plain dict, deep and optional, and defaulting may not have run on it (a job
-stored while the webhooks were away). Every decision of a reconcile asks it the same few
-questions: which replicas, how many of each, what run policy (with the legacy top-level fields
-training-operator still writes), which queue, is it finished, suspended, being deleted. They are
-answered here, once, by :mod:`shared.spec` and :mod:`shared.queueing` (the parsers the webhook
-shares), so the rest of the controller reads attributes and never walks the dict again.
+stored while the webhooks were away, or before a default was added). Its spec is read from the
+job defaulted by :func:`shared.defaults.apply_defaults`, never from the stored dict: the readers
+of ``restartScope`` and ``runPolicy.disruptionPolicy`` in :mod:`shared.spec` hold no default of
+their own. Every decision of a reconcile asks it the same few questions: which replicas, how
+many of each, what run policy (with the legacy top-level fields training-operator still
+writes), which queue, is it finished, suspended, being deleted. They are answered here, once,
+by :mod:`shared.spec` and :mod:`shared.queueing` (the parsers the webhook shares), so the rest
+of the controller reads attributes and never walks the dict again.
 
 The stored (``raw``) and defaulted dicts stay on the view for the writers that need them whole:
 the status write sends the stored job back, and a pod is built from the defaulted templates.
@@ -28,6 +31,7 @@ from shared.constants import (
     RestartScope,
     SuccessPolicy,
 )
+from shared.defaults import apply_defaults
 from shared.queueing import MULTIKUEUE, manager, prebuilt_workload, queue_name
 from shared.spec import (
     active_deadline_seconds,
@@ -265,8 +269,9 @@ class SpecReading:
 
 
 def read_spec(defaulted: Mapping[str, Any]) -> SpecReading:
-    """The spec of ``defaulted``. Nothing of the stored job is kept: the cache replaces it on
-    every status change, and a reading held per generation would hold an old copy alive."""
+    """The spec of ``defaulted``, a job :func:`shared.defaults.apply_defaults` made (with or
+    without the env). Nothing of the stored job is kept: the cache replaces it on every status
+    change, and a reading held per generation would hold an old copy alive."""
     return SpecReading(
         defaulted=defaulted,
         mode=job_mode(defaulted),
@@ -283,10 +288,15 @@ def read_job(
     violations: tuple[str, ...] = (),
     spec: SpecReading | None = None,
 ) -> MXJobView:
-    """The view of ``raw``; its spec is read from ``defaulted`` (``raw`` itself when None) unless
-    ``spec`` was read already, its metadata and status from ``raw``, the newest the cache holds."""
+    """The view of ``raw``; its spec is read from ``defaulted`` unless ``spec`` was read already,
+    its metadata and status from ``raw``, the newest the cache holds.
+
+    Without either, the spec is read from ``raw`` defaulted here, without the env (its cost does
+    not grow with the replica counts; a defaulted ``raw`` keeps its own): for a caller that needs
+    no pod template. The reconciler reads each job defaulted once per spec generation instead
+    (controller/job/memory.py)."""
     if spec is None:
-        spec = read_spec(raw if defaulted is None else defaulted)
+        spec = read_spec(apply_defaults(raw, env=False) if defaulted is None else defaulted)
     meta = as_mapping(raw.get("metadata"))
     status = as_mapping(raw.get("status"))
     succeeded, failed, message = _ended(status)

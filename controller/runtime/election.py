@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.runtime.client import AlreadyExists, Conflict, KubeClient, NotFound, leases_path
+from controller.runtime.settings import ControllerSettings
 from shared.apitime import format_micro_time
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,18 @@ class ElectionSettings:
                 "leader election needs 0 < retry_period < renew_deadline < lease_duration "
                 f"(got {self.retry_period}, {self.renew_deadline}, {self.lease_duration})"
             )
+
+    @classmethod
+    def of(cls, settings: ControllerSettings) -> ElectionSettings:
+        """The election the process's settings (its flags) ask for."""
+        return cls(
+            namespace=settings.lease_namespace,
+            name=settings.lease_name,
+            identity=settings.identity,
+            lease_duration=settings.lease_duration,
+            renew_deadline=settings.renew_deadline,
+            retry_period=settings.retry_period,
+        )
 
 
 def _released_spec(spec: dict[str, Any]) -> dict[str, Any]:

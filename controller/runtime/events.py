@@ -43,6 +43,9 @@ SUCCESSFUL_DELETE_SERVICE: Final = "SuccessfulDeleteService"
 FAILED_CREATE_POD: Final = "FailedCreatePod"
 FAILED_CREATE_SERVICE: Final = "FailedCreateService"
 NAME_CONFLICT: Final = "NameConflict"
+FOREIGN_OBJECT_EXISTS: Final = "ForeignObjectExists"
+"""An object the job needs (its PodDisruptionBudget, NetworkPolicy, PodGroup, Workload) has its
+name and is not its own: it is left as it is (controller/integrations/children/foreign.py)."""
 
 
 @dataclass(frozen=True)

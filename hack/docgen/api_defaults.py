@@ -17,7 +17,7 @@ from docgen.crd import MAP_KEY
 from docgen.markdown import code
 from shared.constants import API_VERSION_V1, KIND, JobMode, ReplicaType
 from shared.defaults import apply_defaults
-from shared.spec import disruption_policy, is_suspended, restart_scope, success_policy
+from shared.spec import is_suspended, success_policy
 
 WEBHOOK = "webhook"
 UNSET = "when unset"
@@ -74,13 +74,21 @@ def _generic(path: str) -> str:
 
 
 def webhook_defaults() -> dict[str, str]:
-    """Path → the value the mutating webhook writes when the field is unset."""
-    found: dict[str, str] = {}
+    """Path → the value the mutating webhook writes when the field is unset (for each mode,
+    when the modes' values differ)."""
+    found: dict[str, dict[JobMode, str]] = {}
     for mode in JobMode:
         job = sample_job(mode)
         for path, value in _added(job, apply_defaults(job), ""):
-            found.setdefault(_generic(path), code(_json_text(value)))
-    return found
+            found.setdefault(_generic(path), {}).setdefault(mode, code(_json_text(value)))
+    return {path: _per_mode(values) for path, values in found.items()}
+
+
+def _per_mode(values: Mapping[JobMode, str]) -> str:
+    """``Job`` when every mode writes it; ``Job`` for MXTrain, ``Replica`` for MXTune else."""
+    if len(set(values.values())) == 1:
+        return next(iter(values.values()))
+    return ", ".join(f"{value} for {mode.value}" for mode, value in values.items())
 
 
 def _json_text(value: object) -> str:
@@ -92,16 +100,9 @@ def _json_text(value: object) -> str:
 def read_defaults() -> dict[str, str]:
     """Path → what the operator reads an unset field as (nothing is written)."""
     train = apply_defaults(sample_job(JobMode.MXTRAIN))
-    tune = apply_defaults(sample_job(JobMode.MXTUNE))
-    train_scope = restart_scope(train, ReplicaType.WORKER.value).value
-    tune_scope = restart_scope(tune, ReplicaType.TUNER.value).value
     return {
         "spec.successPolicy": code(success_policy(train).value),
         "spec.runPolicy.suspend": code(_json_text(is_suspended(train))),
-        "spec.runPolicy.disruptionPolicy": code(disruption_policy(train).value),
-        f"spec.mxReplicaSpecs.{MAP_KEY}.restartScope": (
-            f"{code(train_scope)} for MXTrain, {code(tune_scope)} for MXTune"
-        ),
     }
 
 

@@ -64,6 +64,9 @@ REASON_TEXT = {
     "FailedCreatePod": "A pod could not be created; the message has the API server's error.",
     "FailedCreateService": "A Service could not be created.",
     "NameConflict": "An object of the name a replica needs exists and belongs to something else.",
+    "ForeignObjectExists": "An object of the name of the job's PodDisruptionBudget, NetworkPolicy, "
+    "PodGroup or Workload exists and is not the job's: it is left as it is (the message says "
+    "whose it is); as the `Pending` reason, the job's pods wait for the name to be free.",
     "GangWaiting": "The job's pods exist but fewer than `minAvailable` are placed on nodes.",
     "GangFieldNotKept": "The API server dropped a field of the job's Workload or PodGroup.",
     "Unschedulable": "kube-scheduler finds no node for some of the job's pods.",

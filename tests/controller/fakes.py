@@ -18,6 +18,7 @@ from typing import Any
 import jsonpatch
 
 from controller.runtime.client import ApiError, KubeClient, Query, error_for
+from controller.runtime.store import Obj, Store, Transform
 
 
 @dataclass
@@ -131,6 +132,21 @@ class FakeApi(KubeClient):
                 return copy.deepcopy(self.objects[base])
             return self.objects.pop(base)
         raise AssertionError(f"unexpected {method} {path}")
+
+
+def catch_up(
+    store: Store, api: FakeApi, collection: str, *, transform: Transform = lambda obj: obj
+) -> Store:
+    """Make ``store`` hold ``api``'s objects of one namespaced ``collection`` path, as an
+    informer that has seen every event would (deletions too). A test calls it where the
+    informer would have caught up; not calling it leaves the cache as stale as it wants."""
+    fresh: list[Obj] = [
+        transform(copy.deepcopy(obj))
+        for path, obj in api.objects.items()
+        if path.rsplit("/", 1)[0] == collection
+    ]
+    store.replace(None, fresh)
+    return store
 
 
 def _merge(target: dict[str, Any], patch: dict[str, Any]) -> None:

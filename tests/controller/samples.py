@@ -76,6 +76,16 @@ def job(
     return defaulted
 
 
+def stored_before_the_new_defaults(job_obj: Obj) -> Obj:
+    """``job_obj`` as the webhook stored it before it wrote ``restartScope`` and
+    ``runPolicy.disruptionPolicy`` (they were read as absent then): a copy without them."""
+    old = copy.deepcopy(job_obj)
+    for replica in old["spec"]["mxReplicaSpecs"].values():
+        del replica["restartScope"]
+    del old["spec"]["runPolicy"]["disruptionPolicy"]
+    return old
+
+
 def view_of(job_obj: Obj, *, violations: tuple[str, ...] = ()) -> MXJobView:
     """The controller's view of a job as stored (its spec defaulted, as reconcile reads it)."""
     return read_job(job_obj, defaulted=apply_defaults(job_obj), violations=violations)

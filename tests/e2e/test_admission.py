@@ -48,11 +48,13 @@ def test_seed_v1beta1_job_applies_and_reads_back_as_defaulted_v1(
     spec = job["spec"]
     assert spec["runPolicy"]["cleanPodPolicy"] == "All"
     assert spec["runPolicy"]["backoffLimit"] == 6
+    assert spec["runPolicy"]["disruptionPolicy"] == "Ignore"
     assert "cleanPodPolicy" not in spec
     replicas = spec["mxReplicaSpecs"]
     assert set(replicas) == {"Scheduler", "Server", "Worker"}
     for replica_type, replica in replicas.items():
         assert replica["restartPolicy"] == "Never"
+        assert replica["restartScope"] == "Job"
         env = _env(replica["template"])
         assert env["DMLC_ROLE"] == replica_type.lower()
         assert env["DMLC_PS_ROOT_URI"] == "mxnet-job-scheduler-0"
@@ -203,6 +205,10 @@ def test_v1beta1_object_reads_back_identically_through_v1beta1_after_v1_storage(
     assert first["spec"]["ttlSecondsAfterFinished"] == 600
     assert first["spec"]["backoffLimit"] == 2
     assert "runPolicy" not in first["spec"]
+    assert {r["restartScope"] for r in first["spec"]["mxReplicaSpecs"].values()} == {"Replica"}
+    # v1beta1 has no place for the defaulted disruptionPolicy: the conversion keeps it here.
+    stash = first["metadata"]["annotations"]["mxjob.kubeflow.org/conversion-data"]
+    assert json.loads(stash)["runPolicy"] == {"disruptionPolicy": "Ignore"}
     # Writing back what was read through v1beta1 changes nothing: the conversion is lossless.
     control_plane.kubectl("replace", "-n", namespace, "-f", "-", input_text=json.dumps(first))
     second = _get(control_plane, namespace, "auto-tune", version="v1beta1")

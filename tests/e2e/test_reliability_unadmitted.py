@@ -52,9 +52,9 @@ def _invalid_job(name: str) -> dict[str, Any]:
 
 
 def _undefaulted_job(name: str) -> dict[str, Any]:
-    """A valid job exactly as a user wrote it: no restartPolicy, no runPolicy, containers without
-    ports or env. Only the mutating webhook would have filled these in. (A container needs a
-    name even then: the CRD's pod-template schema requires one.)"""
+    """A valid job exactly as a user wrote it: no restartPolicy, no restartScope, no runPolicy,
+    containers without ports or env. Only the mutating webhook would have filled these in. (A
+    container needs a name even then: the CRD's pod-template schema requires one.)"""
 
     def replica() -> dict[str, Any]:
         container = {"name": "mxnet", "image": "mxjob/mxnet:cpu", "command": ["python", "t.py"]}
@@ -131,6 +131,7 @@ def test_unadmitted_jobs_are_failed_when_invalid_and_defaulted_when_valid(
     assert "env" not in stored_container, "the job was stored without the mutating webhook"
     assert "ports" not in stored_container
     assert "restartPolicy" not in stored_worker
+    assert "restartScope" not in stored_worker and "runPolicy" not in stored_raw["spec"]
 
     # The invalid job fails at once, naming every violation, and gets no pod or Service.
     failed = wait_state(api, namespace, "bad", "Failed")
@@ -160,6 +161,10 @@ def test_unadmitted_jobs_are_failed_when_invalid_and_defaulted_when_valid(
     )
     again = wait_pods_running(api, namespace, "raw", names("raw", "scheduler-0", "worker-0"))
     assert again["raw-worker-0"]["metadata"]["uid"] != old_uid
+    # restartScope defaulted to Job (an MXTrain replica's): the whole job restarted, read from
+    # the job defaulted in memory, as every job is (controller/job/memory.py).
+    [restart] = status(api, namespace, "raw")["restarts"]
+    assert restart["scope"] == "Job" and restart["countedAgainstBackoff"] is True
     kubelet.terminate(namespace, "raw-scheduler-0", exit_code=0)
     wait_state(api, namespace, "raw", "Succeeded")
     # Defaults stay the controller's business: the stored spec is still the user's.

@@ -163,6 +163,7 @@ def replica(
     *,
     containers: list[Job] | None = None,
     restart_policy: str | None = None,
+    restart_scope: str | None = None,
     annotations: dict[str, str] | None = None,
 ) -> Job:
     template: Job = {"spec": {"containers": containers or [container()]}}
@@ -173,6 +174,8 @@ def replica(
         found["replicas"] = replicas
     if restart_policy is not None:
         found["restartPolicy"] = restart_policy
+    if restart_scope is not None:
+        found["restartScope"] = restart_scope
     return found
 
 
@@ -347,19 +350,32 @@ def valid_jobs(draw: Callable[[st.SearchStrategy[Any]], Any]) -> Job:
         unnamed = draw(st.booleans())
         return container(None if unnamed else "mxnet", **extra)
 
-    def one(count: int | None, annotations: dict[str, str] | None = None) -> Job:
+    def one(
+        count: int | None,
+        annotations: dict[str, str] | None = None,
+        *,
+        scopes: tuple[str, ...] = ("Job", "Replica"),
+    ) -> Job:
         main = mxnet()
         containers = [main]
         if draw(st.booleans()):
             main["name"] = "mxnet"
             containers.append(container("sidecar", image="busybox"))
         policy = draw(st.none() | st.sampled_from(["Always", "OnFailure", "Never", "ExitCode"]))
-        return replica(count, containers=containers, restart_policy=policy, annotations=annotations)
+        scope = draw(st.none() | st.sampled_from(scopes))
+        return replica(
+            count,
+            containers=containers,
+            restart_policy=policy,
+            restart_scope=scope,
+            annotations=annotations,
+        )
 
     counts = st.none() | st.integers(min_value=0, max_value=12)
     if form == "train":
         replicas = {
-            "Scheduler": one(draw(st.sampled_from([None, 1]))),
+            # ps-lite never readmits a scheduler: Replica is refused on it.
+            "Scheduler": one(draw(st.sampled_from([None, 1])), scopes=("Job",)),
             "Server": one(draw(counts)),
             "Worker": one(draw(counts)),
         }
@@ -397,6 +413,8 @@ def valid_jobs(draw: Callable[[st.SearchStrategy[Any]], Any]) -> Job:
             run_policy[field] = draw(values)
         elif where == "spec":
             spec[field] = draw(values)
+    if draw(st.booleans()):  # v1's runPolicy only: the standalone shape never had it
+        run_policy["disruptionPolicy"] = draw(st.sampled_from(["Ignore", "Count"]))
     if run_policy or draw(st.booleans()):
         spec["runPolicy"] = run_policy
     if mode == "MXTrain" and draw(st.booleans()):

@@ -75,7 +75,9 @@ def test_the_applied_seed_stored_as_defaulted_v1_reads_back_through_v1beta1() ->
     assert read["spec"]["cleanPodPolicy"] == "All"
     assert read["spec"]["backoffLimit"] == 6
     assert "runPolicy" not in read["spec"]
-    assert stash_of(read) is None
+    assert {r["restartScope"] for r in read["spec"]["mxReplicaSpecs"].values()} == {"Job"}
+    # The defaulted disruptionPolicy has no place in v1beta1: it waits in the stash.
+    assert stash_of(read) == {"from": V1, "runPolicy": {"disruptionPolicy": "Ignore"}}
     assert convert(read, V1) == stored
 
 
@@ -498,12 +500,17 @@ def test_generated_jobs_round_trip_raw_and_defaulted(found: Job, version: str) -
 
 @property_settings(200)
 @given(valid_jobs())
-def test_stored_jobs_read_through_v1beta1_without_a_stash_unless_v1_only_fields(found: Job) -> None:
+def test_stored_jobs_read_through_v1beta1_stash_only_their_v1_only_fields(found: Job) -> None:
+    """Every stored job has one (defaulting writes disruptionPolicy); nothing else is stashed
+    but what v1beta1 cannot express, and the job comes back whole."""
     stored = apply_defaults(found)
     read = convert(stored, V1BETA1)
     policy = stored["spec"]["runPolicy"]
-    v1_only = {"suspend", "schedulingPolicy", "managedBy"} & set(policy)
-    assert (stash_of(read) is not None) == bool(v1_only)
+    v1_only = {"suspend", "schedulingPolicy", "managedBy", "disruptionPolicy"} & set(policy)
+    stash = stash_of(read)
+    assert stash is not None and set(stash["runPolicy"]) == v1_only
+    assert {k: v for k, v in stash.items() if k != "runPolicy"} == {"from": V1}
+    assert convert(read, V1) == stored
 
 
 @property_settings(300)

@@ -93,6 +93,14 @@ def test_apply_defaults_never_raises_on_jobs_with_one_field_mangled(found: Job) 
     assert apply_defaults(once) == once
 
 
+@property_settings(200)
+@given(valid_jobs())
+def test_every_defaulted_job_shows_its_restart_scopes_and_disruption_policy(found: Job) -> None:
+    defaulted = apply_defaults(found)
+    assert all(r["restartScope"] in ("Job", "Replica") for r in replicas_of(defaulted).values())
+    assert defaulted["spec"]["runPolicy"]["disruptionPolicy"] in ("Ignore", "Count")
+
+
 def test_apply_defaults_refuses_what_is_not_an_object() -> None:
     with pytest.raises(TypeError, match="JSON object"):
         apply_defaults([])  # type: ignore[arg-type]
@@ -132,9 +140,14 @@ def test_unknown_replica_keys_are_left_as_written() -> None:
 # --- run policy --------------------------------------------------------------------------------
 
 
-def test_run_policy_defaults_are_clean_running_and_backoff_six() -> None:
-    defaulted = apply_defaults(train_job())
-    assert defaulted["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 6}
+RUN_POLICY_DEFAULTS = {"cleanPodPolicy": "Running", "backoffLimit": 6, "disruptionPolicy": "Ignore"}
+
+
+@pytest.mark.parametrize("found", [train_job(), single_node_job(), tune_job()])
+def test_run_policy_defaults_are_clean_running_backoff_six_and_disruptions_ignored(
+    found: Job,
+) -> None:
+    assert apply_defaults(found)["spec"]["runPolicy"] == RUN_POLICY_DEFAULTS
 
 
 def test_deadline_and_ttl_stay_unset() -> None:
@@ -145,14 +158,27 @@ def test_deadline_and_ttl_stay_unset() -> None:
 
 
 def test_set_run_policy_values_are_kept() -> None:
-    policy = {"cleanPodPolicy": "None", "backoffLimit": 0, "activeDeadlineSeconds": 30}
+    policy = {
+        "cleanPodPolicy": "None",
+        "backoffLimit": 0,
+        "activeDeadlineSeconds": 30,
+        "disruptionPolicy": "Count",
+    }
     assert apply_defaults(train_job(runPolicy=policy))["spec"]["runPolicy"] == policy
 
 
 def test_null_run_policy_values_are_defaulted() -> None:
-    policy = {"cleanPodPolicy": None, "backoffLimit": None}
+    policy = {"cleanPodPolicy": None, "backoffLimit": None, "disruptionPolicy": None}
     defaulted = apply_defaults(train_job(runPolicy=policy))
-    assert defaulted["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 6}
+    assert defaulted["spec"]["runPolicy"] == RUN_POLICY_DEFAULTS
+    empty = apply_defaults(train_job(runPolicy={"disruptionPolicy": ""}))
+    assert empty["spec"]["runPolicy"] == RUN_POLICY_DEFAULTS
+
+
+def test_a_malformed_disruption_policy_is_left_for_validation() -> None:
+    defaulted = apply_defaults(train_job(runPolicy={"disruptionPolicy": "Sometimes"}))
+    assert defaulted["spec"]["runPolicy"]["disruptionPolicy"] == "Sometimes"
+    assert [v.path for v in validate(defaulted)] == ["spec.runPolicy.disruptionPolicy"]
 
 
 @pytest.mark.parametrize(
@@ -223,6 +249,59 @@ def test_set_replicas_and_restart_policy_are_kept() -> None:
     worker = replicas_of(apply_defaults(found))["Worker"]
     assert worker["replicas"] == 0
     assert worker["restartPolicy"] == "Never"
+
+
+@pytest.mark.parametrize(
+    ("found", "scope"),
+    [(train_job(), "Job"), (single_node_job(), "Job"), (tune_job(), "Replica")],
+    ids=["train", "single-node", "tune"],
+)
+def test_every_replica_gets_the_restart_scope_of_its_mode(found: Job, scope: str) -> None:
+    defaulted = apply_defaults(found)
+    assert {t: r["restartScope"] for t, r in replicas_of(defaulted).items()} == dict.fromkeys(
+        replicas_of(found), scope
+    )
+    assert validate(defaulted) == []
+
+
+def test_a_set_restart_scope_is_kept_and_an_empty_one_defaulted() -> None:
+    found = train_job()
+    replicas_of(found)["Worker"]["restartScope"] = "Replica"
+    replicas_of(found)["Server"]["restartScope"] = ""
+    replicas_of(found)["Scheduler"]["restartScope"] = None
+    scopes = {t: r["restartScope"] for t, r in replicas_of(apply_defaults(found)).items()}
+    assert scopes == {"Scheduler": "Job", "Server": "Job", "Worker": "Replica"}
+
+
+def test_the_restart_scope_follows_the_replica_type_whatever_the_mode_says() -> None:
+    # An invalid mode, or a type of the other mode: validation reports them; each type still
+    # reads as a scope (a Scheduler never as Replica, which would add a second violation).
+    found = job("j", "Other", {"Scheduler": replica(), "Tuner": replica()})
+    scopes = {t: r["restartScope"] for t, r in replicas_of(apply_defaults(found)).items()}
+    assert scopes == {"Scheduler": "Job", "Tuner": "Replica"}
+    wrong = job("j", "MXTune", {"Scheduler": replica(), "TunerTracker": replica()})
+    paths = [v.path for v in validate(apply_defaults(wrong))]
+    assert "spec.mxReplicaSpecs.Scheduler.restartScope" not in paths
+
+
+def test_unknown_keys_get_no_restart_scope_and_malformed_ones_are_kept() -> None:
+    found = train_job()
+    replicas_of(found)["Chief"] = replica()
+    replicas_of(found)["Worker"]["restartScope"] = "Pod"
+    defaulted = apply_defaults(found)
+    assert "restartScope" not in replicas_of(defaulted)["Chief"]
+    assert replicas_of(defaulted)["Worker"]["restartScope"] == "Pod"
+
+
+def test_without_env_every_other_default_is_applied() -> None:
+    found = train_job()
+    bare = apply_defaults(found, env=False)
+    full = apply_defaults(found)
+    assert "env" not in mxnet_of(bare, "Worker")
+    for rtype in ("Scheduler", "Server", "Worker"):
+        mxnet_of(full, rtype).pop("env")
+    assert bare == full
+    assert apply_defaults(apply_defaults(found), env=False) == apply_defaults(found)
 
 
 def test_malformed_replicas_are_not_overwritten() -> None:
@@ -404,11 +483,16 @@ def test_malformed_env_is_left_for_validation() -> None:
 def test_the_seed_job_converts_and_defaults_to_a_complete_v1_job() -> None:
     defaulted = apply_defaults(convert(seed_applied(), "kubeflow.org/v1"))
     assert defaulted["apiVersion"] == "kubeflow.org/v1"
-    assert defaulted["spec"]["runPolicy"] == {"cleanPodPolicy": "All", "backoffLimit": 6}
+    assert defaulted["spec"]["runPolicy"] == {
+        "cleanPodPolicy": "All",
+        "backoffLimit": 6,
+        "disruptionPolicy": "Ignore",
+    }
     assert "cleanPodPolicy" not in defaulted["spec"]
     for rtype in ("Scheduler", "Server", "Worker"):
         rspec = replicas_of(defaulted)[rtype]
         assert rspec["restartPolicy"] == "Never"
+        assert rspec["restartScope"] == "Job"
         assert rspec["replicas"] == 1
         assert mxnet_of(defaulted, rtype)["ports"] == [
             {"containerPort": 9091, "name": "mxjob-port"}

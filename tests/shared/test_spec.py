@@ -1,7 +1,9 @@
-"""shared/spec.py: accessors agree with defaulting and never raise on malformed jobs."""
+"""shared/spec.py: accessors agree with defaulting and never raise on malformed jobs, except
+the readers of defaulted fields, which refuse a job defaulting has not been applied to."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -11,11 +13,14 @@ from shared import spec as s
 from shared.constants import (
     RUN_POLICY_FIELDS,
     CleanPodPolicy,
+    DisruptionPolicy,
     JobMode,
     ReplicaType,
     RestartPolicy,
+    RestartScope,
     SuccessPolicy,
 )
+from shared.defaults import apply_defaults
 from tests.shared.shared_samples import (
     container,
     job,
@@ -25,6 +30,7 @@ from tests.shared.shared_samples import (
     single_node_job,
     train_job,
     tune_job,
+    valid_jobs,
 )
 
 
@@ -172,6 +178,66 @@ def test_restart_policy_defaults_to_exit_code() -> None:
     assert s.restart_policy(found, "Server") is RestartPolicy.EXIT_CODE
 
 
+@pytest.mark.parametrize(
+    ("found", "scope"),
+    [(train_job(), RestartScope.JOB), (single_node_job(), RestartScope.JOB),
+     (tune_job(), RestartScope.REPLICA)],
+    ids=["train", "single-node", "tune"],
+)  # fmt: skip
+def test_the_defaulted_fields_read_as_defaulting_wrote_them(
+    found: dict[str, Any], scope: RestartScope
+) -> None:
+    defaulted = apply_defaults(found)
+    for rtype in s.replica_specs(defaulted):
+        assert s.restart_scope(defaulted, rtype) is scope
+    assert s.disruption_policy(defaulted) is DisruptionPolicy.IGNORE
+
+
+def test_the_defaulted_fields_read_the_values_a_job_sets() -> None:
+    found = train_job(runPolicy={"disruptionPolicy": "Count"})
+    found["spec"]["mxReplicaSpecs"]["Worker"]["restartScope"] = "Replica"
+    defaulted = apply_defaults(found)
+    assert s.restart_scope(defaulted, "worker") is RestartScope.REPLICA
+    assert s.restart_scope(defaulted, "Server") is RestartScope.JOB
+    assert s.disruption_policy(defaulted) is DisruptionPolicy.COUNT
+
+
+@pytest.mark.parametrize(
+    "found",
+    [train_job(), tune_job(), train_job(runPolicy={"backoffLimit": 2}), {}, {"spec": []}],
+    ids=["train", "tune", "run-policy", "empty", "malformed"],
+)
+def test_the_defaulted_fields_are_not_read_from_a_job_defaulting_skipped(
+    found: dict[str, Any],
+) -> None:
+    """No second copy of a default: a job stored before it existed is defaulted first
+    (controller/job/memory.py), and a reader given it raw says so."""
+    with pytest.raises(s.NotDefaultedError, match=r"spec\.runPolicy\.disruptionPolicy is None"):
+        s.disruption_policy(found)
+    with pytest.raises(s.NotDefaultedError, match=r"spec\.mxReplicaSpecs\.Worker\.restartScope"):
+        s.restart_scope(found, "Worker")
+
+
+def test_a_defaulted_field_of_another_value_is_refused_naming_the_allowed_ones() -> None:
+    found = apply_defaults(train_job(runPolicy={"disruptionPolicy": "Sometimes"}))
+    with pytest.raises(s.NotDefaultedError, match="'Sometimes', not one of Ignore, Count"):
+        s.disruption_policy(found)
+    found["spec"]["mxReplicaSpecs"]["Worker"]["restartScope"] = 1
+    with pytest.raises(s.NotDefaultedError, match="is 1, not one of Job, Replica"):
+        s.restart_scope(found, "Worker")
+    with pytest.raises(s.NotDefaultedError, match=r"Chief\.restartScope is None"):
+        s.restart_scope(found, "Chief")
+
+
+@property_settings(200)
+@given(valid_jobs())
+def test_the_defaulted_fields_read_on_every_defaulted_valid_job(found: dict[str, Any]) -> None:
+    defaulted = apply_defaults(found)
+    assert s.disruption_policy(defaulted) in DisruptionPolicy
+    for rtype in s.replica_specs(defaulted):
+        assert s.restart_scope(defaulted, rtype) in RestartScope
+
+
 def test_run_policy_reads_runpolicy_then_fields_still_under_spec() -> None:
     found = train_job(runPolicy={"backoffLimit": 2}, backoffLimit=9, cleanPodPolicy="All")
     assert s.run_policy(found) == {"backoffLimit": 2, "cleanPodPolicy": "All"}
@@ -220,3 +286,14 @@ def test_accessors_never_raise_on_arbitrary_json(found: dict[str, Any]) -> None:
     assert (s.ttl_seconds_after_finished(found) or 0) >= 0
     assert isinstance(s.is_suspended(found), bool)
     assert s.success_policy(found) in SuccessPolicy
+
+
+@property_settings()
+@given(json_objects())
+def test_the_defaulted_fields_read_or_refuse_arbitrary_json(found: dict[str, Any]) -> None:
+    """A member of the field's values, or NotDefaultedError: nothing else, whatever the job."""
+    for rtype in ReplicaType:
+        with contextlib.suppress(s.NotDefaultedError):
+            assert s.restart_scope(found, rtype) in RestartScope
+    with contextlib.suppress(s.NotDefaultedError):
+        assert s.disruption_policy(found) in DisruptionPolicy

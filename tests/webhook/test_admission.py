@@ -64,7 +64,13 @@ def test_mutate_patches_the_seed_job_to_its_defaults(seed_job: Job) -> None:
     assert scheduler["DMLC_NUM_WORKER"] == "1"
     assert scheduler["DMLC_USE_KUBERNETES"] == "1"
     assert "DMLC_WORKER_ID" in _env(patched, "Worker")
-    assert patched["spec"]["runPolicy"] == {"cleanPodPolicy": "All", "backoffLimit": 6}
+    assert patched["spec"]["runPolicy"] == {
+        "cleanPodPolicy": "All",
+        "backoffLimit": 6,
+        "disruptionPolicy": "Ignore",
+    }
+    for replica in patched["spec"]["mxReplicaSpecs"].values():
+        assert replica["restartScope"] == "Job"
 
 
 def test_mutate_is_idempotent(seed_job: Job, tune_job: Job) -> None:
@@ -72,6 +78,38 @@ def test_mutate_is_idempotent(seed_job: Job, tune_job: Job) -> None:
         patched = _patched(job, mutate(_request(job)))
         again = mutate(_request(patched, uid="second"))
         assert again == {"uid": "second", "allowed": True}
+
+
+def test_mutate_stores_the_restart_scope_of_each_mode_and_the_disruption_policy(
+    seed_job: Job, tune_job: Job
+) -> None:
+    for found, scope in ((seed_job, "Job"), (tune_job, "Replica")):
+        patched = _patched(found, mutate(_request(found)))
+        scopes = {t: r["restartScope"] for t, r in patched["spec"]["mxReplicaSpecs"].items()}
+        assert scopes == dict.fromkeys(found["spec"]["mxReplicaSpecs"], scope)
+        assert patched["spec"]["runPolicy"]["disruptionPolicy"] == "Ignore"
+
+
+def test_an_update_of_a_job_stored_before_the_new_defaults_adds_them(seed_job: Job) -> None:
+    """A job stored without restartScope and disruptionPolicy (by an older webhook) gets them
+    at its next spec update, and the update is allowed."""
+    stored = apply_defaults(seed_job)
+    for replica in stored["spec"]["mxReplicaSpecs"].values():
+        del replica["restartScope"]
+    del stored["spec"]["runPolicy"]["disruptionPolicy"]
+    update = copy.deepcopy(stored)
+    update["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 60
+    response = mutate(_request(update, operation="UPDATE", old=stored))
+    patch = decode_patch(response)
+    assert sorted(op["path"] for op in patch) == [
+        "/spec/mxReplicaSpecs/Scheduler/restartScope",
+        "/spec/mxReplicaSpecs/Server/restartScope",
+        "/spec/mxReplicaSpecs/Worker/restartScope",
+        "/spec/runPolicy/disruptionPolicy",
+    ]
+    assert {op["op"] for op in patch} == {"add"}
+    patched = _patched(update, response)
+    assert validate(_request(patched, operation="UPDATE", old=stored))["allowed"] is True
 
 
 def test_mutate_injects_mx_config_with_the_tuner_server_key(tune_job: Job) -> None:
@@ -328,6 +366,7 @@ def test_a_v1beta1_object_is_judged_as_v1_and_patched_in_its_own_version(
     patched = _patched(seed_v1beta1, response)
     assert patched["apiVersion"] == "kubeflow.org/v1beta1"
     assert "runPolicy" not in patched["spec"]  # v1beta1 keeps run policy under spec
+    assert {r["restartScope"] for r in patched["spec"]["mxReplicaSpecs"].values()} == {"Job"}
     assert convert(patched, "v1") == apply_defaults(convert(seed_v1beta1, "v1"))
     assert validate(_request(patched))["allowed"] is True
 

@@ -115,6 +115,33 @@ def test_what_training_operator_accepts_is_admitted(case: str) -> None:
     assert answer["allowed"] is True, answer.get("status")
 
 
+ADDED_ONLY = {"/spec/jobMode", "/spec/runPolicy"} | {
+    f"/spec/mxReplicaSpecs/{rtype}/{field}"
+    for rtype in VALID_SPECS
+    for field in ("replicas", "restartPolicy", "restartScope")
+}
+"""What the mutating webhook adds to those jobs besides the mxnet container's port and env."""
+
+
+@pytest.mark.parametrize("case", ["valid mxJob", "the controller test's job"])
+def test_what_training_operator_accepts_only_gains_the_defaults(case: str) -> None:
+    """Nothing the user wrote is replaced or removed: the patch adds the defaults (the run
+    policy with its disruptionPolicy, each replica's restartScope) and the container's env."""
+    job = ACCEPTED[case]
+    request = cast(AdmissionRequest, admission_review(job)["request"])
+    patch = decode_patch(mutate(request))
+    assert {op["op"] for op in patch} == {"add"}
+    containers = "/template/spec/containers/0/"
+    other = {
+        op["path"] for op in patch if op["path"] not in ADDED_ONLY and containers not in op["path"]
+    }
+    assert other == set()
+    policy = next(op["value"] for op in patch if op["path"] == "/spec/runPolicy")
+    assert policy == {"cleanPodPolicy": "Running", "backoffLimit": 6, "disruptionPolicy": "Ignore"}
+    scopes = {op["value"] for op in patch if op["path"].endswith("/restartScope")}
+    assert scopes == {"Job"}
+
+
 @pytest.mark.parametrize("case", REFUSED)
 def test_what_training_operator_refuses_is_refused_at_admission_naming_the_field(
     case: str,

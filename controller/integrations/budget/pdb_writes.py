@@ -1,51 +1,37 @@
-"""The job's PodDisruptionBudget made to exist before its pods
-(:mod:`controller.integrations.budget.pdb` builds it): created when missing, its spec updated when
-the gang's size changed, and one left by an earlier job of the same name deleted (the next reconcile
-creates the job's own).
+"""The job's PodDisruptionBudget as a child of the job (:mod:`controller.integrations.budget.pdb`
+builds it), made to stand before its pods through the shared path
+(:mod:`controller.integrations.children.ensure`): created when missing, its spec updated when
+the gang's size changed (:func:`~controller.integrations.budget.pdb.budget_update`), a foreign
+one of its name left alone.
 
-A budget that cannot be written does not hold the pods back: the job runs as it would without
-one, and the error is retried with the reconcile's back-off.
+The job's pods do not need it to run (:attr:`BUDGETS`' ``pods_need_it``): a budget that cannot
+be made, or whose name another object holds, leaves the job running as it would without one.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Final
 
-from controller.integrations.budget.pdb import BUDGET_PLURAL, budget_update, build_budget
-from controller.job.ownership import owned_by
+from controller.integrations.budget.pdb import (
+    BUDGET_PLURAL,
+    budget_update,
+    build_budget,
+)
+from controller.integrations.children.ensure import Ensured, OwnedChildren
+from controller.integrations.children.kind import ChildKind
 from controller.job.view import MXJobView
-from controller.runtime.client import AlreadyExists, Conflict, KubeClient, NotFound, resource_path
-from shared.spec import as_mapping
 
-log = logging.getLogger(__name__)
+BUDGETS: Final = ChildKind(
+    kind="PodDisruptionBudget",
+    group="policy",
+    version="v1",
+    plural=BUDGET_PLURAL,
+    pods_need_it=False,
+    always_served=True,
+)
 
 
-def budget_path(namespace: str, name: str | None = None) -> str:
-    return resource_path(
-        group="policy", version="v1", plural=BUDGET_PLURAL, namespace=namespace, name=name
-    )
-
-
-def ensure_budget(client: KubeClient, job: MXJobView, *, labels: Mapping[str, str]) -> None:
-    """Make the job's budget exist with the gang's size (at most one write per call)."""
-    wanted = build_budget(job, labels=labels)
-    path = budget_path(job.namespace, job.name)
-    try:
-        existing: Mapping[str, Any] = client.request("GET", path)
-    except NotFound:
-        with contextlib.suppress(AlreadyExists):  # made meanwhile: the next reconcile checks it
-            client.request("POST", budget_path(job.namespace), body=wanted)
-            log.info("%s: PodDisruptionBudget created", job.key)
-        return
-    if not owned_by(existing, job):
-        uid = as_mapping(existing.get("metadata")).get("uid")
-        with contextlib.suppress(NotFound, Conflict):
-            client.request("DELETE", path, body={"preconditions": {"uid": uid}})
-        return
-    update = budget_update(existing, wanted)
-    if update is not None:
-        client.request("PUT", path, body=update)
-        log.info("%s: PodDisruptionBudget updated", job.key)
+def ensure_budget(budgets: OwnedChildren, job: MXJobView, *, labels: Mapping[str, str]) -> Ensured:
+    """Make the job's budget stand with the gang's size (at most one write per call)."""
+    return budgets.ensure(job, build_budget(job, labels=labels), revise=budget_update)

@@ -1,14 +1,20 @@
 """Gang scheduling as an :class:`~controller.job.hooks.Integration` (controller/job/hooks.py).
 
-Before a job's pods are created its gang objects exist (a Volcano PodGroup must even be admitted
+Before a job's pods are created its gang objects stand (a Volcano PodGroup must even be admitted
 first: :mod:`controller.integrations.gang.podgroup_writes`), each pod is joined to the gang as it
 is built, and a job whose pods all exist but wait for their gang to fit is told so in an Event.
 
 The scheduler is resolved when the controller starts (``--gang-scheduler=auto`` asks the API
 server: :func:`~controller.integrations.gang.podgroup_writes.detect`), after the reconciler and
-its integrations are built, so the manager sets :attr:`GangIntegration.scheduler` then; for
-``native``, the version of the API to write is asked on first use
+its integrations are built, so the manager sets it then (:meth:`GangIntegration.use`), which
+also makes the caches of the kinds it writes (:meth:`GangIntegration.child_kinds`); for
+``native``, the version of the API to write is asked then, or on first use
 (:class:`~controller.integrations.gang.native_writes.NativeTarget`).
+
+A foreign object of the name of the job's gang (a PodGroup, a Workload) is left alone, and the
+job's pods wait for it to go: a pod joins the group of its name, whoever made it. The job's
+``Pending`` condition says so, and a ``ForeignObjectExists`` Warning once
+(:mod:`controller.integrations.children.foreign`).
 
 A field of the job's PodGroup the API server did not keep (its feature gate is off) is said once
 per job, in a ``GangFieldNotKept`` Warning on the job and a log line, at the reconcile after the
@@ -21,8 +27,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from controller.integrations.children.ensure import OwnedChildren
+from controller.integrations.children.kind import ChildKind
+from controller.integrations.children.stores import ChildStores
 from controller.integrations.gang.native_writes import NativeTarget
-from controller.integrations.gang.podgroup_writes import ensure_gang
+from controller.integrations.gang.podgroup_writes import ensure_gang, gang_kinds
 from controller.integrations.gang.podgroups import (
     GANG_WAITING,
     GangScheduler,
@@ -45,28 +54,58 @@ class GangIntegration(NoHooks):
 
     name = "gang"
 
-    def __init__(self, client: KubeClient, *, scheduler: GangScheduler) -> None:
+    def __init__(
+        self, client: KubeClient, *, scheduler: GangScheduler, stores: ChildStores | None = None
+    ) -> None:
         self.client = client
         self.scheduler: GangScheduler = scheduler
         """The gang scheduler pods are written for; the manager sets it once resolved."""
         self.native = NativeTarget()
+        self.stores = stores or ChildStores()
+        self._owned: dict[ChildKind, OwnedChildren] = {}
         self._told: dict[str, set[str]] = {}
         """Per job (``namespace/name``): the messages already given, so each is said once."""
         self._to_tell: dict[str, list[str]] = {}
         """Per job: messages for the next reconcile's notices."""
 
+    def use(self, scheduler: GangScheduler) -> None:
+        """Write for ``scheduler`` from now on (resolved at start-up), with the caches of the
+        kinds it is made of asked for now, before the manager starts the informers."""
+        self.scheduler = scheduler
+        for kind in self.child_kinds():
+            self.owned(kind)
+
+    def child_kinds(self) -> tuple[ChildKind, ...]:
+        """The kinds the gang is made of under the scheduler (``native``: in the version the
+        cluster serves, asked until known), so that their caches exist before they are read."""
+        if self.scheduler == "native":
+            self.native.resolve(self.client)
+        return self._kinds_now()
+
+    def owned(self, kind: ChildKind) -> OwnedChildren:
+        """The shared path of one of the gang's kinds, over its cache."""
+        found = self._owned.get(kind)
+        if found is None:
+            new = OwnedChildren(self.client, kind=kind, store=self.stores(kind))
+            found = self._owned.setdefault(kind, new)
+        return found
+
+    def _kinds_now(self) -> tuple[ChildKind, ...]:
+        return gang_kinds(self.scheduler, self.native.current())
+
     def prepare_pods(
         self, job: MXJobView, *, labels: Mapping[str, str], errors: list[Exception]
     ) -> bool:
-        """The gang the pods join exists first; without it (a write failed, the old group is
-        still going, Volcano has not admitted it) no pod is created: a pod outside its gang
-        would be scheduled alone."""
+        """The gang the pods join stands first; without it (a write failed, the old group is
+        still going, Volcano has not admitted it, a foreign object holds its name) no pod is
+        created: a pod outside its gang would be scheduled alone."""
         if self.scheduler == "none":
             return True
         try:
-            messages = ensure_gang(
-                self.client, job, labels=labels, scheduler=self.scheduler, native=self.native
-            )
+            stands, messages = ensure_gang(
+                self.owned, self.client, job, labels=labels, scheduler=self.scheduler,
+                native=self.native,
+            )  # fmt: skip
         except Exception as error:
             errors.append(error)
             return False
@@ -76,30 +115,40 @@ class GangIntegration(NoHooks):
                 told.add(message)
                 self._to_tell.setdefault(job.key, []).append(message)
                 log.warning("%s/%s: %s", job.namespace, job.name, message)
-        return True
+        return stands
 
     def decorate_pod(self, job: MXJobView, pod: Obj, *, replica: ReplicaView) -> None:
         join_pod(pod, job, self.scheduler, replica_type=replica.lower)
 
     def notices(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Sequence[Notice]:
-        """``GangFieldNotKept`` once per field the API server dropped; ``GangWaiting`` while
-        every pod exists but too few are placed (a finished or suspended job waits for nothing)."""
+        """``GangFieldNotKept`` once per field the API server dropped; ``ForeignObjectExists``
+        once per foreign object of the gang's name; ``GangWaiting`` while every pod exists but
+        too few are placed (a finished or suspended job waits for nothing)."""
         found = tuple(
             Notice(GANG_FIELD_NOT_KEPT, message, type="Warning")
             for message in self._to_tell.pop(job.key, [])
         )
+        foreign = (self.owned(kind).notice(job) for kind in self._kinds_now())
+        found = (*found, *(notice for notice in foreign if notice is not None))
         if job.finished or job.suspended:
             return found
         waiting = gang_waiting(job, pods, self.scheduler)
         return (*found, Notice(GANG_WAITING, waiting)) if waiting else found
 
     def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None:
-        """The job's ``Pending`` condition while its pods wait for their gang to fit."""
+        """The job's ``Pending`` condition while a foreign object holds its gang's name, or
+        while its pods wait for their gang to fit."""
         if job.finished or job.suspended:
             return None
+        for kind in self._kinds_now():
+            foreign = self.owned(kind).wait(job)
+            if foreign is not None:
+                return foreign
         waiting = gang_waiting(job, pods, self.scheduler)
         return Wait(GANG_WAITING, waiting) if waiting else None
 
     def job_gone(self, namespace: str, name: str) -> None:
         self._told.pop(f"{namespace}/{name}", None)
         self._to_tell.pop(f"{namespace}/{name}", None)
+        for owned in list(self._owned.values()):
+            owned.forget(namespace, name)

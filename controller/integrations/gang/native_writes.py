@@ -1,9 +1,13 @@
 """The API side of native gang scheduling: which version of kube-scheduler's Workload API the
-cluster serves, and the job's Workload and PodGroup as the API server keeps them.
+cluster serves, and the job's Workload and PodGroup as children of the job.
 
-The objects are built in :mod:`controller.integrations.gang.native` (pure). They are written
+The objects are built in :mod:`controller.integrations.gang.native` (pure) and made to stand
+through the shared path (:mod:`controller.integrations.children.ensure`: read from their
+caches, created when missing, a foreign one of the job's name left alone while the pods wait),
 just before a reconcile creates pods (a pod that names a PodGroup which does not exist yet waits
-in kube-scheduler until it appears, so the order is for speed, not correctness).
+in kube-scheduler until it appears, so the order is for speed, not correctness). Their spec is
+immutable: one that no longer matches the job is replaced (:class:`~controller.integrations.
+children.kind.Replace`), never updated.
 
 An API server drops a field whose feature gate is off without an error, so what it stored is
 read back: from the create's answer, or, for an object found already there that lacks a field
@@ -12,21 +16,22 @@ the server drops is reported (:func:`ensure_native_gang` returns the message) an
 kept; a field it keeps but the stored object lacks (the job gained the option while suspended)
 means replacing the object, as a changed ``minCount`` does. What the cluster drops is
 remembered in :class:`ServedFields` for the controller's lifetime: gates change only with a
-restart of the API server, and of the controller after it (the version is picked at start too).
+restart of the API server, and of the controller after it (the version, and the caches, are
+picked at start too).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from controller.integrations.children.ensure import CREATED, OwnedChildren
+from controller.integrations.children.kind import ChildKind, Replace, Revise
 from controller.integrations.gang.native import (
     GANG_GROUP,
     NATIVE_VERSIONS,
-    Comparison,
     NativeVersion,
     api_version,
     asked_fields,
@@ -34,18 +39,9 @@ from controller.integrations.gang.native import (
     build_pod_group,
     compare,
     not_kept_message,
-    version_of,
 )
-from controller.job.ownership import owned_by
 from controller.job.view import MXJobView
-from controller.runtime.client import (
-    AlreadyExists,
-    ApiError,
-    Conflict,
-    KubeClient,
-    NotFound,
-    resource_path,
-)
+from controller.runtime.client import ApiError, KubeClient, resource_path
 from shared.spec import as_mapping
 
 log = logging.getLogger(__name__)
@@ -53,13 +49,18 @@ log = logging.getLogger(__name__)
 WORKLOADS: Final = "workloads"
 POD_GROUPS: Final = "podgroups"
 
+Owned = Callable[[ChildKind], OwnedChildren]
+"""The shared path of each child kind (the gang integration's, over its caches)."""
 
-class GangNotReadyError(Conflict):
-    """The job's PodGroup is being replaced (the old one is still terminating): retry later,
-    before any pod is created that would join the old group."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(409, "Conflict", message)
+def native_kinds(version: NativeVersion) -> tuple[ChildKind, ChildKind]:
+    """The job's Workload and PodGroup in ``version``: its pods need both."""
+
+    def kind(name: str, plural: str) -> ChildKind:
+        return ChildKind(kind=name, group=GANG_GROUP, version=version, plural=plural,
+                         pods_need_it=True)  # fmt: skip
+
+    return kind("Workload", WORKLOADS), kind("PodGroup", POD_GROUPS)
 
 
 def gang_path(
@@ -77,7 +78,7 @@ def served_version(client: KubeClient) -> NativeVersion | None:
     for version in NATIVE_VERSIONS:
         try:
             listing = client.request("GET", f"/apis/{GANG_GROUP}/{version}")
-        except (NotFound, ApiError):
+        except ApiError:
             continue
         served = {str(r.get("name")) for r in as_mapping(listing).get("resources", []) or []}
         if {WORKLOADS, POD_GROUPS} <= served:
@@ -125,98 +126,68 @@ class NativeTarget:
         if self.version is None:
             found = served_version(client)
             if found is None:
-                return NATIVE_VERSIONS[-1]
+                return self.current()
             self.version = found
             log.info("native gangs: writing %s", api_version(found))
         return self.version
 
+    def current(self) -> NativeVersion:
+        """The version known now, without asking (``v1alpha2`` until one is known)."""
+        return self.version or NATIVE_VERSIONS[-1]
+
+
+def reviser(client: KubeClient, kind: ChildKind, served: ServedFields) -> Revise:
+    """How a stored Workload or PodGroup stands to the wanted one: kept, or replaced when a
+    field differs or one the server keeps is missing. A missing field the server was not yet
+    seen to keep or drop is learned first, by one dry run."""
+
+    def revise(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> Replace | None:
+        comparison = compare(wanted, stored)
+        unknown = [f for f in comparison.missing if served.kept(kind.plural, f) is None]
+        if unknown and not comparison.changed:
+            namespace = str(as_mapping(wanted.get("metadata")).get("namespace"))
+            served.learn(kind.plural, wanted, _dry_run(client, kind.path(namespace), wanted))
+        kept_but_missing = [f for f in comparison.missing if served.kept(kind.plural, f)]
+        if not comparison.changed and not kept_but_missing:
+            return None
+        return Replace(", ".join([*comparison.changed, *kept_but_missing]))
+
+    return revise
+
 
 def ensure_native_gang(
-    client: KubeClient, job: MXJobView, *, labels: Mapping[str, str], target: NativeTarget
-) -> list[str]:
-    """Make the job's gang Workload, then its PodGroup, exist as
-    :mod:`controller.integrations.gang.native` builds them; return what the API server did not
-    keep of them (one message, for an Event), nothing when it kept all.
+    owned: Owned,
+    client: KubeClient,
+    job: MXJobView,
+    *,
+    labels: Mapping[str, str],
+    target: NativeTarget,
+) -> tuple[bool, list[str]]:
+    """Make the job's gang Workload, then its PodGroup, stand as
+    :mod:`controller.integrations.gang.native` builds them. Returns whether they stand (False:
+    a foreign object holds a name, and the pods wait) and what the API server did not keep of
+    them (one message, for an Event; nothing when it kept all).
 
-    One that no longer matches the job (or is an earlier job's) is deleted, and
-    :class:`GangNotReadyError` holds pod creation back until the next reconcile makes it anew;
-    so does one still terminating.
+    One that no longer matches the job is deleted, and
+    :class:`~controller.integrations.children.ensure.ChildNotReadyError` holds pod creation
+    back until the next reconcile makes it anew; so does one still terminating.
     """
     version, served = target.resolve(client), target.served
+    workloads, pod_groups = native_kinds(version)
     steps = (
-        (WORKLOADS, "Workload", build_gang_workload(job, labels=labels, version=version)),
-        (POD_GROUPS, "PodGroup", build_pod_group(job, labels=labels, version=version)),
+        (workloads, build_gang_workload(job, labels=labels, version=version)),
+        (pod_groups, build_pod_group(job, labels=labels, version=version)),
     )
     kinds: list[str] = []
     fields: dict[str, None] = {}
-    for plural, kind, wanted in steps:
-        path = gang_path(plural, job.namespace, job.name, version=version)
-        try:
-            existing = as_mapping(client.request("GET", path))
-        except NotFound:
-            existing = _create(client, job, plural=plural, wanted=wanted, served=served)
-        dropped = _dropped_or_replace(client, job, plural=plural, wanted=wanted,
-                                      existing=existing, served=served)  # fmt: skip
+    for kind, wanted in steps:
+        ensured = owned(kind).ensure(job, wanted, revise=reviser(client, kind, served))
+        if ensured.foreign:
+            return False, []
+        if ensured.wrote == CREATED:
+            served.learn(kind.plural, wanted, ensured.obj)
+        dropped = compare(wanted, ensured.obj).missing
         if dropped:
-            kinds.append(kind)
+            kinds.append(kind.kind)
             fields.update(dict.fromkeys(dropped))
-    return [not_kept_message(tuple(kinds), tuple(fields), version)] if kinds else []
-
-
-def _create(
-    client: KubeClient,
-    job: MXJobView,
-    *,
-    plural: str,
-    wanted: Mapping[str, Any],
-    served: ServedFields,
-) -> Mapping[str, Any]:
-    """POST ``wanted``; the answer is what the server keeps (``wanted`` itself if another
-    writer was first: the next reconcile reads that one)."""
-    collection = gang_path(plural, job.namespace, version=version_of(wanted))
-    try:
-        created = as_mapping(client.request("POST", collection, body=wanted))
-    except AlreadyExists:
-        return wanted
-    log.info("%s/%s: %s created", job.namespace, job.name, plural)
-    served.learn(plural, wanted, created)
-    return created
-
-
-def _dropped_or_replace(
-    client: KubeClient,
-    job: MXJobView,
-    *,
-    plural: str,
-    wanted: Mapping[str, Any],
-    existing: Mapping[str, Any],
-    served: ServedFields,
-) -> tuple[str, ...]:
-    """The fields ``existing`` lacks because the server drops them; raises
-    :class:`GangNotReadyError` (after deleting it) when it must be replaced."""
-    namespace, name, version = job.namespace, job.name, version_of(wanted)
-    meta = as_mapping(existing.get("metadata"))
-    if meta.get("deletionTimestamp"):
-        raise GangNotReadyError(f"{plural} {namespace}/{name} is still being deleted")
-    comparison = compare(wanted, existing)
-    if not owned_by(existing, job):
-        comparison = Comparison(("ownerReferences", *comparison.changed), comparison.missing)
-    unknown = [f for f in comparison.missing if served.kept(plural, f) is None]
-    if unknown and not comparison.changed:
-        collection = gang_path(plural, namespace, version=version)
-        served.learn(plural, wanted, _dry_run(client, collection, wanted))
-    kept_but_missing = [f for f in comparison.missing if served.kept(plural, f)]
-    if not comparison.changed and not kept_but_missing:
-        return comparison.missing
-    with contextlib.suppress(NotFound, Conflict):
-        client.request(
-            "DELETE",
-            gang_path(plural, namespace, name, version=version),
-            body={"preconditions": {"uid": meta.get("uid")}},
-        )
-    differs = ", ".join([*comparison.changed, *kept_but_missing])
-    log.info("%s/%s: %s replaced, it no longer matches the job: %s", namespace, name, plural,
-             differs)  # fmt: skip
-    raise GangNotReadyError(
-        f"{plural} {namespace}/{name} replaced: it no longer matched ({differs})"
-    )
+    return True, [not_kept_message(tuple(kinds), tuple(fields), version)] if kinds else []

@@ -1,24 +1,29 @@
-"""The API side of gang scheduling: which gang scheduler the cluster serves, and the job's
-Volcano or scheduler-plugins PodGroup.
+"""The API side of gang scheduling: which gang scheduler the cluster serves, the kinds of
+objects each one's gang is made of, and the job's Volcano or scheduler-plugins PodGroup.
 
 Those PodGroups are built in :mod:`controller.integrations.gang.podgroups` (pure), written as
-kubeflow training-operator v1.8.1 writes them; kube-scheduler's own Workload and PodGroup
-(``native``) in :mod:`controller.integrations.gang.native_writes`. They are written only when a
-reconcile is about to create pods, just before it does. Nothing is cached: jobs create pods
-rarely, and a GET per pod-creating reconcile costs less than a third and fourth watch.
+kubeflow training-operator v1.8.1 writes them, through the shared path of a job's children
+(:mod:`controller.integrations.children.ensure`: read from the PodGroups' cache, created when
+missing, the spec updated in place when it differs, a foreign one of the job's name left alone
+while the pods wait); kube-scheduler's own Workload and PodGroup (``native``) in
+:mod:`controller.integrations.gang.native_writes`. They are written only when a reconcile is
+about to create pods, just before it does.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from controller.integrations.children.ensure import ChildNotReadyError, OwnedChildren
+from controller.integrations.children.kind import ChildKind
+from controller.integrations.gang.native import NativeVersion
 from controller.integrations.gang.native_writes import (
-    GangNotReadyError,
     NativeTarget,
+    Owned,
     ensure_native_gang,
+    native_kinds,
     served_version,
 )
 from controller.integrations.gang.podgroups import (
@@ -31,22 +36,21 @@ from controller.integrations.gang.podgroups import (
     crd_pod_group_update,
     delays_pods,
 )
-from controller.job.ownership import owned_by
 from controller.job.view import MXJobView
-from controller.runtime.client import (
-    AlreadyExists,
-    Conflict,
-    KubeClient,
-    NotFound,
-    resource_path,
-)
+from controller.runtime.client import KubeClient, NotFound
 from shared.spec import as_mapping
-
-log = logging.getLogger(__name__)
 
 POD_GROUPS: Final = "podgroups"
 
-__all__ = ["GangNotReadyError", "detect", "ensure_crd_pod_group", "ensure_gang"]
+CRD_POD_GROUPS: Final[Mapping[GangScheduler, ChildKind]] = {
+    "volcano": ChildKind(kind="PodGroup", group=VOLCANO_GROUP, version=VOLCANO_VERSION,
+                         plural=POD_GROUPS, pods_need_it=True),
+    "scheduler-plugins": ChildKind(kind="PodGroup", group=PLUGINS_GROUP, version=PLUGINS_VERSION,
+                                   plural=POD_GROUPS, pods_need_it=True),
+}  # fmt: skip
+"""The PodGroup of each project's own CRD: a job's pods join the group of their job's name."""
+
+__all__ = ["ChildNotReadyError", "detect", "ensure_crd_pod_group", "ensure_gang", "gang_kinds"]
 
 
 def detect(client: KubeClient) -> GangScheduler:
@@ -55,34 +59,38 @@ def detect(client: KubeClient) -> GangScheduler:
     return "none" if served_version(client) is None else "native"
 
 
+def gang_kinds(scheduler: GangScheduler, version: NativeVersion) -> tuple[ChildKind, ...]:
+    """The kinds of objects a job's gang is made of under ``scheduler`` (``version``: the native
+    API's), in the order they are made; none for ``none``."""
+    if scheduler == "native":
+        return native_kinds(version)
+    kind = CRD_POD_GROUPS.get(scheduler)
+    return (kind,) if kind is not None else ()
+
+
 def ensure_gang(
+    owned: Owned,
     client: KubeClient,
     job: MXJobView,
     *,
     labels: Mapping[str, str],
     scheduler: GangScheduler,
     native: NativeTarget | None = None,
-) -> list[str]:
-    """Make the job's gang objects exist before its pods are created; nothing for ``none``.
-    Returns what the API server did not keep of them (``native`` only: Event messages)."""
-    if scheduler in ("volcano", "scheduler-plugins"):
-        ensure_crd_pod_group(client, job, scheduler=scheduler)
-    elif scheduler == "native":
-        return ensure_native_gang(client, job, labels=labels, target=native or NativeTarget())
-    return []
-
-
-_CRD_API: Final = {
-    "volcano": (VOLCANO_GROUP, VOLCANO_VERSION),
-    "scheduler-plugins": (PLUGINS_GROUP, PLUGINS_VERSION),
-}
+) -> tuple[bool, list[str]]:
+    """Make the job's gang objects stand before its pods are created; nothing for ``none``.
+    Returns whether they stand (False: a foreign object holds a name the gang needs) and what the
+    API server did not keep of them (``native`` only: Event messages)."""
+    crd = CRD_POD_GROUPS.get(scheduler)
+    if crd is not None:
+        return ensure_crd_pod_group(owned(crd), client, job, scheduler=scheduler), []
+    if scheduler == "native":
+        target = native or NativeTarget()
+        return ensure_native_gang(owned, client, job, labels=labels, target=target)
+    return True, []
 
 
 def crd_pod_group_path(scheduler: GangScheduler, namespace: str, name: str | None = None) -> str:
-    group, version = _CRD_API[scheduler]
-    return resource_path(
-        group=group, version=version, plural=POD_GROUPS, namespace=namespace, name=name
-    )
+    return CRD_POD_GROUPS[scheduler].path(namespace, name)
 
 
 def priority_values(client: KubeClient, job: MXJobView) -> dict[str, int]:
@@ -101,41 +109,25 @@ def priority_values(client: KubeClient, job: MXJobView) -> dict[str, int]:
     return values
 
 
-def ensure_crd_pod_group(client: KubeClient, job: MXJobView, *, scheduler: GangScheduler) -> None:
+def ensure_crd_pod_group(
+    pod_groups: OwnedChildren, client: KubeClient, job: MXJobView, *, scheduler: GangScheduler
+) -> bool:
     """Create the job's Volcano or scheduler-plugins PodGroup, or update its spec to the job's
-    (training-operator's ``SyncPodGroup``); then, for Volcano, hold pod creation back
-    (:class:`GangNotReadyError`, retried with back-off) until Volcano admitted the group.
-
-    One left by an earlier job of the same name is deleted first, like the native objects.
-    """
+    (training-operator's ``SyncPodGroup``); False when a foreign one holds the name. Then, for
+    Volcano, hold pod creation back (:class:`ChildNotReadyError`, retried with back-off, and
+    sooner when the PodGroups' cache sees it change) until Volcano admitted the group."""
     priorities = priority_values(client, job)
+
+    def revise(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict[str, Any] | None:
+        return crd_pod_group_update(stored, job, scheduler, priorities=priorities)
+
     wanted = build_crd_pod_group(job, scheduler, priorities=priorities)
-    namespace, name = job.namespace, job.name
-    path = crd_pod_group_path(scheduler, namespace, name)
-    try:
-        existing: Mapping[str, Any] | None = client.request("GET", path)
-    except NotFound:
-        existing = None
-    if existing is None:
-        try:
-            existing = client.request("POST", crd_pod_group_path(scheduler, namespace), body=wanted)
-            log.info("%s/%s: %s PodGroup created", namespace, name, scheduler)
-        except AlreadyExists as error:
-            raise GangNotReadyError(f"podgroups {namespace}/{name} appeared meanwhile") from error
-    else:
-        meta = as_mapping(existing.get("metadata"))
-        if meta.get("deletionTimestamp"):
-            raise GangNotReadyError(f"podgroups {namespace}/{name} is still being deleted")
-        if not owned_by(existing, job):
-            with contextlib.suppress(NotFound, Conflict):
-                client.request("DELETE", path, body={"preconditions": {"uid": meta.get("uid")}})
-            raise GangNotReadyError(f"podgroups {namespace}/{name} was an earlier job's")
-        update = crd_pod_group_update(existing, job, scheduler, priorities=priorities)
-        if update is not None:
-            existing = client.request("PUT", path, body=update)
-            log.info("%s/%s: %s PodGroup updated", namespace, name, scheduler)
-    if delays_pods(existing, scheduler):
-        phase = as_mapping(as_mapping(existing).get("status")).get("phase") or "unset"
-        raise GangNotReadyError(
-            f"podgroups {namespace}/{name}: waiting for Volcano to admit the group (phase {phase})"
+    ensured = pod_groups.ensure(job, wanted, revise=revise)
+    if ensured.foreign:
+        return False
+    if delays_pods(ensured.obj, scheduler):
+        phase = as_mapping(ensured.obj.get("status")).get("phase") or "unset"
+        raise ChildNotReadyError(
+            f"podgroups {job.key}: waiting for Volcano to admit the group (phase {phase})"
         )
+    return True

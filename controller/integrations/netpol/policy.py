@@ -16,7 +16,8 @@ pods"). Traffic from the node itself (the kubelet's probes) is not subject to Ne
 on the implementations Kubernetes documents, so no rule is needed for it.
 
 The policy is named after the job and owned by it (controller ownerReference), so garbage
-collection removes it with the job. The I/O is :mod:`controller.integrations.netpol.policy_writes`.
+collection removes it with the job. The I/O is :mod:`controller.integrations.netpol.policy_writes`;
+a foreign policy of the job's name is never touched (controller/integrations/children/foreign.py).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from controller.job.ownership import controller_reference, owner_reference
+from controller.job.ownership import owner_reference
 from controller.job.view import MXJobView
-from shared.constants import KIND, LABEL_JOB_NAME, LABEL_OPERATOR_NAME, WATCHED_OPERATOR_NAMES
+from shared.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, WATCHED_OPERATOR_NAMES
 from shared.spec import as_mapping
 
 POLICY_API_GROUP: Final = "networking.k8s.io"
@@ -72,11 +73,3 @@ def policy_update(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> dic
     if as_mapping(existing.get("spec")) == as_mapping(wanted.get("spec")):
         return None
     return {**existing, "spec": wanted["spec"]}
-
-
-def left_by_earlier_job(existing: Mapping[str, Any], job: MXJobView) -> bool:
-    """Whether ``existing`` (named like the job) was made for an earlier MXJob of the same
-    name, which garbage collection has not removed yet: its controller is an MXJob of this name
-    with another uid. Anything else of that name (a policy of the user's) is never deleted."""
-    ref = as_mapping(controller_reference(existing))
-    return ref.get("kind") == KIND and ref.get("name") == job.name and ref.get("uid") != job.uid

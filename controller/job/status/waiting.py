@@ -8,9 +8,11 @@ carries ``Pending`` True with that reason and message, ``kubectl get mxjobs`` sh
 (the ``Waiting`` column) and ``kubectl describe`` an Event each time it changes; once the job
 runs, finishes or waits for nothing, the condition goes.
 
-What an integration knows (Kueue's Workload, the gang) comes in as :class:`Wait` from the
-reconciler (controller/job/hooks.py, ``Integration.waits``) and wins over the pods' own
-``Unschedulable``: it is the cause, the scheduler's message its echo.
+What an integration knows (Kueue's Workload, the gang, an object of the name the job's pods
+need that is not the job's own: ``ForeignObjectExists``, controller/integrations/children/
+foreign.py) comes in as :class:`Wait` from the reconciler (controller/job/hooks.py,
+``Integration.waits``) and wins over the pods' own ``Unschedulable``: it is the cause, the
+scheduler's message its echo.
 """
 
 from __future__ import annotations

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from controller.integrations.budget.integration import BudgetIntegration
+from controller.integrations.children.kind import child_object
+from controller.integrations.children.stores import ChildStores
 from controller.integrations.gang.integration import GangIntegration
+from controller.integrations.gang.podgroup_writes import CRD_POD_GROUPS
 from controller.job.hooks import Integration
 from controller.job.observed import ATTEMPT_ANNOTATION, RESTARTS_BEFORE_ANNOTATION
 from controller.job.reconciler import Reconciler
 from controller.job.status import compute_status
 from controller.job.writes import NameConflictError
 from controller.runtime.client import Conflict, mxjobs_path, pods_path, services_path
-from controller.runtime.events import EventRecorder
+from controller.runtime.events import FOREIGN_OBJECT_EXISTS, EventRecorder
 from controller.runtime.expectations import Expectations
 from controller.runtime.informers import Store
 from controller.runtime.metrics import Metrics
@@ -29,6 +33,7 @@ from tests.controller.samples import (
     job,
     later,
     pod,
+    stored_before_the_new_defaults,
     training_operator_pod,
     training_operator_service,
     view_of,
@@ -55,7 +60,9 @@ def integrations(api: FakeApi) -> list[Integration]:
 class World:
     """A Reconciler whose caches the test fills, over a FakeApi."""
 
-    def __init__(self, job_obj: Obj) -> None:
+    def __init__(
+        self, job_obj: Obj, *, hooks: Callable[[FakeApi], list[Integration]] = integrations
+    ) -> None:
         self.api = FakeApi()
         self.jobs = Store()
         self.pods = Store(index_label=LABEL_JOB_NAME)
@@ -71,7 +78,7 @@ class World:
             expectations=self.expectations,
             recorder=self.recorder,
             metrics=Metrics(),
-            integrations=integrations(self.api),
+            integrations=hooks(self.api),
             now=lambda: self.clock,
         )
         stored = self.api.put_object(mxjobs_path("ns", "mnist"), job_obj)
@@ -132,6 +139,32 @@ def test_a_job_asking_for_a_gang_gets_its_disruption_budget_before_its_pods() ->
     budgets = "/apis/policy/v1/namespaces/ns/poddisruptionbudgets"
     assert writes.index(("POST", budgets)) < writes.index(("POST", pods_path("ns")))
     assert world.api.objects[f"{budgets}/mnist"]["spec"]["minAvailable"] == 4
+
+
+def test_a_foreign_pod_group_of_the_jobs_name_holds_its_pods_and_the_job_says_why() -> None:
+    recorded: list[tuple[str, str]] = []
+    gang_stores = ChildStores()
+    users = {"metadata": {"name": "mnist", "namespace": "ns", "uid": "users"}}
+    gang_stores(CRD_POD_GROUPS["volcano"]).put_if_newer(child_object(users))
+
+    def volcano(api: FakeApi) -> list[Integration]:
+        return [GangIntegration(api, scheduler="volcano", stores=gang_stores)]
+
+    def record(job: Obj, kind: str, reason: str, message: str, **_: str) -> None:
+        recorded.append((kind, reason))
+
+    world = World(job(), hooks=volcano)
+    world.recorder.record = record  # type: ignore[assignment,method-assign]
+    world.reconciler.reconcile(KEY)
+    status = world.api.objects[mxjobs_path("ns", "mnist")]["status"]
+    (pending,) = [c for c in status["conditions"] if c["type"] == "Pending"]
+    assert (pending["status"], pending["reason"]) == ("True", FOREIGN_OBJECT_EXISTS)
+    assert "the job's pods wait" in pending["message"]
+    assert recorded.count(("Warning", FOREIGN_OBJECT_EXISTS)) == 1
+    assert not [w for w in world.api.writes() if w.path == pods_path("ns")], "no pod made"
+    world.sync_from_api()
+    world.reconciler.reconcile(KEY)
+    assert recorded.count(("Warning", FOREIGN_OBJECT_EXISTS)) == 1, "told once"
 
 
 def test_a_second_reconcile_with_nothing_new_sends_nothing() -> None:
@@ -263,6 +296,43 @@ def test_a_job_stored_without_the_webhook_is_defaulted_in_memory_and_runs() -> N
     worker = world.api.objects[pods_path("ns", "mnist-worker-1")]
     env = {e["name"] for e in worker["spec"]["containers"][0]["env"]}
     assert {"DMLC_ROLE", "DMLC_PS_ROOT_URI", "MX_CONFIG"} <= env
+
+
+def test_a_job_stored_before_restart_scopes_were_written_restarts_whole_as_mxtrain() -> None:
+    """Defaulted once, in memory (controller/job/memory.py): no reader holds a default of its
+    own, and the stored spec is left as it was."""
+    old = stored_before_the_new_defaults(job(run_policy={"backoffLimit": 0}))
+    world = World(old)
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    evicted = pod(job(), "worker-1", phase="Failed", reason="Evicted",
+                  disruption="EvictionByEvictionAPI")  # fmt: skip
+    world.set_pod_status("mnist-worker-1", evicted["status"])
+    world.sync_from_api()
+    world.api.requests.clear()
+    world.reconciler.reconcile(KEY)
+    deleted = sorted(r.path.rsplit("/", 1)[-1] for r in world.api.writes() if r.method == "DELETE")
+    assert deleted == ["mnist-scheduler-0", "mnist-server-0", "mnist-worker-0", "mnist-worker-1"]
+    stored = world.api.objects[mxjobs_path("ns", "mnist")]
+    # disruptionPolicy Ignore: with backoffLimit 0 the drained worker's restart does not fail it.
+    assert stored["status"]["state"] != "Failed"
+    assert stored["status"]["restarts"][0]["scope"] == "Job"
+    assert stored["status"]["restarts"][0]["countedAgainstBackoff"] is False
+    assert stored["spec"] == old["spec"]
+
+
+def test_a_tune_job_stored_before_restart_scopes_were_written_replaces_a_replica_alone() -> None:
+    tune = job(mode="MXTune", replicas={"TunerTracker": 1, "TunerServer": 2, "Tuner": 1})
+    world = World(stored_before_the_new_defaults(tune))
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    killed = pod(tune, "tunerserver-1", phase="Failed", exit_code=137)
+    world.set_pod_status("mnist-tunerserver-1", killed["status"])
+    world.sync_from_api()
+    world.api.requests.clear()
+    world.reconciler.reconcile(KEY)
+    deleted = [r.path.rsplit("/", 1)[-1] for r in world.api.writes() if r.method == "DELETE"]
+    assert deleted == ["mnist-tunerserver-1"]
 
 
 def test_an_invalid_job_stored_without_the_webhook_fails_with_a_clear_reason() -> None:

@@ -150,3 +150,11 @@ def test_admission_wait_runs_from_the_workloads_creation_or_its_last_requeue() -
         {"type": "Requeued", "status": "True", "lastTransitionTime": requeued_at}]}  # fmt: skip
     assert admission_wait_seconds(workload, later(100)) == 40
     assert admission_wait_seconds({}, NOW) is None
+
+
+def test_jobs_are_counted_from_their_metadata_and_conditions_as_stored() -> None:
+    """The spec is not read (it would need defaulting): a job stored without the webhook, even
+    without a spec, is counted by its conditions."""
+    bare = {"metadata": {"namespace": "ns"}, "status": {"conditions": [_condition("Running")]}}
+    counts = jobs_by_state([bare, {"metadata": {"namespace": "ns"}}])
+    assert counts[("ns", "Running")] == 1 and counts[("ns", NEW)] == 1

@@ -10,6 +10,7 @@ import pytest
 
 from controller.runtime.client import Conflict, leases_path
 from controller.runtime.election import ElectionSettings, LeaderElector
+from controller.runtime.settings import from_args
 from tests.controller.fakes import FakeApi
 
 LEASE = leases_path("ns", "mxjob-controller")
@@ -151,3 +152,15 @@ def test_the_leader_that_cannot_renew_stops_leading() -> None:
 def test_timings_must_nest() -> None:
     with pytest.raises(ValueError, match="retry_period < renew_deadline < lease_duration"):
         ElectionSettings(namespace="ns", identity="a", lease_duration=5, renew_deadline=6)
+
+
+def test_the_election_is_the_one_the_process_flags_ask_for() -> None:
+    settings = from_args(
+        ["--lease-namespace=ops", "--lease-name=mine", "--identity=me", "--lease-duration=30"],
+        environ={},
+    )
+    election = ElectionSettings.of(settings)
+    assert (election.namespace, election.name, election.identity) == ("ops", "mine", "me")
+    assert (election.lease_duration, election.renew_deadline, election.retry_period) == (
+        30.0, settings.renew_deadline, settings.retry_period,
+    )  # fmt: skip

@@ -1,21 +1,28 @@
 """controller.integrations.budget.integration: a gang's PodDisruptionBudget made before its pods,
-never holding them back (in-memory fake API)."""
+never holding them back, not even for a foreign object of its name (in-memory fake API)."""
 
 from __future__ import annotations
 
 from controller.integrations.budget.integration import BudgetIntegration
-from controller.integrations.budget.pdb_writes import budget_path
+from controller.integrations.budget.pdb_writes import BUDGETS
+from controller.integrations.children.kind import child_object
+from controller.integrations.children.stores import ChildStores
 from controller.integrations.gang.integration import GangIntegration
 from controller.integrations.gang.podgroups import GangScheduler
 from controller.job.desired import job_labels
 from controller.job.hooks import Integration
 from controller.job.view import MXJobView
 from controller.runtime.client import ApiError, error_for
-from tests.controller.fakes import FakeApi
+from controller.runtime.events import FOREIGN_OBJECT_EXISTS
+from tests.controller.fakes import FakeApi, catch_up
 from tests.controller.samples import job, view_of
 
 PLAIN = view_of(job())
 ASKED = view_of(job(run_policy={"schedulingPolicy": {"minAvailable": 2}}))
+
+
+def budget_path(namespace: str, name: str | None = None) -> str:
+    return BUDGETS.path(namespace, name)
 
 
 def prepare(budget: BudgetIntegration, view: MXJobView) -> tuple[bool, list[Exception]]:
@@ -24,8 +31,10 @@ def prepare(budget: BudgetIntegration, view: MXJobView) -> tuple[bool, list[Exce
     return ready, errors
 
 
-def budget_for(api: FakeApi, scheduler: GangScheduler = "none") -> BudgetIntegration:
-    return BudgetIntegration(api, scheduler=lambda: scheduler)
+def budget_for(
+    api: FakeApi, scheduler: GangScheduler = "none", stores: ChildStores | None = None
+) -> BudgetIntegration:
+    return BudgetIntegration(api, scheduler=lambda: scheduler, stores=stores)
 
 
 def test_it_is_an_integration_named_budget() -> None:
@@ -67,8 +76,27 @@ def test_the_scheduler_is_read_when_pods_are_prepared_not_when_built() -> None:
 def test_a_budget_that_cannot_be_written_is_an_error_but_holds_no_pod_back() -> None:
     api = FakeApi()
     refused = error_for(403, "Forbidden", {"kind": "Status", "reason": "Forbidden", "code": 403})
-    api.fail_next[("GET", budget_path("ns", "mnist"))] = refused
+    api.fail_next[("POST", budget_path("ns"))] = refused
     ready, errors = prepare(budget_for(api), ASKED)
     assert ready is True
     assert errors == [refused] and isinstance(errors[0], ApiError)
-    assert api.writes() == []
+    assert budget_path("ns", "mnist") not in api.objects
+
+
+def test_a_foreign_budget_is_left_told_once_and_holds_no_pod_back_nor_makes_the_job_wait() -> None:
+    api = FakeApi()
+    stores = ChildStores()
+    users = {"metadata": {"name": "mnist", "namespace": "ns"}, "spec": {"minAvailable": 1}}
+    stored = api.put_object(budget_path("ns", "mnist"), users)
+    catch_up(stores(BUDGETS), api, budget_path("ns"), transform=child_object)
+    budget = budget_for(api, stores=stores)
+    assert prepare(budget, ASKED) == (True, [])
+    assert api.writes() == [] and api.objects[budget_path("ns", "mnist")] == stored
+    assert budget.waits(ASKED, []) is None
+    (notice,) = budget.notices(ASKED, [])
+    assert (notice.type, notice.reason) == ("Warning", FOREIGN_OBJECT_EXISTS)
+    assert "the job runs without a PodDisruptionBudget of its own" in notice.message
+    assert budget.notices(ASKED, []) == ()
+    assert budget.notices(PLAIN, []) == (), "a job that wants no budget is told nothing"
+    budget.job_gone("ns", "mnist")
+    assert len(budget.notices(ASKED, [])) == 1, "a new job of the name is told again"

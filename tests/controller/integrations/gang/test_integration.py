@@ -1,20 +1,27 @@
 """controller.integrations.gang.integration: the gang made before pods, each pod joined to it,
-and the Event of a gang that waits (in-memory fake API)."""
+the Event of a gang that waits, and a foreign object of the gang's name left alone while the
+job waits for it (in-memory fake API; the caches filled where the informers would catch up)."""
 
 from __future__ import annotations
 
 import copy
 
+from controller.integrations.children.ensure import ChildNotReadyError
+from controller.integrations.children.kind import ChildKind, child_object
+from controller.integrations.children.stores import ChildStores
 from controller.integrations.gang.integration import GANG_FIELD_NOT_KEPT, GangIntegration
 from controller.integrations.gang.native import build_pod_group
 from controller.integrations.gang.native_writes import gang_path
-from controller.integrations.gang.podgroup_writes import GangNotReadyError, crd_pod_group_path
-from controller.integrations.gang.podgroups import GANG_WAITING
+from controller.integrations.gang.podgroup_writes import CRD_POD_GROUPS, crd_pod_group_path
+from controller.integrations.gang.podgroups import GANG_WAITING, build_crd_pod_group
 from controller.job.desired import build_pod, desired_slots, job_labels
 from controller.job.hooks import Integration, Notice
-from tests.controller.fakes import FakeApi
+from controller.job.status import compute_status
+from controller.runtime.events import FOREIGN_OBJECT_EXISTS
+from controller.runtime.store import Store
+from tests.controller.fakes import FakeApi, catch_up
 from tests.controller.integrations.gang.gated_api import GatedApi
-from tests.controller.samples import job, pods_all, view_of
+from tests.controller.samples import NOW, job, pods_all, view_of
 
 JOB = view_of(job())
 
@@ -23,6 +30,13 @@ def prepare(gang: GangIntegration) -> tuple[bool, list[Exception]]:
     errors: list[Exception] = []
     ready = gang.prepare_pods(JOB, labels=job_labels(JOB), errors=errors)
     return ready, errors
+
+
+def seen(gang: GangIntegration, api: FakeApi) -> GangIntegration:
+    """The gang's caches as its informers would have them once caught up with ``api``."""
+    for kind in gang.child_kinds():
+        catch_up(gang.stores(kind), api, kind.path("ns"), transform=child_object)
+    return gang
 
 
 def test_it_is_an_integration_named_gang() -> None:
@@ -47,34 +61,86 @@ def test_native_gang_objects_are_made_before_the_pods_then_left_alone() -> None:
     assert api.objects[gang_path("podgroups", "ns", "mnist")]["metadata"]["labels"] == (
         job_labels(JOB)
     )
-    assert prepare(gang) == (True, [])
-    assert len(api.writes()) == 2
+    assert prepare(seen(gang, api)) == (True, [])
+    sent = [r.method for r in api.requests if "/namespaces/" in r.path]
+    assert sent == ["POST", "POST"], "read from the caches, nothing written"
 
 
-def test_an_earlier_jobs_pod_group_holds_the_pods_back_while_it_is_replaced() -> None:
+def test_an_earlier_jobs_pod_group_is_left_and_the_job_waits_for_it() -> None:
     api = FakeApi()
     gang = GangIntegration(api, scheduler="native")
-    prepare(gang)
     earlier = build_pod_group(view_of(job(uid="earlier-uid")), labels={})
     stored = api.put_object(gang_path("podgroups", "ns", "mnist"), earlier)
-    ready, errors = prepare(gang)
-    assert ready is False
-    assert len(errors) == 1 and isinstance(errors[0], GangNotReadyError)
-    delete = api.writes()[-1]
-    assert (delete.method, delete.body) == (
-        "DELETE",
-        {"preconditions": {"uid": stored["metadata"]["uid"]}},
-    )
+    assert prepare(seen(gang, api)) == (False, []), "held back, and not an error"
+    assert [(w.method, w.path) for w in api.writes()] == [("POST", gang_path("workloads", "ns"))]
+    assert api.objects[gang_path("podgroups", "ns", "mnist")] == stored
+    wait = gang.waits(JOB, [])
+    assert wait is not None and wait.reason == FOREIGN_OBJECT_EXISTS
+    assert "PodGroup ns/mnist was made for an earlier MXJob of this name" in wait.message
+    (notice,) = gang.notices(JOB, [])
+    assert (notice.type, notice.reason, notice.message) == (
+        "Warning", FOREIGN_OBJECT_EXISTS, wait.message,
+    )  # fmt: skip
+    assert gang.notices(JOB, []) == (), "said once"
+    del api.objects[gang_path("podgroups", "ns", "mnist")]  # garbage collection
+    assert prepare(seen(gang, api)) == (True, [])
+    assert gang.waits(JOB, []) is None
+
+
+def test_a_foreign_pod_group_makes_the_job_pending_for_it_even_over_unplaced_pods() -> None:
+    api = FakeApi()
+    gang = GangIntegration(api, scheduler="volcano")
+    users = {"metadata": {"name": "mnist", "namespace": "ns"}, "spec": {"minMember": 1}}
+    api.put_object(crd_pod_group_path("volcano", "ns", "mnist"), users)
+    seen(gang, api)
+    assert prepare(gang) == (False, [])
+    assert api.writes() == []
+    unplaced = pods_all(job())
+    for pod in unplaced:
+        pod["spec"].pop("nodeName", None)
+    wait = gang.waits(JOB, unplaced)
+    assert wait is not None
+    status = compute_status(JOB, [], now=NOW, held=wait).status
+    (pending,) = [c for c in status["conditions"] if c["type"] == "Pending"]
+    assert (pending["status"], pending["reason"]) == ("True", FOREIGN_OBJECT_EXISTS)
+    assert pending["message"].startswith("PodGroup ns/mnist is not this job's")
+    assert pending["message"].endswith("the job's pods wait until the name is free.")
 
 
 def test_pods_wait_until_volcano_admitted_their_group() -> None:
     api = FakeApi()
     gang = GangIntegration(api, scheduler="volcano")
     ready, errors = prepare(gang)
-    assert ready is False and isinstance(errors[0], GangNotReadyError)
+    assert ready is False and isinstance(errors[0], ChildNotReadyError)
     path = crd_pod_group_path("volcano", "ns", "mnist")
     api.objects[path]["status"] = {"phase": "Inqueue"}
-    assert prepare(gang) == (True, [])
+    api.objects[path]["metadata"]["resourceVersion"] += "0"
+    assert prepare(seen(gang, api)) == (True, [])
+    assert [w.method for w in api.writes()] == ["POST"]
+
+
+def test_a_volcano_pod_group_whose_job_changed_is_updated_in_place() -> None:
+    api = FakeApi()
+    gang = GangIntegration(api, scheduler="scheduler-plugins")
+    smaller = build_crd_pod_group(view_of(job(replicas={"Scheduler": 1, "Worker": 1})),
+                                  "scheduler-plugins")  # fmt: skip
+    api.put_object(crd_pod_group_path("scheduler-plugins", "ns", "mnist"), smaller)
+    assert prepare(seen(gang, api)) == (True, [])
+    (put,) = api.writes()
+    assert put.method == "PUT" and put.body["spec"]["minMember"] == 4
+
+
+def test_the_gang_asks_for_the_caches_of_its_kinds_when_its_scheduler_is_set() -> None:
+    asked: list[ChildKind] = []
+
+    class Recording(ChildStores):
+        def __call__(self, kind: ChildKind) -> Store:
+            asked.append(kind)
+            return super().__call__(kind)
+
+    gang = GangIntegration(FakeApi(), scheduler="none", stores=Recording())
+    gang.use("volcano")
+    assert gang.scheduler == "volcano" and asked == [CRD_POD_GROUPS["volcano"]]
 
 
 def test_the_scheduler_resolved_after_construction_is_the_one_used() -> None:

@@ -1,20 +1,28 @@
 """controller.integrations.netpol.integration: the job's NetworkPolicy made before its pods,
-which wait while it cannot be (in-memory fake API)."""
+which wait while it cannot be, or while a foreign object holds its name (in-memory fake API)."""
 
 from __future__ import annotations
 
+from controller.integrations.children.kind import child_object
+from controller.integrations.children.stores import ChildStores
 from controller.integrations.netpol.integration import NetworkPolicyIntegration
-from controller.integrations.netpol.policy_writes import ForeignPolicyError, policy_path
+from controller.integrations.netpol.policy_writes import POLICIES
 from controller.job.desired import job_labels
 from controller.job.hooks import Integration
+from controller.job.status import compute_status
 from controller.job.view import MXJobView
 from controller.manager import Controller
 from controller.runtime.client import ApiError, error_for
+from controller.runtime.events import FOREIGN_OBJECT_EXISTS
 from controller.runtime.settings import ControllerSettings, from_args
-from tests.controller.fakes import FakeApi
-from tests.controller.samples import job, view_of
+from tests.controller.fakes import FakeApi, catch_up
+from tests.controller.samples import NOW, job, view_of
 
 MNIST = view_of(job())
+
+
+def policy_path(namespace: str, name: str | None = None) -> str:
+    return POLICIES.path(namespace, name)
 
 
 def prepare(integration: NetworkPolicyIntegration, view: MXJobView) -> tuple[bool, list[Exception]]:
@@ -45,13 +53,26 @@ def test_a_policy_that_cannot_be_written_holds_the_pods_back_with_the_error() ->
 
 
 def test_a_users_policy_of_the_jobs_name_holds_the_pods_back_and_stays() -> None:
-    api = FakeApi()
+    api, stores = FakeApi(), ChildStores()
     users = {"metadata": {"name": "mnist", "namespace": "ns"}, "spec": {"podSelector": {}}}
     api.put_object(policy_path("ns", "mnist"), users)
-    ready, errors = prepare(NetworkPolicyIntegration(api), MNIST)
-    assert ready is False
-    assert len(errors) == 1 and isinstance(errors[0], ForeignPolicyError)
+    catch_up(stores(POLICIES), api, policy_path("ns"), transform=child_object)
+    integration = NetworkPolicyIntegration(api, stores=stores)
+    assert prepare(integration, MNIST) == (False, []), "held back, and not an error"
+    assert api.writes() == []
     assert api.objects[policy_path("ns", "mnist")]["spec"] == {"podSelector": {}}
+    wait = integration.waits(MNIST, [])
+    assert wait is not None and wait.reason == FOREIGN_OBJECT_EXISTS
+    pending = next(
+        c for c in compute_status(MNIST, [], now=NOW, held=wait).status["conditions"]
+        if c["type"] == "Pending"
+    )  # fmt: skip
+    assert (pending["status"], pending["reason"]) == ("True", FOREIGN_OBJECT_EXISTS)
+    assert "NetworkPolicy ns/mnist is not this job's" in pending["message"]
+    assert "the job's pods wait" in pending["message"]
+    (notice,) = integration.notices(MNIST, [])
+    assert (notice.type, notice.reason) == ("Warning", FOREIGN_OBJECT_EXISTS)
+    assert integration.notices(MNIST, []) == ()
 
 
 def test_the_controller_joins_it_to_reconciles_only_with_the_flag_before_the_others() -> None:

@@ -1,5 +1,5 @@
-"""A job's NetworkPolicy: what it selects, what it admits, when it is put back and when an
-existing one was an earlier job's (controller/integrations/netpol/policy.py)."""
+"""A job's NetworkPolicy: what it selects, what it admits, and when it is put back
+(controller/integrations/netpol/policy.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 from controller.integrations.netpol.policy import (
     build_policy,
     job_pods,
-    left_by_earlier_job,
     policy_update,
 )
 from controller.job.desired import build_pod, desired_slots, job_labels
@@ -82,13 +81,3 @@ def test_a_policy_edited_by_hand_is_put_back_keeping_its_metadata() -> None:
     assert update is not None
     assert update["spec"] == build_policy(MNIST, labels={})["spec"]
     assert update["metadata"]["resourceVersion"] == "7"
-
-
-def test_only_a_policy_controlled_by_an_earlier_mxjob_of_the_name_counts_as_left_behind() -> None:
-    earlier = build_policy(view_of(job(uid="earlier-uid")), labels={})
-    assert left_by_earlier_job(earlier, MNIST)
-    assert not left_by_earlier_job(build_policy(MNIST, labels={}), MNIST)
-    users_own = {"metadata": {"name": "mnist", "namespace": "ns"}, "spec": {}}
-    assert not left_by_earlier_job(users_own, MNIST)
-    other_job = build_policy(view_of(job("other", uid="earlier-uid")), labels={})
-    assert not left_by_earlier_job(other_job, MNIST)

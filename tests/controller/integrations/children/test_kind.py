@@ -1,0 +1,60 @@
+"""A kind of a job's child as data, and what its cache keeps of each object
+(controller/integrations/children/kind.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.integrations.children.kind import (
+    ChildKind,
+    child_object,
+    controlled_by_an_mxjob,
+)
+from controller.job.ownership import owner_reference
+from tests.controller.samples import job, view_of
+
+MNIST = view_of(job())
+THINGS = ChildKind(kind="Thing", group="example.com", version="v1", plural="things",
+                   pods_need_it=True)  # fmt: skip
+
+
+def stored(**metadata: Any) -> dict[str, Any]:
+    meta = {"name": "mnist", "namespace": "ns", "uid": "u-1", "resourceVersion": "7", **metadata}
+    return {"metadata": {**meta, "managedFields": [{"manager": "kubectl"}]},
+            "spec": {"big": "x" * 100}, "status": {"phase": "Inqueue"}}  # fmt: skip
+
+
+def test_a_kind_names_its_paths_as_the_api_server_does() -> None:
+    assert THINGS.path() == "/apis/example.com/v1/things"
+    assert THINGS.path("ns") == "/apis/example.com/v1/namespaces/ns/things"
+    assert THINGS.path("ns", "mnist") == "/apis/example.com/v1/namespaces/ns/things/mnist"
+    assert THINGS.resource == "things.example.com"
+
+
+def test_an_object_an_mxjob_controls_is_cached_whole_without_managed_fields() -> None:
+    obj = stored(ownerReferences=[owner_reference(MNIST)])
+    cached = child_object(obj)
+    assert cached["spec"] == obj["spec"] and cached["status"] == {"phase": "Inqueue"}
+    assert "managedFields" not in cached["metadata"]
+
+
+def test_any_other_object_is_cached_as_whose_it_is_and_nothing_more() -> None:
+    users = stored(labels={"app": "mine"}, deletionTimestamp="2030-01-01T00:00:00Z")
+    assert child_object(users) == {"metadata": {
+        "name": "mnist", "namespace": "ns", "uid": "u-1", "resourceVersion": "7",
+        "deletionTimestamp": "2030-01-01T00:00:00Z",
+    }}  # fmt: skip
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d",
+                  "controller": True}  # fmt: skip
+    assert "spec" not in child_object(stored(ownerReferences=[deployment]))
+
+
+def test_any_mxjob_controller_counts_whatever_its_version_and_only_as_controller() -> None:
+    reference = owner_reference(MNIST)
+    assert controlled_by_an_mxjob(stored(ownerReferences=[reference]))
+    older = {**reference, "apiVersion": "kubeflow.org/v1beta1", "uid": "earlier"}
+    assert controlled_by_an_mxjob(stored(ownerReferences=[older]))
+    not_controller = {**reference, "controller": False}
+    assert not controlled_by_an_mxjob(stored(ownerReferences=[not_controller]))
+    other_group = {**reference, "apiVersion": "example.com/v1"}
+    assert not controlled_by_an_mxjob(stored(ownerReferences=[other_group]))
