@@ -25,7 +25,7 @@ DEV_ARGS ?=
 # Debian packages, containerd and CoreDNS, and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages build-node-binaries images)
 
-.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign node-packages images test-compiles test-preparations release third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd generate lint typecheck docs unit e2e test bench bench-compare fuzz chaos clean
+.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign node-packages images test-compiles test-preparations release third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd generate lint typecheck docs unit e2e test bench bench-compare bench-recovery fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -204,6 +204,17 @@ bench: venv binaries ## measure webhook, admission and controller at full size, 
 COMPARE_JOBS ?= 100 500
 bench-compare: venv binaries ## this operator before/after against training-operator at its best, A B C B A per size (COMPARE_JOBS="100 500 2000"; no root); JSON in .local/bench/compare.json
 	$(PY) -m bench.creation_compare --jobs $(COMPARE_JOBS) --output $(LOCAL)/bench/compare.json
+
+# The real-node cases whose figures docs/explanation/recovery.md quotes, and the same cases under
+# training-operator v1.8.1 (a bench module: make test never collects it). Their figures go to
+# the JSON (tests/helpers/figures.py), the tables into the page (bench/recovery.py).
+RECOVERY_CASES := tests/e2e/test_real_node_failures.py tests/e2e/test_real_node_restarts.py \
+	tests/e2e/test_real_node_recovery.py tests/e2e/test_real_node_disruptions.py \
+	tests/e2e/test_real_node_tune_recovery.py tests/e2e/bench_training_operator_failures.py
+bench-recovery: venv binaries node-packages images late-images-tvm-examples ## the real-node recovery cases and the same under training-operator v1.8.1 side by side (root, ~25 min); JSON in .local/bench/recovery.json, tables in docs/explanation/recovery.md
+	MXJOB_FIGURES=$(LOCAL)/bench/recovery.json $(VENV)/bin/pytest -p no:cacheprovider \
+		$(RECOVERY_CASES) $(PYTEST_ARGS)
+	$(PY) -m bench.recovery $(LOCAL)/bench/recovery.json --page docs/explanation/recovery.md
 
 # The address-space cap turns an input that makes the webhook allocate without bound into a
 # MemoryError the property reports, instead of the kernel's OOM killer on a shared machine.

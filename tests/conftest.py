@@ -31,10 +31,12 @@ E2E_DIR = Path(__file__).parent / "e2e"
 
 # The controller fixtures (`start_controller`, `controller`) and the real node (`real_cluster`) for
 # every end-to-end test module; each test module's time, written where MXJOB_MODULE_TIMES says
-# (hack/run-tests.sh sets it).
+# (hack/run-tests.sh sets it); the figures real-node tests measure, written where MXJOB_FIGURES
+# says (make bench-recovery sets it).
 pytest_plugins = [
     "tests.e2e.controller_fixtures",
     "tests.e2e.real_node_fixtures",
+    "tests.helpers.figures",
     "tests.helpers.module_times",
 ]
 

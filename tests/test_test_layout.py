@@ -116,3 +116,13 @@ def test_tests_wait_only_through_the_waiting_helper(tmp_path: Path) -> None:
         "from tests.helpers.waiting import wait_for\n"
     )
     assert waiting_helpers_imported(sample) == ["1: localkube.scenarios.gang_demo.wait_until"]
+
+
+def test_every_bench_module_is_run_by_a_make_bench_target() -> None:
+    """A ``bench_*.py`` compares or measures: ``make test`` never collects it (it is not a
+    ``test_*.py``), so only a ``make bench-…`` target that names it ever runs it."""
+    makefile = (TESTS.parent / "Makefile").read_text(encoding="utf-8")
+    modules = [str(path.relative_to(TESTS.parent)) for path in _modules("bench_*.py")]
+    assert modules, "no bench module found: the check would hold of nothing"
+    assert [module for module in modules if module not in makefile] == []
+    assert "bench-recovery:" in makefile

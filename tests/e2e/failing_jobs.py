@@ -16,6 +16,12 @@ UNPULLABLE = "127.0.0.1:1/mxjob-tests/missing:1"
 """An image on a registry address that refuses connections at once (loopback, nothing there)."""
 
 
+UNPULLABLE_CASE = "the image cannot be pulled"
+OOM_CASE = "the worker OOM-killed at its 64 MiB limit every time (`backoffLimit` 1)"
+"""The cases both operators run (test_real_node_failures.py, bench_training_operator_failures.py),
+named alike so that docs/explanation/recovery.md puts both in one row."""
+
+
 def unpullable_job(name: str) -> dict[str, Any]:
     """One worker whose image can never be pulled (pulled ``Always``, never from a cache)."""
     job = single_worker_job(name, UNPULLABLE, ["true"])

@@ -24,10 +24,12 @@ from typing import Any
 
 import yaml
 
+from bench.recovery_figures import Value
 from localkube.scenarios.jobwatch import EXAMPLES, load_job
 from localkube.scenarios.node_demo import node_fit
 from tests.e2e.failing_jobs import mxjob
 from tests.e2e.real_node_fixtures import InstalledCluster
+from tests.helpers.figures import Figures
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
@@ -39,6 +41,12 @@ EPOCHS = 6
 MIN_ACCURACY = 0.9
 """The workers' final accuracy over their shards: 0.98 in six epochs measured, without a
 restart and with one; a job that lost its training to a restart would end far lower."""
+
+
+OOM_IN_EPOCH_3 = "worker 1 OOM-killed in epoch 3 (1 GiB limit)"
+DRAINED = "`kubectl drain` of worker 1 after checkpoint 2"
+"""The cases training-operator v1.8.1 runs too (tests/e2e/bench_training_operator_failures.py),
+named alike so that docs/explanation/recovery.md puts both in one row."""
 
 
 def status_of(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
@@ -265,10 +273,14 @@ def kill_container(pod: str) -> list[int]:
     return pids
 
 
-def summary(case: str, run: Run, result: Resumed) -> str:
-    """One line of figures for docs/explanation/recovery.md."""
-    return (
-        f"{case}: Succeeded {run.seconds:.1f} s after the create, 1 whole-job restart "
-        f"(attempt 1), {len(run.made)} pods made, resumed from checkpoint epoch "
-        f"{result.from_epoch}, final accuracy {result.accuracy:.4f}"
-    )
+def record_resumed(figures: Figures, case: str, run: Run, result: Resumed, **more: Value) -> None:
+    """The figures of a whole-job restart that resumed: a row of docs/explanation/recovery.md's
+    resume table (``make bench-recovery``)."""
+    entry = cause(run)
+    ended = entry.get("disruption") or f"{entry.get('exitCode')} {entry.get('reason', '')}"
+    figures.keep(table="resume", case=case, values={
+        **more, "succeeded_after_s": round(run.seconds, 1),
+        "restarts": run.final.get("restartCount", 0), "cause": ended.strip(),
+        "counted": bool(entry.get("countedAgainstBackoff")), "pods_made": len(run.made),
+        "resumed_from_epoch": result.from_epoch, "final_accuracy": round(result.accuracy, 4),
+    })  # fmt: skip

@@ -26,14 +26,16 @@ from controller.job.observed import ATTEMPT_ANNOTATION
 from tests.e2e.admission_traffic import single_worker_job
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
 from tests.e2e.recovery_jobs import (
+    DRAINED,
     assert_restarted_once_and_resumed,
     cause,
     checkpoint_claim,
+    record_resumed,
     resumable_job,
     run_disrupted,
     status_of,
-    summary,
 )
+from tests.helpers.figures import Figures
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
@@ -57,7 +59,7 @@ def budget_of(installed: InstalledCluster, namespace: str, name: str) -> dict[st
 
 
 def test_a_drain_waits_for_a_gang_behind_its_budget_and_goes_through_once_the_job_ended(
-    real_cluster: InstalledCluster,
+    real_cluster: InstalledCluster, figures: Figures
 ) -> None:
     """A job that sets ``minAvailable`` gets a PodDisruptionBudget of that size: ``kubectl drain``
     is refused the eviction of its pods (the job runs on, untouched, no restart) until the job
@@ -85,6 +87,7 @@ def test_a_drain_waits_for_a_gang_behind_its_budget_and_goes_through_once_the_jo
         during = status_of(real_cluster, namespace, "gang")
         pods = [pod_of(real_cluster, namespace, f"gang-{r}-0") for r in ("scheduler", "worker")]
         final = finish(real_cluster, namespace, "gang")
+        ended = time.monotonic()
         drained = kubectl(*drain, "--timeout=60s", check=False, timeout=70)
     finally:
         kubectl("uncordon", node, check=False)
@@ -98,9 +101,11 @@ def test_a_drain_waits_for_a_gang_behind_its_budget_and_goes_through_once_the_jo
     assert drained.returncode == 0, drained.stderr
     assert sorted(n for n, _ in creations.seen) == ["gang-scheduler-0", "gang-worker-0"]
     remove_namespace(real_cluster, namespace)
-    print(f"drain behind a gang's budget (minAvailable 2): eviction refused for 10 s, job ran on "
-          f"untouched, Succeeded, then the drain went through; {time.monotonic() - started:.1f} s "
-          f"in all, 2 pods made, 0 restarts")  # fmt: skip
+    figures.record(
+        table="node", case="`kubectl drain` while a gang (`minAvailable` 2) runs",
+        refused_for_s=10, succeeded_after_s=round(ended - started, 1), drained_after_end=True,
+        pods_made=2, restarts=0,
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -216,7 +221,7 @@ WORKER_1 = "training.kubeflow.org/replica-type=worker,training.kubeflow.org/repl
 
 
 def test_a_drained_workers_job_restarts_as_a_whole_and_resumes_after_uncordon(
-    real_cluster: InstalledCluster,
+    real_cluster: InstalledCluster, figures: Figures
 ) -> None:
     node, kubectl = real_cluster.node.settings.node_name, real_cluster.plane.kubectl
     namespace = namespace_for(real_cluster, "disrupt-drain")
@@ -248,12 +253,12 @@ def test_a_drained_workers_job_restarts_as_a_whole_and_resumes_after_uncordon(
     )
     assert held, "the new attempt was made before the drained pod's attempt had ended"
     remove_namespace(real_cluster, namespace)
-    print(summary("drain of worker 1, uncordoned once the new attempt was Pending", run, result))
+    record_resumed(figures, DRAINED, run, result)
 
 
 @pytest.mark.usefixtures("priority_classes")
 def test_a_preempted_workers_job_restarts_as_a_whole_and_resumes_after_the_preemptor(
-    real_cluster: InstalledCluster,
+    real_cluster: InstalledCluster, figures: Figures
 ) -> None:
     """The workers run at priority 100, the scheduler and the server at 1000000 (never
     victims): a pod of priority 1000000 that fits only in place of one worker preempts it."""
@@ -285,12 +290,13 @@ def test_a_preempted_workers_job_restarts_as_a_whole_and_resumes_after_the_preem
         run, replica=f"Worker-{entry['index']}", disruption="PreemptionByScheduler"
     )
     remove_namespace(real_cluster, namespace)
-    print(summary(f"a worker preempted by a pod of {made[0]} CPU", run, result))
+    case = "a worker preempted by a pod of priority 1000000 (workers at 100)"
+    record_resumed(figures, case, run, result, preemptor_cpu=made[0])
 
 
 @pytest.mark.usefixtures("another_ready_node")
 def test_a_lost_nodes_evicted_worker_restarts_the_job_which_resumes_once_it_is_back(
-    real_cluster: InstalledCluster,
+    real_cluster: InstalledCluster, figures: Figures
 ) -> None:
     """The kubelet stopped past the node grace period: the node goes NotReady and taint
     eviction deletes worker 1 (it tolerates ``unreachable`` for 5 s only), which stays
@@ -330,5 +336,6 @@ def test_a_lost_nodes_evicted_worker_restarts_the_job_which_resumes_once_it_is_b
         run, replica=f"Worker-{entry['index']}", disruption="DeletionByTaintManager"
     )
     remove_namespace(real_cluster, namespace)
-    print(summary(f"node lost (NotReady at {seen['not_ready']:.1f} s, worker evicted by taint at "
-                  f"{seen['evicted']:.1f} s)", run, result))  # fmt: skip
+    case = "the node lost: its kubelet stopped until worker 1 was evicted by taint"
+    record_resumed(figures, case, run, result, not_ready_after_s=round(seen["not_ready"], 1),
+                   evicted_after_s=round(seen["evicted"], 1))  # fmt: skip

@@ -3,8 +3,8 @@ that is missing until someone creates it, and the kernel's OOM killer.
 
 Each job runs as installed by the session (the operator's images on kubelet and containerd) in
 a namespace of its own, while :class:`~tests.helpers.pod_creations.PodCreations` records every
-pod made, so each test also shows that no pod was made twice for one attempt. The figures are
-printed for docs/explanation/recovery.md.
+pod made, so each test also shows that no pod was made twice for one attempt. The figures reach
+docs/explanation/recovery.md through the ``figures`` fixture (``make bench-recovery``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import pytest
 from localkube.base.api import Api
 from tests.e2e.admission_traffic import single_worker_job
 from tests.e2e.failing_jobs import (
+    OOM_CASE,
     UNPULLABLE,
+    UNPULLABLE_CASE,
     condition,
     create,
     events_of,
@@ -26,6 +28,7 @@ from tests.e2e.failing_jobs import (
     unpullable_job,
 )
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
+from tests.helpers.figures import Figures
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
@@ -44,7 +47,7 @@ def finished(api: Api, namespace: str, name: str, *, timeout: float) -> dict[str
 
 
 def test_an_image_that_cannot_be_pulled_is_named_at_once_and_ends_the_job_at_its_timeout(
-    real_cluster: InstalledCluster,
+    real_cluster: InstalledCluster, figures: Figures
 ) -> None:
     api, namespace = real_cluster.api, namespace_for(real_cluster, "fail-pull")
     creations = PodCreations(api, namespace)
@@ -81,13 +84,15 @@ def test_an_image_that_cannot_be_pulled_is_named_at_once_and_ends_the_job_at_its
     assert 38 <= seconds_to_fail < 90, seconds_to_fail
     assert [name for name, _ in creations.seen] == ["pull-worker-0"]
     remove_namespace(real_cluster, namespace)
-    print(f"\nunpullable image: named in {seconds_to_say:.1f} s ({said['reason']}), job Failed "
-          f"PodStartTimeout {seconds_to_fail:.1f} s after creation (timeout 40 s), 1 pod made, "
-          f"0 restarts")  # fmt: skip
+    figures.record(
+        table="node", case=UNPULLABLE_CASE, named_after_s=round(seconds_to_say, 1),
+        named_as=said["reason"], failed_after_s=round(seconds_to_fail, 1),
+        failed_reason="PodStartTimeout", pods_made=1, restarts=0,
+    )  # fmt: skip
 
 
 def test_a_secret_created_late_lets_the_waiting_job_go_on_to_succeed(
-    real_cluster: InstalledCluster,
+    real_cluster: InstalledCluster, figures: Figures
 ) -> None:
     api, namespace = real_cluster.api, namespace_for(real_cluster, "fail-secret")
     creations = PodCreations(api, namespace)
@@ -117,13 +122,15 @@ def test_a_secret_created_late_lets_the_waiting_job_go_on_to_succeed(
     assert final["status"].get("restartCount", 0) == 0
     assert [name for name, _ in creations.seen] == ["late-worker-0"]
     remove_namespace(real_cluster, namespace)
-    print(f"missing Secret: named in {seconds_to_say:.1f} s (CreateContainerConfigError); "
-          f"created then, the job Succeeded {seconds_to_succeed:.1f} s after creation, 1 pod "
-          f"made, 0 restarts")  # fmt: skip
+    figures.record(
+        table="node", case="a Secret the pod reads is missing, then created",
+        named_after_s=round(seconds_to_say, 1), named_as="CreateContainerConfigError",
+        succeeded_after_s=round(seconds_to_succeed, 1), pods_made=1, restarts=0,
+    )  # fmt: skip
 
 
 def test_a_worker_killed_by_the_oom_killer_is_restarted_then_fails_the_job_naming_it(
-    real_cluster: InstalledCluster,
+    real_cluster: InstalledCluster, figures: Figures
 ) -> None:
     api, namespace = real_cluster.api, namespace_for(real_cluster, "fail-oom")
     creations = PodCreations(api, namespace)
@@ -152,7 +159,7 @@ def test_a_worker_killed_by_the_oom_killer_is_restarted_then_fails_the_job_namin
     assert made == ["oom-worker-0", "oom-worker-0"], made  # one pod per attempt, 2 attempts
     assert len({uid for _, uid in creations.seen}) == 2
     remove_namespace(real_cluster, namespace)
-    print(
-        f"OOM kill (64 MiB limit): restarted once, then Failed BackoffLimitExceeded naming "
-        f"OOMKilled {seconds:.1f} s after creation, 2 pods made (one per attempt)"
-    )
+    figures.record(
+        table="node", case=OOM_CASE, restarts=1, failed_after_s=round(seconds, 1),
+        failed_reason="BackoffLimitExceeded", pods_made=2,
+    )  # fmt: skip

@@ -17,20 +17,22 @@ import pytest
 from tests.e2e.failing_jobs import events_of
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
 from tests.e2e.recovery_jobs import (
+    OOM_IN_EPOCH_3,
     assert_restarted_once_and_resumed,
     cause,
     checkpoint_claim,
     kill_container,
+    record_resumed,
     resumable_job,
     run_disrupted,
-    summary,
 )
+from tests.helpers.figures import Figures
 
 pytestmark = pytest.mark.timeout(600)
 
 
 def test_a_worker_oom_killed_mid_training_restarts_the_job_which_resumes_and_succeeds(
-    real_cluster: InstalledCluster,
+    real_cluster: InstalledCluster, figures: Figures
 ) -> None:
     """Worker rank 1 allocates past its 1 GiB limit in epoch 3, once: the kernel kills it."""
     namespace = namespace_for(real_cluster, "recover-oom")
@@ -44,12 +46,12 @@ def test_a_worker_oom_killed_mid_training_restarts_the_job_which_resumes_and_suc
     events = events_of(real_cluster.api, namespace, "oom")
     assert any("OOMKilled" in e and "restarting the whole job" in e for e in events), events
     remove_namespace(real_cluster, namespace)
-    print(summary("worker OOM-killed in epoch 3 (1 GiB limit)", run, result))
+    record_resumed(figures, OOM_IN_EPOCH_3, run, result)
 
 
 @pytest.mark.parametrize("replica", ["server", "scheduler"])
 def test_a_killed_parameter_server_or_scheduler_restarts_the_job_which_resumes(
-    real_cluster: InstalledCluster, replica: str
+    real_cluster: InstalledCluster, figures: Figures, replica: str
 ) -> None:
     """SIGKILL to every process of the replica's container, after checkpoint 2."""
     namespace = namespace_for(real_cluster, f"recover-{replica}")
@@ -64,4 +66,4 @@ def test_a_killed_parameter_server_or_scheduler_restarts_the_job_which_resumes(
     )
     assert killed, pod
     remove_namespace(real_cluster, namespace)
-    print(summary(f"{replica} SIGKILLed after checkpoint 2", run, result))
+    record_resumed(figures, f"the {replica}'s container SIGKILLed after checkpoint 2", run, result)

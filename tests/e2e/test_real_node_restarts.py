@@ -19,6 +19,7 @@ import pytest
 from localkube.scenarios.jobwatch import DEFAULT_JOB, load_job
 from localkube.scenarios.node_demo import node_fit
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
+from tests.helpers.figures import Figures
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
@@ -46,8 +47,8 @@ def longer(job: dict[str, Any]) -> dict[str, Any]:
     return job
 
 
-def train_through_a_restart(installed: InstalledCluster, program: str) -> str:
-    """The train example through a restart of ``program``; a line of figures."""
+def train_through_a_restart(installed: InstalledCluster, figures: Figures, program: str) -> None:
+    """The train example through a restart of ``program``, and its figures."""
     namespace = namespace_for(installed, f"restart-{program}")
     creations = PodCreations(installed.api, namespace)
     try:
@@ -58,7 +59,6 @@ def train_through_a_restart(installed: InstalledCluster, program: str) -> str:
                  lambda state: state == "Running", timeout=180)  # fmt: skip
         wait_for("worker 0 training", lambda: worker_log(installed, namespace),
                  lambda log: "epoch 5/" in log, timeout=120)  # fmt: skip
-        running_after = time.monotonic() - started
         back_after = installed.node.restart(program, down_for=3)
         assert state_of(installed, namespace).get("state") == "Running", "restarted too late"
         final = wait_for(
@@ -73,20 +73,20 @@ def train_through_a_restart(installed: InstalledCluster, program: str) -> str:
     names = sorted(name for name, _ in creations.seen)
     assert len(names) == len(set(names)) == 4, names  # scheduler, server, 2 workers: once each
     remove_namespace(installed, namespace)
-    return (
-        f"{program} restarted (down 3 s, back in {back_after:.1f} s) at epoch 5 of {EPOCHS}, "
-        f"{running_after:.1f} s after the apply: Succeeded {seconds:.1f} s after the apply, 4 pods "
-        f"made once each, 0 restarts"
-    )
+    figures.record(
+        table="node", case=f"{program} restarted (SIGTERM, down 3 s) while the job trains",
+        restarted_at_epoch=5, back_after_s=round(back_after, 1),
+        succeeded_after_s=round(seconds, 1), pods_made=4, restarts=0,
+    )  # fmt: skip
 
 
 def test_the_training_job_succeeds_through_a_containerd_restart(
-    real_cluster: InstalledCluster,
+    real_cluster: InstalledCluster, figures: Figures
 ) -> None:
-    print("\n" + train_through_a_restart(real_cluster, "containerd"))
+    train_through_a_restart(real_cluster, figures, "containerd")
 
 
 def test_the_training_job_succeeds_through_a_kubelet_restart(
-    real_cluster: InstalledCluster,
+    real_cluster: InstalledCluster, figures: Figures
 ) -> None:
-    print("\n" + train_through_a_restart(real_cluster, "kubelet"))
+    train_through_a_restart(real_cluster, figures, "kubelet")

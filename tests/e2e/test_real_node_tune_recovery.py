@@ -25,6 +25,7 @@ from localkube.scenarios.jobwatch import EXAMPLES, load_job
 from localkube.scenarios.node_demo import node_fit
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
 from tests.e2e.recovery_jobs import kill_container, status_of
+from tests.helpers.figures import Figures
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
@@ -40,6 +41,8 @@ TRIAL = re.compile(r"^trial (\d+) on server (\S+): (?:([0-9.]+) us per run|error
 BEST = re.compile(r"^best kernel checked against NumPy on server \S+: ([0-9.]+) us per run.*"
                   r"speed-up ([0-9.]+)x$", re.M)  # fmt: skip
 IN_FLIGHT = 2
+KILLED = {"tunerserver-1": "TunerServer 1", "tunertracker-0": "the TunerTracker",
+          "tuner-0": "the Tuner"}  # fmt: skip
 """Measurements at once: the runner has a worker per TunerServer."""
 
 
@@ -74,9 +77,11 @@ def pod_states(installed: InstalledCluster, namespace: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def tune_through_a_kill(installed: InstalledCluster, name: str, replica: str) -> str:
+def tune_through_a_kill(
+    installed: InstalledCluster, figures: Figures, name: str, replica: str
+) -> None:
     """Run the example, SIGKILL ``replica``'s container after the first trial, check the
-    outcome; a line of figures."""
+    outcome, and record its figures."""
     namespace = namespace_for(installed, f"recover-{name}")
     creations = PodCreations(installed.api, namespace)
     started = time.monotonic()
@@ -114,18 +119,20 @@ def tune_through_a_kill(installed: InstalledCluster, name: str, replica: str) ->
     best = BEST.search(log)
     assert best, log
     remove_namespace(installed, namespace)
-    return (
-        f"{replica} SIGKILLed {killed_after:.1f} s after the create, after the first "
-        f"trial: Succeeded {seconds:.1f} s after the create, {len(made)} pods made "
-        f"({replica} twice), 1 restart; {len(trials)} trials, {len(measured)} measured on "
-        f"{len({server for server, _ in measured})} servers, {errors} error run(s); best kernel "
-        f"{best.group(1)} us per run, {best.group(2)}x the untuned one"
-    )
+    figures.record(
+        table="resume", case=f"the tune example, {KILLED[replica]}'s container SIGKILLed after the "
+        "first trial", killed_after_s=round(killed_after, 1),
+        succeeded_after_s=round(seconds, 1), restarts=1, cause="137", pods_made=len(made),
+        made_twice=replica, trials=len(trials), measured=len(measured),
+        servers=len({server for server, _ in measured}), error_runs=errors,
+        best_kernel_us=float(best.group(1)), speedup=float(best.group(2)),
+    )  # fmt: skip
 
 
 @pytest.mark.usefixtures("tvm_examples")
-@pytest.mark.parametrize("replica", ["tunerserver-1", "tunertracker-0", "tuner-0"])
+@pytest.mark.parametrize("replica", list(KILLED))
 def test_a_killed_tune_replica_is_replaced_alone_and_the_tuning_succeeds(
-    real_cluster: InstalledCluster, replica: str
+    real_cluster: InstalledCluster, figures: Figures, replica: str
 ) -> None:
-    print(tune_through_a_kill(real_cluster, f"tune-{replica.split('-', maxsplit=1)[0]}", replica))
+    name = f"tune-{replica.split('-', maxsplit=1)[0]}"
+    tune_through_a_kill(real_cluster, figures, name, replica)

@@ -1,11 +1,15 @@
-"""The same failing jobs under training-operator v1.8.1, on the same real node, side by side.
+"""The same failing jobs under training-operator v1.8.1, on the same real node: a comparison,
+run by ``make bench-recovery`` and never by ``make test`` (its file name is not a test module's).
 
 training-operator v1.8.1 (``localkube.thirdparty.training_operator``: built from the Go module
 proxy) runs beside this operator on the session's plane, confined to one namespace
 (``--namespace``), where every job says ``runPolicy.managedBy: kubeflow.org/training-operator``
 so this operator leaves it alone. Its jobs are the ones test_real_node_failures.py gives this
 operator (tests/e2e/failing_jobs.py), watched for a window longer than this operator takes to
-end them; what it did is printed for docs/explanation/recovery.md.
+end them. What it did is recorded with the ``figures`` fixture beside this operator's figures
+of the same cases, and rendered into docs/explanation/recovery.md (``bench.recovery``); the
+assertions say what the page claims of it, so a training-operator that behaved otherwise fails
+the bench instead of leaving the page wrong.
 """
 
 from __future__ import annotations
@@ -17,10 +21,27 @@ from typing import Any
 
 import pytest
 
+from bench.recovery_figures import THEIRS
 from localkube.thirdparty.training_operator import LocalTrainingOperator
-from tests.e2e.failing_jobs import condition, create, events_of, mxjob, oom_job, unpullable_job
+from tests.e2e.failing_jobs import (
+    OOM_CASE,
+    UNPULLABLE_CASE,
+    condition,
+    create,
+    events_of,
+    mxjob,
+    oom_job,
+    unpullable_job,
+)
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
-from tests.e2e.recovery_jobs import checkpoint_claim, resumable_job, status_of
+from tests.e2e.recovery_jobs import (
+    DRAINED,
+    OOM_IN_EPOCH_3,
+    checkpoint_claim,
+    resumable_job,
+    status_of,
+)
+from tests.helpers.figures import Figures
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
@@ -77,7 +98,7 @@ def watch(installed: InstalledCluster, names: tuple[str, ...]) -> dict[str, Watc
 
 
 def test_training_operator_keeps_an_unpullable_job_created_and_retries_oom_past_the_backoff(
-    training_operator: InstalledCluster,
+    training_operator: InstalledCluster, figures: Figures
 ) -> None:
     installed, api = training_operator, training_operator.api
     creations = PodCreations(api, NAMESPACE)
@@ -104,10 +125,11 @@ def test_training_operator_keeps_an_unpullable_job_created_and_retries_oom_past_
     assert "OOMKilled" not in oom.restarting, oom
     oom_events = events_of(api, NAMESPACE, "oom")
     assert any(e.startswith("OOMKilled:") for e in oom_events), oom_events
-    print(f"\ntraining-operator v1.8.1 over {WINDOW:.0f} s: unpullable image: conditions "
-          f"{sorted(pull.condition_types)} throughout, no end; OOM kill with backoffLimit 1: "
-          f"{oom_pods} pods made, conditions {sorted(oom.condition_types)}, never Failed, "
-          f"Restarting says {oom.restarting!r}")  # fmt: skip
+    figures.record(table="node", case=UNPULLABLE_CASE, operator=THEIRS, window_s=WINDOW,
+                   conditions=", ".join(sorted(pull.condition_types)), ended=False)  # fmt: skip
+    figures.record(table="node", case=OOM_CASE, operator=THEIRS, window_s=WINDOW,
+                   pods_made=oom_pods, conditions=", ".join(sorted(oom.condition_types)),
+                   restarting_says=oom.restarting, ended=False)  # fmt: skip
 
 
 RECOVERY_WINDOW = 60.0
@@ -117,7 +139,7 @@ test_real_node_disruptions.py)."""
 
 
 def test_training_operator_recreates_a_lost_mxnet_worker_alone_and_the_job_hangs(
-    training_operator: InstalledCluster,
+    training_operator: InstalledCluster, figures: Figures
 ) -> None:
     """The resumable train example under v1.8.1: worker 1 OOM-killed in epoch 3 in one job,
     drained after checkpoint 2 in the other. v1.8.1 recreates the worker alone; ps-lite never
@@ -174,10 +196,15 @@ def test_training_operator_recreates_a_lost_mxnet_worker_alone_and_the_job_hangs
         # either pod): 5 pods, no other.
         again = [pod for pod in set(made[name]) if made[name].count(pod) == 2]
         assert len(made[name]) == 5 and len(again) == 1 and "-worker-" in again[0], made[name]
-    print(f"\ntraining-operator v1.8.1, {RECOVERY_WINDOW:.0f} s after the disruption: "
-          + "; ".join(f"{name}: conditions True {true_conditions(status)}, restartCount "
-                      f"{status.get('restartCount', 0)}, {len(made[name])} pods made "
-                      f"(one worker twice), no end" for name, status in seen.items()))  # fmt: skip
+    cases = {"their-oom": OOM_IN_EPOCH_3, "their-drain": DRAINED}
+    for name, status in seen.items():
+        twice = next(pod for pod in set(made[name]) if made[name].count(pod) == 2)
+        figures.record(
+            table="resume", case=cases[name], operator=THEIRS, window_s=RECOVERY_WINDOW,
+            conditions=", ".join(true_conditions(status)),
+            restart_count=status.get("restartCount", 0), pods_made=len(made[name]),
+            made_twice=twice.removeprefix(f"{name}-"), ended=False,
+        )  # fmt: skip
 
 
 def true_conditions(status: dict[str, Any]) -> list[str]:

@@ -1,0 +1,46 @@
+"""The figures fixture's records, and the file make bench-recovery reads
+(tests/helpers/figures.py)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from bench.recovery_figures import OURS, THEIRS, read, write
+from tests.helpers.figures import Figures
+
+
+def test_a_record_names_its_table_case_operator_and_test() -> None:
+    records = Figures(test="tests/e2e/test_x.py::test_y")
+    kept = records.record(table="node", case="pull", named_after_s=0.9, ended=False)
+    theirs = records.record(table="node", case="pull", operator=THEIRS, window_s=45.0)
+    assert (kept.table, kept.case, kept.operator, kept.test) == (
+        "node", "pull", OURS, "tests/e2e/test_x.py::test_y"
+    )  # fmt: skip
+    assert dict(kept.values) == {"named_after_s": 0.9, "ended": False}
+    assert records.found == [kept, theirs]
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, [1, 2], {"a": 1}, object()])
+def test_a_value_the_json_cannot_hold_fails_the_test_that_records_it(value: object) -> None:
+    with pytest.raises(ValueError, match="figure x of 'pull'"):
+        Figures().record(table="node", case="pull", x=value)  # type: ignore[arg-type]
+
+
+def test_records_written_read_back_equal(tmp_path: Path) -> None:
+    records = Figures(test="t")
+    records.record(table="resume", case="oom", restarts=1, final_accuracy=0.9814, cause=None)
+    path = tmp_path / "nested" / "figures.json"
+    write(path, records.found)
+    assert read(path) == records.found
+    assert not list(path.parent.glob("*.partial"))
+
+
+def test_the_fixture_gives_this_session_s_records_naming_the_test(figures: Figures) -> None:
+    before = len(figures.found)
+    figures.record(table="node", case="fixture", pods_made=1)
+    assert figures.found[before].test.endswith(
+        "test_the_fixture_gives_this_session_s_records_naming_the_test"
+    )
