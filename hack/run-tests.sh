@@ -25,19 +25,14 @@
 # its output in .local/test-logs/late-builds.log. Those tests run last in each process
 # (tests/conftest.py, the late_builds marker); one that comes before its build has ended waits
 # on the build's lock (hack/lib/build.sh). A failed late build fails the run.
-#
-# On a fresh machine those builds are the critical path: the last real-node tests wait for the
-# last of them. So they run at a higher CPU priority than the tests (LATE_BUILDS_NICE, a
-# negative niceness, which needs root; without it they run at the tests' priority, as `nice`
-# says on stderr). The tests still get a share of each core, and with every build cached there
-# is nothing to prioritise.
+# They run at the tests' own priority, in the order their tests need them (the Makefile's
+# LATE_BUILDS): nothing here juggles priorities to fit them around the tests.
 #
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit
 
 pytest=.venv/bin/pytest
 python=.venv/bin/python
-LATE_BUILDS_NICE=-3
 log_dir=${MXJOB_TEST_LOG_DIR:-.local/test-logs}
 beside_log=$log_dir/beside-real-node.log
 late_log=$log_dir/late-builds.log
@@ -59,7 +54,7 @@ if $own_selection; then exec "$pytest" "$@"; fi
 
 late_builds=""
 if [[ -n ${MXJOB_LATE_BUILDS:-} ]]; then
-  nice -n "$LATE_BUILDS_NICE" bash -c "$MXJOB_LATE_BUILDS" >"$late_log" 2>&1 &
+  bash -c "$MXJOB_LATE_BUILDS" >"$late_log" 2>&1 &
   late_builds=$!
 fi
 rm -f "$real_node_times" "$beside_times" # an earlier run's times are not this one's

@@ -1,5 +1,5 @@
-"""hack/run-tests.sh, make test's runner: the builds before the tests, the background builds'
-priority, and how their outcome and the two pytest processes' make its exit status.
+"""hack/run-tests.sh, make test's runner: the builds before the tests, the background builds
+beside them, and how their outcome and the two pytest processes' make its exit status.
 
 Each run selects no test (``-k``), so both pytest processes only collect: what is checked is the
 runner, with a background-build command of the test's own. The runs that check the slowest
@@ -49,15 +49,13 @@ def niceness_to(path: Path) -> str:
     return f"awk '{{print $19}}' /proc/self/stat > {path}"
 
 
-def test_the_background_builds_run_at_a_higher_priority_than_the_tests_as_root(
-    tmp_path: Path,
-) -> None:
+def test_the_background_builds_run_at_the_priority_the_run_was_given(tmp_path: Path) -> None:
+    """Whatever the outer run's niceness (a nested run under make test, a CI runner's), the
+    builds get the same: the runner changes no priority."""
     niceness = tmp_path / "niceness"
     done = run_tests(tmp_path, niceness_to(niceness))
     assert "the late builds 0" in done.stdout, done.stdout + done.stderr
-    ours = os.getpriority(os.PRIO_PROCESS, 0)
-    expected = ours - 3 if os.geteuid() == 0 else ours
-    assert int(niceness.read_text()) == max(expected, -20)
+    assert int(niceness.read_text()) == os.getpriority(os.PRIO_PROCESS, 0)
     assert (tmp_path / "late-builds.log").exists()
     assert (tmp_path / "beside-real-node.log").exists()
 
