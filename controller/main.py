@@ -13,11 +13,13 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import FrameType
 
 from controller.integrations.kueue.workload_sync import KueueRouteError, verify_kueue_route
 from controller.manager import Controller
+from controller.runtime.client import KubeClient
 from controller.runtime.logconfig import configure
 from controller.runtime.settings import from_args
 from controller.runtime.startup import await_api_server
@@ -28,19 +30,20 @@ log = logging.getLogger("controller")
 def main(argv: Sequence[str] | None = None) -> int:
     settings = from_args(argv)
     configure(log_format=settings.log_format, level=settings.log_level)
-    controller = Controller(settings)
+    client = KubeClient.load(settings.kubeconfig, pool_size=settings.pool_size)
+    stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)
-        controller.stop()
+        stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if not await_api_server(controller.client, stop=controller.stop_event):
+    if not await_api_server(client, stop=stop):
         return 0
     if settings.kueue_workloads:
         try:
-            verify_kueue_route(controller.client)
+            verify_kueue_route(client)
         except KueueRouteError as error:
             log.error("%s", error)
             return 2
@@ -51,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.workers,
         "on" if settings.leader_elect else "off",
     )
+    # Built once the API server answers: it is asked what the integrations need (the gang
+    # scheduler ``auto`` picks, which optional resources are served) before they are built.
+    controller = Controller(settings, client=client, stop_event=stop)
     return controller.run()
 
 

@@ -6,6 +6,14 @@ informer has synced and this process leads, because a reconcile against a half-f
 would create pods that already exist. Informer events only queue job keys; the queue dedups
 them, so a burst of pod updates costs one reconcile per job.
 
+The informers are the jobs', their pods' and Services', and those the integrations declare
+(controller/job/declaration.py): the integrations are chosen from the flags, the gang scheduler
+resolved first (controller/integrations/chosen.py), and their informers built, routed to the
+queue and bound to them the same way for each (controller/integrations/registration.py); nothing
+here knows one integration from another. Being built asks the API server (the gang scheduler,
+which optional resources it serves), so the controller is built once it answers
+(controller/main.py).
+
 Stopping (SIGTERM) is the reverse: the queue stops handing out keys, in-flight reconciles
 finish (bounded by ``shutdown_timeout``), the Lease is released so a standby takes over at
 once, then watches and the event writer stop.
@@ -21,19 +29,8 @@ from typing import Any
 
 from controller.certificates.bundle_publisher import CABundlePublisher
 from controller.certificates.keeper import CertificateTargets, WebhookCertificateKeeper
-from controller.integrations.budget.integration import BudgetIntegration
-from controller.integrations.children.stores import ChildStores
-from controller.integrations.gang.integration import GangIntegration
-from controller.integrations.gang.podgroup_writes import detect
-from controller.integrations.kueue.integration import KueueIntegration
-from controller.integrations.kueue.workload import JOB_UID_LABEL
-from controller.integrations.kueue.workload_sync import (
-    WorkloadSync,
-    kueue_workloads_path,
-    workload_owner_key,
-)
-from controller.integrations.netpol.integration import NetworkPolicyIntegration
-from controller.job.hooks import Integration
+from controller.integrations.chosen import chosen_integrations
+from controller.integrations.registration import register
 from controller.job.reconciler import Reconciler, job_key
 from controller.job.tally import jobs_by_state
 from controller.runtime.client import Conflict, KubeClient, mxjobs_path, pods_path, services_path
@@ -96,7 +93,17 @@ def _job_informers(
 class Controller:
     """One controller process's moving parts."""
 
-    def __init__(self, settings: ControllerSettings, client: KubeClient | None = None) -> None:
+    def __init__(
+        self,
+        settings: ControllerSettings,
+        client: KubeClient | None = None,
+        *,
+        stop_event: threading.Event | None = None,
+    ) -> None:
+        """Build everything, asking the API server what the integrations need to know (the gang
+        scheduler ``auto`` picks; which optional resources are served): build it once the API
+        server answers (controller/main.py). ``stop_event``: the process's, already watched by
+        its signal handlers."""
         self.settings = settings
         self.client = client or KubeClient.load(settings.kubeconfig, pool_size=settings.pool_size)
         self.metrics = Metrics()
@@ -116,21 +123,24 @@ class Controller:
             self.client, namespaces=namespaces, settings=informer_settings
         )
         self.metrics.track_jobs(self.jobs.store.objects, by_state=jobs_by_state)
-        # The integrations' children (budgets, policies, gangs): a cache per kind they write.
-        self.children = stores = ChildStores(
-            self.client, namespaces=namespaces, settings=informer_settings, on_change=self._on_child
+        integrations = chosen_integrations(
+            settings,
+            self.client,
+            jobs=self.jobs.store,
+            recorder=self.recorder,
+            metrics=self.metrics,
+            now=_utc_now,
         )
-        self.gang = GangIntegration(self.client, scheduler="none", stores=stores)
-        """Resolved at start (``--gang-scheduler=auto`` asks the API server what it serves)."""
-        self.workloads, kueue = self._kueue(namespaces, informer_settings)
-        # Kueue first: a job it writes (suspends, starts) is not looked at further. The budget
-        # before the gang, so a PodGroup that cannot be written still leaves its budget made.
-        budget = BudgetIntegration(
-            self.client, scheduler=lambda: self.gang.scheduler, stores=stores
+        # What each integration declares it watches: informers like the job's own, their
+        # events queueing the jobs their objects map back to, their stores bound to it.
+        self.watched = register(
+            integrations,
+            client=self.client,
+            namespaces=namespaces,
+            settings=informer_settings,
+            queue=self.queue.add,
+            jobs=self.jobs.store,
         )
-        # With --job-network-policy, the job's NetworkPolicy before anything else of its pods.
-        policy = settings.job_network_policy
-        netpol = [NetworkPolicyIntegration(self.client, stores=stores)] if policy else []
         self.reconciler = Reconciler(
             self.client,
             jobs=self.jobs.store,
@@ -139,10 +149,12 @@ class Controller:
             expectations=self.expectations,
             recorder=self.recorder,
             metrics=self.metrics,
-            integrations=[*kueue, *netpol, budget, self.gang],
+            integrations=integrations,
             now=_utc_now,
             pod_start_timeout=settings.pod_start_timeout,
         )
+        names = ", ".join(i.name for i in integrations)
+        log.info("integrations, in the order a reconcile calls them: %s", names)
         self.jobs.add_handler(self._on_job)
         self.pods.add_handler(self._owned_handler("pods"))
         self.services.add_handler(self._owned_handler("services"))
@@ -150,7 +162,7 @@ class Controller:
         self.elector = LeaderElector(self.client, ElectionSettings.of(settings)) if elect else None
         self.certificates = self._certificate_keeper()
         self.bundle_publisher = self._bundle_publisher()
-        self.stop_event = threading.Event()
+        self.stop_event = stop_event or threading.Event()
         self.lost_lease = False
         self._workers: list[threading.Thread] = []
         self._servers: list[HttpEndpoints] = []
@@ -179,57 +191,20 @@ class Controller:
             check_interval=settings.certificate_check_interval,
         )
 
-    def _kueue(
-        self, namespaces: tuple[str, ...] | None, informer_settings: InformerSettings
-    ) -> tuple[Informer | None, list[Integration]]:
-        """With ``--kueue-workloads``: the Workloads' informer, and the Kueue integration over
-        it (controller/integrations/kueue/workload_sync.py)."""
-        if not self.settings.kueue_workloads:
-            return None, []
-        workloads = Informer(
-            self.client,
-            name="workloads",
-            path_for=kueue_workloads_path,
-            namespaces=namespaces,
-            index_label=JOB_UID_LABEL,
-            settings=informer_settings,
-        )
-        workloads.add_handler(self._on_workload)
-        sync = WorkloadSync(
-            self.client,
-            workloads=workloads.store,
-            jobs=self.jobs.store,
-            recorder=self.recorder,
-            metrics=self.metrics,
-            now=_utc_now,
-        )
-        return workloads, [KueueIntegration(sync)]
-
     # -- informer handlers --------------------------------------------------------------------
     def _on_job(self, event_type: str, job: Obj, old: Obj | None) -> None:
         key = object_key(job)
         if event_type == DELETED:
-            self.reconciler.forget(key)
+            self.reconciler.job_deleted(key, uid=str(_meta(job).get("uid") or ""))
             namespace = str(_meta(job).get("namespace") or "")
             self.metrics.job_counter_inc(self.metrics.jobs_deleted, namespace)
         # Also when deleted: the reconcile of a job the cache no longer has lets its pods go
         # (controller/job/tracking.py), even if their last events came before this one.
         self.queue.add(key)
 
-    def _on_workload(self, event_type: str, workload: Obj, old: Obj | None) -> None:
-        key = workload_owner_key(workload)
-        if key is not None:
-            self.queue.add(key)
-
-    def _on_child(self, key: str) -> None:
-        """A child of the job ``key`` changed (or an object of its name came or went)."""
-        if self.jobs.store.get(key) is not None:
-            self.queue.add(key)
-
     @property
     def informers(self) -> list[Informer]:
-        extra = [self.workloads] if self.workloads is not None else []
-        return [self.jobs, self.pods, self.services, *extra, *self.children.informers]
+        return [self.jobs, self.pods, self.services, *self.watched]
 
     def _owned_handler(self, kind: Kind) -> Any:
         def handle(event_type: str, obj: Obj, old: Obj | None) -> None:
@@ -339,21 +314,12 @@ class Controller:
         self.stop_event.set()
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def _resolve_gang_scheduler(self) -> None:
-        choice = self.settings.gang_scheduler
-        self.gang.use(detect(self.client) if choice == "auto" else choice)
-        log.info("gang scheduler: %s (asked: %s)", self.gang.scheduler, choice)
-        names = ", ".join(i.name for i in self.reconciler.integrations)
-        log.info("integrations, in the order a reconcile calls them: %s", names)
-
     def start(self) -> None:
         """Start informers, the event writer and the HTTP endpoints (not the workers)."""
-        self._resolve_gang_scheduler()
         self._start_servers()
         self.recorder.start()
         for informer in self.informers:
             informer.start()
-        self.children.started()
 
     def run(self) -> int:
         """Run until :meth:`stop` (or a lost Lease); return the process exit code."""
@@ -371,7 +337,8 @@ class Controller:
         return 1 if self.lost_lease else 0
 
     def stop(self) -> None:
-        """Ask :meth:`run` to return (signal handlers call this)."""
+        """Ask :meth:`run` to return (as controller/main.py's signal handlers do, setting the
+        ``stop_event`` it was built with)."""
         self.stop_event.set()
 
     def shutdown(self) -> None:

@@ -7,7 +7,9 @@ Reconcile is level-triggered, but three things cannot be read back from the clus
   changes do not bump it);
 - the restart history of a slot whose pod was deleted for a retry and whose replacement does
   not exist yet (its *carry*: what the new pod will carry in its annotation);
-- the pods whose tracking finalizer this process removed, until the cache shows the PATCH.
+- the pods whose tracking finalizer this process removed, until the cache shows the PATCH;
+- the uid of a job the informer saw deleted, until the reconcile that lets go of what was made
+  for it (the cache no longer has the job to read it from).
 
 Everything is keyed by the job's uid too, so a job re-created under the same name starts afresh.
 Reconciles of different jobs run in parallel: one lock guards the tables.
@@ -46,12 +48,25 @@ class JobMemory:
         self._carries: dict[str, tuple[str, dict[str, int]]] = {}
         self._defaulted: dict[str, _Defaulted] = {}
         self._released: dict[str, dict[str, str]] = {}
+        self._gone: dict[str, str] = {}
 
     def forget(self, key: str) -> None:
         """The job is gone: drop what is remembered about it."""
         with self._lock:
             self._carries.pop(key, None)
             self._defaulted.pop(key, None)
+
+    # -- deleted jobs ----------------------------------------------------------------------------
+    def remember_gone(self, key: str, uid: str) -> None:
+        """The job ``key`` of ``uid`` was deleted: its next reconcile lets go of it by uid."""
+        with self._lock:
+            self._gone[key] = uid
+
+    def take_gone(self, key: str) -> str | None:
+        """The uid of the job ``key`` deleted since its last reconcile, if any: taken, so that a
+        job deleted and made anew under its name leaves nothing behind."""
+        with self._lock:
+            return self._gone.pop(key, None)
 
     # -- the view ---------------------------------------------------------------------------------
     def view(self, key: str, raw: Mapping[str, Any]) -> MXJobView:

@@ -99,9 +99,18 @@ class Reconciler:
         self.memory.forget(key)
         self.expectations.forget(key)
 
+    def job_deleted(self, key: str, *, uid: str) -> None:
+        """The informer saw the job deleted (``uid``: its last cached state's): forget it, but
+        keep its uid for the reconcile that follows, where the integrations let go of what they
+        made for it by that uid (:meth:`~controller.job.hooks.Integration.job_gone`)."""
+        self.forget(key)
+        if uid:
+            self.memory.remember_gone(key, uid)
+
     # -- reconcile ------------------------------------------------------------------------------
     def reconcile(self, key: str) -> float | None:
         """Bring one job closer to its spec; return seconds until it must be looked at again."""
+        deleted_uid = self.memory.take_gone(key)
         raw = self.jobs.get(key)
         namespace, _, name = key.partition("/")
         job = self.memory.view(key, raw) if raw is not None else None
@@ -109,8 +118,7 @@ class Reconciler:
             # Gone, or being deleted: the garbage collector deletes the pods and the rest.
             if job is None:
                 self.forget(key)
-            for integration in self.integrations:
-                integration.job_gone(namespace, name)
+            self._job_gone(namespace, name, uid=job.uid if job is not None else deleted_uid)
             self._release_orphans(key, self.pods.by_index(namespace, name), check_live=job is None)
             return None
         # From the namespace's first job on, its counters exist at 0 (Metrics.touch_namespace).
@@ -129,6 +137,15 @@ class Reconciler:
             )
             return None
         return self._sync(job)
+
+    def _job_gone(self, namespace: str, name: str, *, uid: str | None) -> None:
+        """Every integration lets go of the job. Its uid is the cached job's while it is being
+        deleted, else the one its deletion event carried (:meth:`job_deleted`). It is None only
+        when the controller never cached the job: deleted while the controller was down, so no
+        deletion was seen, its key queued by an event of what was made for it (a Workload's);
+        an integration then finds what it made by the job's name instead."""
+        for integration in self.integrations:
+            integration.job_gone(namespace, name, uid=uid or None)
 
     def _sync(self, job: MXJobView) -> float | None:
         """Status, then the objects: the steps of the module docstring for one live job."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controller.job.desired import Slot, build_pod, build_service, job_labels
-from controller.job.hooks import Integration
+from controller.job.hooks import Integration, combined
 from controller.job.memory import JobMemory
 from controller.job.observed import observe
 from controller.job.ownership import controller_uid
@@ -152,10 +152,13 @@ class JobWriter:
             raise errors[0]
 
     def _prepare_pods(self, job: MXJobView, errors: list[Exception]) -> bool:
-        """Every integration makes what the pods need first; any may hold them back."""
+        """Every integration makes what the pods need first (each one is asked, even after one
+        held the pods back); any may hold them back, and their failed writes join the
+        reconcile's."""
         labels = job_labels(job)
-        ready = [i.prepare_pods(job, labels=labels, errors=errors) for i in self.integrations]
-        return all(ready)
+        prepared = combined([i.prepare_pods(job, labels=labels) for i in self.integrations])
+        errors.extend(prepared.errors)
+        return prepared.ready
 
     def _remember_removed(
         self, job: MXJobView, plan: Plan, outcome: Outcome, deleted: Sequence[str]

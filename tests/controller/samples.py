@@ -1,4 +1,5 @@
-"""MXJobs and pods as the controller sees them, for the controller's unit tests.
+"""MXJobs and pods as the controller sees them, for the controller's unit tests: presets over
+the tests' factories (tests/helpers/mxjobs.py, tests/helpers/pods.py).
 
 Jobs come defaulted (as the mutating webhook stores them) with the metadata the API server adds;
 pods are built by ``controller.job.desired`` and given the status a kubelet would write.
@@ -13,19 +14,18 @@ from typing import Any
 from controller.job.desired import Slot, build_pod, build_service, desired_slots
 from controller.job.view import MXJobView, read_job
 from shared.defaults import apply_defaults
+from tests.helpers import pods
+from tests.helpers.mxjobs import TRAIN, mxjob
 
 Obj = dict[str, Any]
 
-NOW = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
-NOW_TEXT = "2030-01-02T03:04:05Z"
+NOW_TEXT = pods.NOW_TEXT
+NOW = datetime.datetime.fromisoformat(NOW_TEXT)
+"""The tests' clock: when sample containers started (``NOW_TEXT`` as a datetime)."""
 
 
 def later(seconds: float) -> datetime.datetime:
     return NOW + datetime.timedelta(seconds=seconds)
-
-
-def template(image: str = "mxjob/mxnet:cpu") -> Obj:
-    return {"spec": {"containers": [{"name": "mxnet", "image": image}]}}
 
 
 def job(
@@ -41,39 +41,24 @@ def job(
     namespace: str = "ns",
     uid: str = "job-uid",
 ) -> Obj:
-    """A defaulted MXJob (``replicas`` default: Scheduler 1, Server 1, Worker 2).
+    """A defaulted MXJob as stored (``replicas`` default: Scheduler 1, Server 1, Worker 2).
 
     ``restart_scope`` is set on every replica type (``Replica`` on every one but the
     Scheduler, which ps-lite never readmits)."""
-    counts = replicas or {"Scheduler": 1, "Server": 1, "Worker": 2}
-    specs: Obj = {}
-    for rtype, count in counts.items():
-        specs[rtype] = {"replicas": count, "template": template()}
-        if restart_policy:
-            specs[rtype]["restartPolicy"] = restart_policy
-        if restart_scope and not (restart_scope == "Replica" and rtype == "Scheduler"):
-            specs[rtype]["restartScope"] = restart_scope
-    spec: Obj = {"jobMode": mode, "mxReplicaSpecs": specs}
-    if run_policy:
-        spec["runPolicy"] = copy.deepcopy(run_policy)
-    if success_policy is not None:
-        spec["successPolicy"] = success_policy
-    raw: Obj = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": uid,
-            "generation": 1,
-            "resourceVersion": "10",
-        },
-        "spec": spec,
-    }
-    defaulted = apply_defaults(raw)
-    if status is not None:
-        defaulted["status"] = copy.deepcopy(status)
-    return defaulted
+    return mxjob(
+        name,
+        namespace=namespace,
+        uid=uid,
+        metadata={"generation": 1, "resourceVersion": "10"},
+        mode=mode,
+        replicas=replicas or TRAIN,
+        restart_policy=restart_policy,
+        restart_scope=restart_scope,
+        run_policy=run_policy or None,
+        success_policy=success_policy,
+        status=status,
+        defaulted=True,
+    )
 
 
 def stored_before_the_new_defaults(job_obj: Obj) -> Obj:
@@ -115,8 +100,9 @@ def pod(
     finished_at: str | None = None,
     disruption: str | None = None,
 ) -> Obj:
-    """The pod of slot ``key`` with a kubelet-like status (``disruption``: the reason of its
-    ``DisruptionTarget`` condition)."""
+    """The pod the controller makes for slot ``key``, stored (``uid``, ``terminating``), with
+    the status a kubelet writes (:func:`tests.helpers.pods.pod_status`; ``disruption``: the
+    reason of its ``DisruptionTarget`` condition)."""
     built = build_pod(
         view_of(job_obj), slot(job_obj, key), restarts_before=restarts_before, attempt=attempt
     )
@@ -124,29 +110,15 @@ def pod(
     built["metadata"]["resourceVersion"] = "20"
     if terminating:
         built["metadata"]["deletionTimestamp"] = NOW_TEXT
-    state: Obj
-    if exit_code is not None:
-        state = {
-            "terminated": {"exitCode": exit_code, "reason": "Error" if exit_code else "Completed"}
-        }
-        if finished_at is not None:
-            state["terminated"]["finishedAt"] = finished_at
-    elif phase == "Running":
-        state = {"running": {"startedAt": NOW_TEXT}}
-    else:
-        state = {"waiting": {"reason": "ContainerCreating"}}
-    container: Obj = {"name": "mxnet", "restartCount": restarts, "state": state}
-    if last_exit_code is not None:
-        container["lastState"] = {"terminated": {"exitCode": last_exit_code}}
-    status: Obj = {"phase": phase, "containerStatuses": [container]}
-    if reason:
-        status["reason"] = reason
-    if disruption:
-        status["conditions"] = [
-            {"type": "DisruptionTarget", "status": "True", "reason": disruption,
-             "lastTransitionTime": NOW_TEXT}
-        ]  # fmt: skip
-    built["status"] = status
+    built["status"] = pods.pod_status(
+        phase=phase,
+        exit_code=exit_code,
+        restarts=restarts,
+        reason=reason,
+        last_exit_code=last_exit_code,
+        finished_at=finished_at,
+        disruption=disruption,
+    )
     return built
 
 
@@ -155,9 +127,7 @@ def with_running_sidecar(pod_obj: Obj, *, restart_policy: str) -> Obj:
     pod_obj["spec"]["restartPolicy"] = restart_policy
     pod_obj["spec"]["containers"].append({"name": "proxy", "image": "proxy:1"})
     pod_obj["status"]["phase"] = "Running"
-    pod_obj["status"]["containerStatuses"].append(
-        {"name": "proxy", "restartCount": 0, "state": {"running": {"startedAt": "now"}}}
-    )
+    pod_obj["status"]["containerStatuses"].append(pods.container_status("proxy", started_at="now"))
     return pod_obj
 
 

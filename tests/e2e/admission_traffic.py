@@ -17,33 +17,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.helpers.mxjobs import mxjob
+
 Kubectl = Callable[..., Any]
 CREATE_TIMEOUT = 30.0
 """Seconds one ``kubectl create`` may take: the API server's webhook timeout is 10 s."""
 
 
 def single_worker_job(name: str, image: str, command: list[str]) -> dict[str, Any]:
-    """A single-node MXJob (one Worker) running ``command`` in ``image``."""
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name},
-        "spec": {
-            "mxReplicaSpecs": {
-                "Worker": {
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {"name": "mxnet", "image": image, "command": command,
-                                 "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}}}
-                            ]
-                        }
-                    },
-                }
-            }
-        },
-    }  # fmt: skip
+    """A single-node MXJob (one Worker) running ``command`` in ``image``, asking for little."""
+    return mxjob(
+        name,
+        mode=None,
+        replicas={"Worker": 1},
+        image=image,
+        command=command,
+        resources={"requests": {"cpu": "10m", "memory": "32Mi"}},
+    )
 
 
 @dataclass

@@ -8,7 +8,6 @@ kill or duplicate the process. Import the fixtures into a test module explicitly
 
 from __future__ import annotations
 
-import copy
 import json
 import signal
 import subprocess
@@ -23,6 +22,7 @@ from localkube.base.api import Api, ApiError
 from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import RunningOperator
+from tests.helpers import mxjobs
 from tests.helpers.waiting import wait_for
 
 GROUP_PATH = "/apis/kubeflow.org/v1"
@@ -113,17 +113,6 @@ def controller(start_controller: StartController) -> ControllerProcess:
 
 
 # -- MXJobs -------------------------------------------------------------------------------------
-def template(command: str = "train.py", *, grace_seconds: int | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "containers": [
-            {"name": "mxnet", "image": "mxjob/mxnet:cpu", "command": ["python", command]}
-        ]
-    }
-    if grace_seconds is not None:
-        spec["terminationGracePeriodSeconds"] = grace_seconds
-    return {"spec": spec}
-
-
 def mxjob(
     name: str,
     *,
@@ -133,43 +122,35 @@ def mxjob(
     run_policy: dict[str, Any] | None = None,
     success_policy: str | None = None,
     grace_seconds: int | None = 1,
+    namespace: str | None = None,
+    labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """An MXTrain job: 1 Scheduler, ``servers`` Servers, ``workers`` Workers.
+    """An MXTrain job: 1 Scheduler, ``servers`` Servers, ``workers`` Workers, each running
+    ``python <its type>.py`` (the fake mxnet image's scripts: scheduler.py, server.py...).
 
     Pods get ``grace_seconds`` of terminationGracePeriodSeconds (None: the default 30 s): the
     time pods still running when the job finishes have before cleanPodPolicy deletes them,
     kept short so that tests do not wait for it.
     """
-    replicas: dict[str, Any] = {
-        "Scheduler": {
-            "replicas": 1,
-            "template": template("scheduler.py", grace_seconds=grace_seconds),
-        }
+    counts = {"Scheduler": 1, "Server": servers, "Worker": workers}
+    replicas = {
+        rtype: mxjobs.replica(
+            count,
+            containers=[mxjobs.container(command=["python", f"{rtype.lower()}.py"])],
+            restart_policy=restart_policy,
+            grace_seconds=grace_seconds,
+        )
+        for rtype, count in counts.items()
+        if count
     }
-    if servers:
-        replicas["Server"] = {
-            "replicas": servers,
-            "template": template("server.py", grace_seconds=grace_seconds),
-        }
-    if workers:
-        replicas["Worker"] = {
-            "replicas": workers,
-            "template": template("worker.py", grace_seconds=grace_seconds),
-        }
-    if restart_policy:
-        for replica in replicas.values():
-            replica["restartPolicy"] = restart_policy
-    spec: dict[str, Any] = {"jobMode": "MXTrain", "mxReplicaSpecs": replicas}
-    if run_policy:
-        spec["runPolicy"] = copy.deepcopy(run_policy)
-    if success_policy is not None:
-        spec["successPolicy"] = success_policy
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return mxjobs.mxjob(
+        name,
+        namespace=namespace,
+        labels=labels,
+        replicas=replicas,
+        run_policy=run_policy or None,
+        success_policy=success_policy,
+    )
 
 
 def create_job(api: Api, namespace: str, job: dict[str, Any]) -> dict[str, Any]:

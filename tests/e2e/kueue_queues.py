@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from localkube.base.api import Api
-from tests.e2e.admission_traffic import single_worker_job
 from tests.e2e.real_node_fixtures import InstalledCluster
+from tests.helpers import mxjobs
 
 FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE = "mxjob-flavor", "mxjob-cq", "mxjob-lq"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -97,14 +97,20 @@ def queued_job(
     priority: str | None = None,
     cpu: str = JOB_CPU,
 ) -> dict[str, Any]:
-    job = single_worker_job(name, image, ["python", "-c", STOPS_ON_SIGTERM.format(seconds=seconds)])
-    job["metadata"]["labels"] = {QUEUE_LABEL: LOCAL_QUEUE}
+    """One Worker working ``seconds`` in the LocalQueue (at ``priority``), never retried."""
+    labels = {QUEUE_LABEL: LOCAL_QUEUE}
     if priority:
-        job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priority
-    container = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    container["resources"]["requests"] = {"cpu": cpu, "memory": "64Mi"}
-    job["spec"]["runPolicy"] = {"backoffLimit": 0}
-    return job
+        labels["kueue.x-k8s.io/priority-class"] = priority
+    return mxjobs.mxjob(
+        name,
+        mode=None,
+        replicas={"Worker": 1},
+        image=image,
+        command=["python", "-c", STOPS_ON_SIGTERM.format(seconds=seconds)],
+        resources={"requests": {"cpu": cpu, "memory": "64Mi"}},
+        labels=labels,
+        run_policy={"backoffLimit": 0},
+    )
 
 
 def mxjob(queued: Queued, name: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from localkube.base.api import Api
 from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import RunningOperator
+from tests.helpers import mxjobs
 
 EXAMPLES = PROJECT_ROOT / "examples"
 SEED_JOB = EXAMPLES / "v1beta1" / "train" / "mx_job_dist_gpu.yaml"
@@ -148,41 +149,21 @@ def test_kubectl_explain_reaches_the_pod_template_containers(
         assert re.search(rf"^\s+{field}\s+<", out, re.M), field
 
 
-TUNE_V1BETA1 = {
-    "apiVersion": "kubeflow.org/v1beta1",
-    "kind": "MXJob",
-    "metadata": {"name": "auto-tune"},
-    "spec": {
-        "jobMode": "MXTune",
-        "ttlSecondsAfterFinished": 600,
-        "backoffLimit": 2,
-        "mxReplicaSpecs": {
-            "TunerTracker": {
-                "replicas": 1,
-                "template": {
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "mxnet",
-                                "image": "mxjob/tvm:cpu",
-                                "command": ["python", "start-job.py"],
-                            }
-                        ]
-                    }
-                },
-            },
-            "TunerServer": {
-                "replicas": 2,
-                "label": "2080ti",
-                "template": {"spec": {"containers": [{"name": "mxnet", "image": "mxjob/tvm:gpu"}]}},
-            },
-            "Tuner": {
-                "replicas": 1,
-                "template": {"spec": {"containers": [{"name": "mxnet", "image": "mxjob/tvm:cpu"}]}},
-            },
-        },
+TUNE_V1BETA1 = mxjobs.mxjob(
+    "auto-tune",
+    api_version=mxjobs.V1BETA1,
+    mode="MXTune",
+    replicas={
+        "TunerTracker": 1,
+        "TunerServer": mxjobs.replica(
+            2, label="2080ti", containers=[mxjobs.container(image="mxjob/tvm:gpu")]
+        ),
+        "Tuner": mxjobs.replica(1, containers=[mxjobs.container(image="mxjob/tvm:cpu")]),
     },
-}
+    image="mxjob/tvm:cpu",
+    command=["python", "start-job.py"],
+    spec={"ttlSecondsAfterFinished": 600, "backoffLimit": 2},
+)
 
 
 def test_v1beta1_object_reads_back_identically_through_v1beta1_after_v1_storage(
@@ -262,30 +243,13 @@ def test_update_that_scales_workers_recomputes_env_and_job_mode_is_immutable(
 def test_lower_case_keys_and_run_policy_under_spec_are_rewritten_canonically(
     control_plane: ControlPlane, local_operator: RunningOperator, namespace: str
 ) -> None:
-    job: dict[str, Any] = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": "single"},
-        "spec": {
-            "jobMode": "MXTrain",
-            "activeDeadlineSeconds": 3600,
-            "mxReplicaSpecs": {
-                "worker": {
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "image": "mxjob/mxnet:cpu",
-                                    "ports": [{"name": "mxjob-port", "containerPort": 9999}],
-                                },
-                                {"name": "sidecar", "image": "busybox"},
-                            ]
-                        }
-                    }
-                }
-            },
-        },
-    }
+    unnamed = mxjobs.container(None, ports=[{"name": "mxjob-port", "containerPort": 9999}])
+    sidecar = mxjobs.container("sidecar", image="busybox")
+    job = mxjobs.mxjob(
+        "single",
+        replicas={"worker": mxjobs.replica(None, containers=[unnamed, sidecar])},
+        spec={"activeDeadlineSeconds": 3600},
+    )
     result = control_plane.kubectl(
         "apply", "-n", namespace, "-f", "-", input_text=json.dumps(job), check=False
     )
@@ -317,20 +281,8 @@ def test_a_job_with_an_empty_or_absent_job_mode_is_stored_as_mxtrain(
 ) -> None:
     """What training-operator's SDK sends ("") and what its CRD allowed (no jobMode)."""
     name = f"mode-{'empty' if job_mode == '' else 'absent'}"
-    spec: dict[str, Any] = {
-        "mxReplicaSpecs": {
-            "Worker": {
-                "replicas": 1,
-                "template": {"spec": {"containers": [{"name": "mxnet", "image": "mxjob/mxnet"}]}},
-            }
-        }
-    }
-    if job_mode is not None:
-        spec["jobMode"] = job_mode
-    job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": name}}
-    control_plane.kubectl(
-        "create", "-n", namespace, "-f", "-", input_text=json.dumps({**job, "spec": spec})
-    )
+    job = mxjobs.mxjob(name, mode=job_mode, replicas={"Worker": 1}, image="mxjob/mxnet")
+    control_plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
     stored = _get(control_plane, namespace, name)
     assert stored["spec"]["jobMode"] == "MXTrain"
     env = _env(stored["spec"]["mxReplicaSpecs"]["Worker"]["template"])

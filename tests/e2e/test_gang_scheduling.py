@@ -55,6 +55,7 @@ from localkube.scenarios.gang_demo import (
 )
 from localkube.scenarios.jobwatch import job_pods
 from localkube.thirdparty.training_operator import LocalTrainingOperator
+from tests.helpers import mxjobs, pods
 from tests.helpers.waiting import wait_for
 
 JOBS = ("job-a", "job-b")
@@ -528,15 +529,7 @@ def _assert_left_to_their_scheduler(stage: Scene, ns: str) -> None:
     """
     path = f"/api/v1/namespaces/{ns}/pods"
     name = f"after-job-a-{secrets.token_hex(3)}"
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "containers": [{"name": "c", "image": "busybox"}],
-            "terminationGracePeriodSeconds": 0,
-        },
-    }
+    pod = pods.pod(name, containers=[mxjobs.container("c", image="busybox")], grace_seconds=0)
     stage.api.request("POST", path, body=pod)
     try:
         wait_for(

@@ -30,6 +30,7 @@ from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import wait_established
 from localkube.plane.settings import ControlPlaneSettings
 from localkube.thirdparty import cert_manager, prometheus
+from tests.helpers import pods
 
 # A component built in the background by make test: its first user waits for it (late_builds).
 pytestmark = [
@@ -352,12 +353,7 @@ def test_operator_pods_are_admitted_under_pod_security_restricted(
     )
     for deployment in find(docs, "Deployment"):
         template = deployment["spec"]["template"]
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": deployment["metadata"]["name"], "namespace": NAMESPACE},
-            "spec": template["spec"],
-        }
+        pod = pods.pod(deployment["metadata"]["name"], namespace=NAMESPACE, spec=template["spec"])
         # The namespace enforces "restricted": a pod that breaks it is refused, not warned about.
         result = fresh_plane.kubectl(
             "create", "--dry-run=server", "-f", "-", input_text=json.dumps(pod), check=False

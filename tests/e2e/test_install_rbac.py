@@ -41,6 +41,7 @@ from tests.e2e.controller_fixtures import (
     wait_pods_running,
     wait_state,
 )
+from tests.helpers import mxjobs
 from tests.helpers.waiting import wait_for
 
 SYSTEM = "mxjob-system"
@@ -398,11 +399,8 @@ def test_a_kubeflow_profile_contributor_manages_mxjobs_and_reads_logs_and_nothin
     assert allowed("list", "pods", namespace=namespace)
     # For real, through the webhooks: create, list, delete.
     jobs = f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs"
-    job = {
-        "apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "profile-job"},
-        "spec": {"runPolicy": {"suspend": True}, "mxReplicaSpecs": {"Worker": {
-            "template": {"spec": {"containers": [{"name": "mxnet", "image": "busybox"}]}}}}},
-    }  # fmt: skip
+    job = mxjobs.mxjob("profile-job", mode=None, replicas={"Worker": None}, image="busybox",
+                       run_policy={"suspend": True})  # fmt: skip
     user.request("POST", jobs, body=job)
     assert [j["metadata"]["name"] for j in user.request("GET", jobs)["items"]] == ["profile-job"]
     user.request("DELETE", f"{jobs}/profile-job")

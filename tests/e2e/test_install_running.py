@@ -38,6 +38,7 @@ from localkube.kubelet.core import TestKubelet
 from localkube.kubelet.profile.operator_node import operator_kubelet
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.settings import INSTALL_CONTROLLERS, ControlPlaneSettings
+from tests.helpers import mxjobs
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
@@ -171,25 +172,16 @@ def webhook_settled(install: Install, *, replicas: int = 2, terminated: bool = T
 
 
 def mxjob(name: str, *, workers: int = 1, suspend: bool = False, image: str = "busybox") -> str:
-    job = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name},
-        "spec": {
-            "runPolicy": {"suspend": suspend},
-            "mxReplicaSpecs": {
-                "Worker": {
-                    "replicas": workers,
-                    "restartPolicy": "Never",
-                    "template": {
-                        "spec": {
-                            "containers": [{"name": "mxnet", "image": image, "command": ["true"]}]
-                        }
-                    },
-                }
-            },
-        },
-    }
+    """As ``kubectl apply -f -`` reads it: a job of ``workers`` Workers that exit at once."""
+    job = mxjobs.mxjob(
+        name,
+        mode=None,
+        replicas={"Worker": workers},
+        image=image,
+        command=["true"],
+        restart_policy="Never",
+        run_policy={"suspend": suspend},
+    )
     return json.dumps(job)
 
 

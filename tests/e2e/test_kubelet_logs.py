@@ -18,6 +18,7 @@ from certs import CertificateAuthority
 from localkube.base.api import Api
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
+from tests.helpers import mxjobs, pods
 from tests.helpers.waiting import wait_for
 
 TICKS = 12
@@ -26,17 +27,9 @@ TIMESTAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z"
 
 
 def _pod(name: str, script: str, *, restart_policy: str = "Never") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "restartPolicy": restart_policy,
-            "containers": [
-                {"name": "mxnet", "image": "local/python", "command": ["python", "-c", script]}
-            ],
-        },
-    }
+    """A pod whose ``mxnet`` container runs the python ``script``."""
+    main = mxjobs.container(image="local/python", command=["python", "-c", script])
+    return pods.pod(name, restart_policy=restart_policy, containers=[main])
 
 
 def _create(api: Api, namespace: str, pod: dict[str, Any]) -> None:

@@ -102,9 +102,8 @@ def _configuration(*, port: int, ca_pem: bytes) -> dict[str, Any]:
 
 
 def _job(name: str, mode: str) -> dict[str, Any]:
-    job = mxjob(name, workers=1, servers=0)
-    job["metadata"]["labels"] = {MODE_LABEL: mode}
-    return job
+    """A single-worker job labelled with how the later mutator treats it."""
+    return mxjob(name, workers=1, servers=0, labels={MODE_LABEL: mode})
 
 
 def _dry_run(api: Api, namespace: str, job: dict[str, Any]) -> dict[str, Any] | str:

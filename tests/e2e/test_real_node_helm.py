@@ -60,6 +60,7 @@ from tests.e2e.real_node_fixtures import (
     pods_of,
     remove_namespace,
 )
+from tests.helpers import mxjobs, pods
 from tests.helpers.waiting import wait_for
 
 # Fixture set-up and teardown count against a test's time limit: removing and installing the
@@ -246,8 +247,7 @@ def test_the_charts_namespace_enforces_pod_security_restricted(
     assert namespace["metadata"]["annotations"]["meta.helm.sh/release-name"] == RELEASE
     # What restricted refuses here: a pod that may escalate (the operator's pods passed).
     image = helm_installed.cluster.images.controller.ref
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "not-restricted"},
-           "spec": {"containers": [{"name": "c", "image": image}]}}  # fmt: skip
+    pod = pods.pod("not-restricted", containers=[mxjobs.container("c", image=image)])
     refused = helm_installed.cluster.plane.kubectl(
         "create", "--dry-run=server", "-n", SYSTEM_NAMESPACE, "-f", "-",
         input_text=json.dumps(pod), check=False,

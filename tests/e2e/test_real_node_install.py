@@ -23,6 +23,7 @@ from localkube.base.paths import PROJECT_ROOT
 from localkube.realnode.cluster import SYSTEM_NAMESPACE
 from tests.e2e.admission_traffic import admission_traffic, single_worker_job
 from tests.e2e.real_node_fixtures import InstalledCluster, every_pod_of, namespace_for, pods_of
+from tests.helpers import mxjobs, pods
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
@@ -82,17 +83,11 @@ def test_both_deployments_run_as_real_containers_under_the_manifests_security_co
 def test_the_restricted_namespace_refuses_a_pod_weaker_than_the_operator_s(
     real_cluster: InstalledCluster,
 ) -> None:
-    root_pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "as-root", "namespace": SYSTEM_NAMESPACE},
-        "spec": {
-            "containers": [
-                {"name": "c", "image": real_cluster.cluster.images.controller.ref,
-                 "imagePullPolicy": "Never", "securityContext": {"runAsUser": 0}}
-            ]
-        },
-    }  # fmt: skip
+    as_root = mxjobs.container(
+        "c", image=real_cluster.cluster.images.controller.ref, imagePullPolicy="Never",
+        securityContext={"runAsUser": 0},
+    )  # fmt: skip
+    root_pod = pods.pod("as-root", namespace=SYSTEM_NAMESPACE, containers=[as_root])
     result = real_cluster.plane.kubectl(
         "apply", "-f", "-", input_text=json.dumps(root_pod), check=False
     )

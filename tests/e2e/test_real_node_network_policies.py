@@ -43,6 +43,7 @@ from tests.e2e.real_node_fixtures import (
     remove_namespace,
     require,
 )
+from tests.helpers import mxjobs, pods
 from tests.helpers.waiting import wait_for
 
 pytestmark = [
@@ -162,19 +163,11 @@ def _restore(installed: InstalledCluster, work: Path) -> None:
 
 def probe(installed: InstalledCluster, namespace: str, name: str, targets: list[Any]) -> Any:
     """Run the probe as pod ``name`` of ``namespace``; its verdict per target."""
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "probe", "image": installed.cluster.images.examples.ref,
-                "imagePullPolicy": "Never",
-                "command": ["python", "-c", PROBE, json.dumps(targets)],
-            }],
-        },
-    }  # fmt: skip
+    probing = mxjobs.container(
+        "probe", image=installed.cluster.images.examples.ref, imagePullPolicy="Never",
+        command=["python", "-c", PROBE, json.dumps(targets)],
+    )  # fmt: skip
+    pod = pods.pod(name, namespace=namespace, restart_policy="Never", containers=[probing])
     path = f"/api/v1/namespaces/{namespace}/pods"
     installed.api.request("POST", path, body=pod)
     wait_for(
@@ -204,26 +197,15 @@ def test_admission_works_under_default_deny_with_the_components_policies(
     names = {p["metadata"]["name"] for p in stored["items"]}
     assert names == {"default-deny", *COMPONENT_POLICIES}
     kubectl = installed.plane.kubectl
+    suspended = mxjobs.mxjob("admitted", mode=None, replicas={"Worker": 1}, image="probe",
+                             run_policy={"suspend": True})  # fmt: skip
     admitted = kubectl("create", "-n", JOBS, "-f", "-", "-o", "json",
-                       input_text=json.dumps(_suspended_job("admitted")))  # fmt: skip
+                       input_text=json.dumps(suspended))  # fmt: skip
     assert json.loads(admitted.stdout)["spec"]["runPolicy"]["backoffLimit"] == 6  # defaulted
     refused = kubectl("apply", "-n", JOBS, "-f", str(INVALID), check=False)
     assert refused.returncode != 0
     assert 'admission webhook "mutate.mxjobs.kubeflow.org" denied the request' in refused.stderr
     assert "spec.mxReplicaSpecs.Scheduler" in refused.stderr, refused.stderr
-
-
-def _suspended_job(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name},
-        "spec": {
-            "runPolicy": {"suspend": True},
-            "mxReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {
-                "containers": [{"name": "mxnet", "image": "probe"}]}}}},
-        },
-    }  # fmt: skip
 
 
 def test_metrics_ports_open_only_to_the_labelled_namespace_and_admission_to_all(
@@ -326,39 +308,29 @@ it gets through (exit 0) or its patience ends: exit 1 when the last try timed ou
 on any other error."""
 
 
-def _container(installed: InstalledCluster, script: str, env: dict[str, str]) -> dict[str, Any]:
-    return {
-        "name": "mxnet", "image": installed.cluster.images.examples.ref,
-        "imagePullPolicy": "Never", "command": ["python", "-c", script],
-        "env": [{"name": k, "value": v} for k, v in env.items()],
-        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
-    }  # fmt: skip
-
-
-def _replica(container: dict[str, Any]) -> dict[str, Any]:
-    return {"replicas": 1, "restartPolicy": "Never",
-            "template": {"spec": {"containers": [container]}}}  # fmt: skip
+def _replica(installed: InstalledCluster, script: str, env: dict[str, str]) -> dict[str, Any]:
+    """One pod running ``script`` once, with ``env``, asking for little."""
+    sole = mxjobs.container(
+        image=installed.cluster.images.examples.ref, imagePullPolicy="Never",
+        command=["python", "-c", script], env=[{"name": k, "value": v} for k, v in env.items()],
+        resources={"requests": {"cpu": "10m", "memory": "32Mi"}},
+    )  # fmt: skip
+    return mxjobs.replica(1, restart_policy="Never", containers=[sole])
 
 
 def target_job(installed: InstalledCluster) -> dict[str, Any]:
     """A distributed job whose scheduler listens and whose worker says hello to it."""
     hello = {"TARGET": "target-scheduler-0", "HELLO": "own worker", "PATIENCE": "120"}
-    return {
-        "apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "target"},
-        "spec": {"mxReplicaSpecs": {
-            "Scheduler": _replica(_container(installed, LISTENER, {})),
-            "Worker": _replica(_container(installed, CALLER, hello)),
-        }},
-    }  # fmt: skip
+    replicas = {"Scheduler": _replica(installed, LISTENER, {}),
+                "Worker": _replica(installed, CALLER, hello)}  # fmt: skip
+    return mxjobs.mxjob("target", mode=None, replicas=replicas)
 
 
 def intruder_job(installed: InstalledCluster, port: str) -> dict[str, Any]:
     """A single-node job whose worker tries the target's scheduler port."""
     hello = {"TARGET": "target-scheduler-0", "HELLO": "intruder", "PATIENCE": "20", "PORT": port}
-    return {
-        "apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "intruder"},
-        "spec": {"mxReplicaSpecs": {"Worker": _replica(_container(installed, CALLER, hello))}},
-    }  # fmt: skip
+    replicas = {"Worker": _replica(installed, CALLER, hello)}
+    return mxjobs.mxjob("intruder", mode=None, replicas=replicas)
 
 
 def ended(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.admission_traffic import single_worker_job
 from tests.e2e.failing_jobs import condition, mxjob
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
+from tests.helpers import mxjobs
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
@@ -30,13 +30,17 @@ FOREVER = ["python", "-c", "import time; time.sleep(3600)"]
 
 def job_with(installed: InstalledCluster, name: str, *, exit_code: int) -> dict[str, Any]:
     """One worker whose ``mxnet`` works 3 s and exits ``exit_code``, its pod's grace 5 s."""
-    image = installed.cluster.images.examples.ref
     work = f"import sys, time; time.sleep(3); sys.exit({exit_code})"
-    job = single_worker_job(name, image, ["python", "-c", work])
-    worker = job["spec"]["mxReplicaSpecs"]["Worker"]
-    worker["restartPolicy"] = "Never"
-    worker["template"]["spec"]["terminationGracePeriodSeconds"] = 5
-    return job
+    return mxjobs.mxjob(
+        name,
+        mode=None,
+        replicas={"Worker": 1},
+        image=installed.cluster.images.examples.ref,
+        command=["python", "-c", work],
+        resources={"requests": {"cpu": "10m", "memory": "32Mi"}},
+        restart_policy="Never",
+        grace_seconds=5,
+    )
 
 
 def container(installed: InstalledCluster, name: str, command: list[str]) -> dict[str, Any]:

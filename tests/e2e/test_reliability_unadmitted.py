@@ -39,6 +39,7 @@ from tests.e2e.controller_fixtures import (
     wait_pods_running,
     wait_state,
 )
+from tests.helpers import mxjobs
 from tests.helpers.waiting import wait_for
 
 
@@ -55,20 +56,7 @@ def _undefaulted_job(name: str) -> dict[str, Any]:
     """A valid job exactly as a user wrote it: no restartPolicy, no restartScope, no runPolicy,
     containers without ports or env. Only the mutating webhook would have filled these in. (A
     container needs a name even then: the CRD's pod-template schema requires one.)"""
-
-    def replica() -> dict[str, Any]:
-        container = {"name": "mxnet", "image": "mxjob/mxnet:cpu", "command": ["python", "t.py"]}
-        return {"replicas": 1, "template": {"spec": {"containers": [container]}}}
-
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name},
-        "spec": {
-            "jobMode": "MXTrain",
-            "mxReplicaSpecs": {"Scheduler": replica(), "Worker": replica()},
-        },
-    }
+    return mxjobs.mxjob(name, replicas={"Scheduler": 1, "Worker": 1}, command=["python", "t.py"])
 
 
 def _admitted(api: Api, namespace: str, job: dict[str, Any]) -> bool:

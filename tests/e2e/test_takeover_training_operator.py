@@ -32,7 +32,7 @@ from localkube.thirdparty.training_operator import LocalTrainingOperator
 from shared.conversion import convert
 from shared.defaults import apply_defaults
 from shared.validation import validate
-from tests.e2e.controller_fixtures import condition, template
+from tests.e2e.controller_fixtures import condition, mxjob
 from tests.helpers.waiting import wait_for
 
 NAMESPACE = "migrating"
@@ -40,20 +40,9 @@ JOBS = ("running", "succeeded", "failed")
 OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
 
 
-def _job(name: str, **replicas: int) -> dict[str, Any]:
+def _job(name: str, *, servers: int = 0, workers: int = 1) -> dict[str, Any]:
     """A job as a training-operator user wrote it: no restartPolicy, no runPolicy."""
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "jobMode": "MXTrain",
-            "mxReplicaSpecs": {
-                rtype: {"replicas": count, "template": template(f"{rtype.lower()}.py")}
-                for rtype, count in replicas.items()
-            },
-        },
-    }
+    return mxjob(name, servers=servers, workers=workers, grace_seconds=None, namespace=NAMESPACE)
 
 
 def _get(api: Api, path: str) -> dict[str, Any]:
@@ -142,9 +131,9 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
         seconds["training-operator up"] = time.monotonic() - mark
         mark = time.monotonic()
         for manifest in (
-            _job("running", Scheduler=1, Server=1, Worker=2),
-            _job("succeeded", Scheduler=1, Worker=1),
-            _job("failed", Scheduler=1, Worker=1),
+            _job("running", servers=1, workers=2),
+            _job("succeeded"),
+            _job("failed"),
         ):
             plane.kubectl("apply", "-f", "-", input_text=json.dumps(manifest))
         for job in JOBS:

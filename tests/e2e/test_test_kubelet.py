@@ -7,6 +7,7 @@ from typing import Any
 
 from localkube.base.api import Api
 from localkube.kubelet.core import TestKubelet
+from tests.helpers import mxjobs, pods
 from tests.helpers.waiting import wait_for
 
 
@@ -19,17 +20,15 @@ def _pod(
     labels: dict[str, str] | None = None,
     restart_policy: str = "Never",
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
-        "spec": {
-            "restartPolicy": restart_policy,
-            "containers": [
-                {"name": "mxnet", "image": "local/python", "command": command, "env": env or []}
-            ],
-        },
-    }
+    """A pod whose ``mxnet`` container runs ``command`` in the test kubelet's python image."""
+    main = mxjobs.container(image="local/python", command=command, env=env or [])
+    return pods.pod(
+        name,
+        namespace=namespace,
+        labels=labels or {},
+        restart_policy=restart_policy,
+        containers=[main],
+    )
 
 
 def _wait_for_phase(

@@ -1,7 +1,8 @@
-"""MXJob builders and hypothesis strategies for the tests of `shared/`.
+"""MXJob presets and hypothesis strategies for the tests of `shared/`.
 
-Builders return fresh plain dicts (the shape the API server sends), so a test may change one
-without affecting another.
+The presets are named shapes over the tests' MXJob factory (tests/helpers/mxjobs.py), in the
+namespace ``default``; they return fresh plain dicts (the shape the API server sends), so a test
+may change one without affecting another.
 """
 
 from __future__ import annotations
@@ -14,11 +15,8 @@ import yaml
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from shared.constants import (
-    API_VERSION_V1,
-    CONVERSION_DATA_ANNOTATION,
-    TUNER_SERVER_KEY_ANNOTATION,
-)
+from shared.constants import CONVERSION_DATA_ANNOTATION, TUNER_SERVER_KEY_ANNOTATION
+from tests.helpers.mxjobs import IMAGE, container, mxjob, replica
 
 Job = dict[str, Any]
 
@@ -151,73 +149,33 @@ def seed_applied() -> Job:
     }
 
 
-def container(name: str | None = "mxnet", image: str = "mxjob/mxnet:1.9", **extra: Any) -> Job:
-    found: Job = {"image": image, **extra}
-    if name is not None:
-        found["name"] = name
-    return found
-
-
-def replica(
-    replicas: int | None = 1,
-    *,
-    containers: list[Job] | None = None,
-    restart_policy: str | None = None,
-    restart_scope: str | None = None,
-    annotations: dict[str, str] | None = None,
-) -> Job:
-    template: Job = {"spec": {"containers": containers or [container()]}}
-    if annotations is not None:
-        template["metadata"] = {"annotations": annotations}
-    found: Job = {"template": template}
-    if replicas is not None:
-        found["replicas"] = replicas
-    if restart_policy is not None:
-        found["restartPolicy"] = restart_policy
-    if restart_scope is not None:
-        found["restartScope"] = restart_scope
-    return found
-
-
 def job(name: str, mode: str, replicas: dict[str, Job], **spec: Any) -> Job:
-    return {
-        "apiVersion": API_VERSION_V1,
-        "kind": "MXJob",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"jobMode": mode, "mxReplicaSpecs": replicas, **spec},
-    }
+    """A job of ``replicas`` exactly as given (the tests of ``shared/`` spell each one)."""
+    return mxjob(name, namespace="default", mode=mode, replicas=replicas, spec=spec)
 
 
 def train_job(name: str = "mnist", *, servers: int = 1, workers: int = 2, **spec: Any) -> Job:
     """A distributed MXTrain job: 1 scheduler, `servers` servers, `workers` workers."""
-    return job(
-        name,
-        "MXTrain",
-        {
-            "Scheduler": replica(1),
-            "Server": replica(servers),
-            "Worker": replica(workers),
-        },
-        **spec,
-    )
+    counts = {"Scheduler": 1, "Server": servers, "Worker": workers}
+    return mxjob(name, namespace="default", replicas=counts, spec=spec)
 
 
-def tune_job(name: str = "autotvm", *, tuner_servers: int = 2, key: str | None = "rpc-key") -> Job:
+def tune_job(
+    name: str = "autotvm",
+    *,
+    tuner_servers: int = 2,
+    key: str | None = "rpc-key",
+    image: str = IMAGE,
+) -> Job:
     """An MXTune job whose TunerServer carries the tuner-server key annotation."""
     annotations = {TUNER_SERVER_KEY_ANNOTATION: key} if key is not None else None
-    return job(
-        name,
-        "MXTune",
-        {
-            "TunerTracker": replica(1),
-            "TunerServer": replica(tuner_servers, annotations=annotations),
-            "Tuner": replica(1),
-        },
-    )
+    server = replica(tuner_servers, containers=[container(image=image)], annotations=annotations)
+    replicas: dict[str, int | Job] = {"TunerTracker": 1, "TunerServer": server, "Tuner": 1}
+    return mxjob(name, namespace="default", mode="MXTune", replicas=replicas, image=image)
 
 
 def single_node_job(name: str = "solo", *, replicas: int = 1) -> Job:
-    return job(name, "MXTrain", {"Worker": replica(replicas)})
+    return mxjob(name, namespace="default", replicas={"Worker": replicas})
 
 
 def mxnet_of(found: Job, replica_type: str) -> Job:

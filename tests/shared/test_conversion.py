@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from shared.constants import CONVERSION_DATA_ANNOTATION as STASH
 from shared.conversion import ConversionError, api_version, convert
 from shared.defaults import apply_defaults
+from tests.helpers.mxjobs import mxjob, replica
 from tests.shared.shared_samples import (
     conversion_objects,
     json_objects,
     mutated_jobs,
     property_settings,
-    replica,
     seed_applied,
     seed_listing,
     train_job,
@@ -38,16 +38,13 @@ def stash_of(found: Job) -> dict[str, Any] | None:
 
 
 def beta(spec: Job, **top: Any) -> Job:
-    return {
-        "apiVersion": V1BETA1,
-        "kind": "MXJob",
-        "metadata": {"name": "j"},
-        "spec": {**spec, **top},
-    }
+    """A v1beta1 job ``j`` of exactly ``spec`` (and the fields ``top``)."""
+    return mxjob("j", api_version=V1BETA1, mode=None, replicas=None, spec={**spec, **top})
 
 
 def v1(spec: Job) -> Job:
-    return {"apiVersion": V1, "kind": "MXJob", "metadata": {"name": "j"}, "spec": spec}
+    """A v1 job ``j`` of exactly ``spec``."""
+    return mxjob("j", mode=None, replicas=None, spec=spec)
 
 
 # --- the seed ----------------------------------------------------------------------------------

@@ -13,15 +13,14 @@ from shared.conversion import convert
 from shared.defaults import apply_defaults
 from shared.env import replica_env, resolve_env
 from shared.validation import validate
+from tests.helpers.mxjobs import container, replica
 from tests.shared.shared_samples import (
-    container,
     env_names,
     job,
     json_objects,
     mutated_jobs,
     mxnet_of,
     property_settings,
-    replica,
     seed_applied,
     single_node_job,
     train_job,

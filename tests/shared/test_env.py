@@ -20,12 +20,11 @@ from shared.env import (
     replica_env,
     resolve_env,
 )
+from tests.helpers.mxjobs import container, replica
 from tests.shared.shared_samples import (
-    container,
     env_names,
     job,
     property_settings,
-    replica,
     single_node_job,
     train_job,
     tune_job,

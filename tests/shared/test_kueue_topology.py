@@ -10,24 +10,20 @@ import pytest
 
 from shared import kueue_topology as tas
 from shared.constants import LABEL_REPLICA_INDEX
+from tests.helpers.mxjobs import mxjob, replica
 
 RACK = "cloud.example.com/rack"
 BLOCK = "cloud.example.com/block"
 
 
 def job_with(**annotations_by_type: dict[str, str]) -> dict[str, Any]:
+    """A job of the replica types named, each pod template carrying its annotations."""
     counts = {"Scheduler": 1, "Server": 2, "Worker": 4}
-    return {
-        "spec": {
-            "mxReplicaSpecs": {
-                rtype: {
-                    "replicas": counts[rtype],
-                    "template": {"metadata": {"annotations": annotations}},
-                }
-                for rtype, annotations in annotations_by_type.items()
-            }
-        }
+    replicas = {
+        rtype: replica(counts[rtype], annotations=annotations)
+        for rtype, annotations in annotations_by_type.items()
     }
+    return mxjob(replicas=replicas)
 
 
 def problems(**annotations_by_type: dict[str, str]) -> list[tuple[str, str]]:

@@ -17,7 +17,8 @@ from shared.naming import (
     max_job_name_length,
     replica_name,
 )
-from tests.shared.shared_samples import property_settings, replica, train_job, tune_job
+from tests.helpers.mxjobs import replica
+from tests.shared.shared_samples import property_settings, train_job, tune_job
 
 _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 

@@ -21,12 +21,11 @@ from shared.constants import (
     SuccessPolicy,
 )
 from shared.defaults import apply_defaults
+from tests.helpers.mxjobs import container, replica
 from tests.shared.shared_samples import (
-    container,
     job,
     json_objects,
     property_settings,
-    replica,
     single_node_job,
     train_job,
     tune_job,

@@ -12,15 +12,14 @@ from hypothesis import strategies as st
 from shared.conversion import convert
 from shared.defaults import apply_defaults
 from shared.validation import Violation, format_path, format_violations, validate
+from tests.helpers.mxjobs import container, replica
 from tests.shared.shared_samples import (
-    container,
     job,
     json_objects,
     json_values,
     mutated_jobs,
     mxnet_of,
     property_settings,
-    replica,
     seed_applied,
     single_node_job,
     train_job,

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from shared.conversion import convert
 from shared.defaults import apply_defaults
 from shared.validation import validate as shared_validate
+from tests.helpers import mxjobs
 from tests.webhook.reviews_samples import admission_review, decode_patch
 from webhook.admission import make_patch, mutate, validate
 from webhook.reviews import AdmissionRequest, AdmissionResponse, Operation
@@ -516,26 +517,9 @@ def test_a_patch_turns_the_source_into_the_target(source: Job, data: st.DataObje
 
 
 def test_a_defaulted_sidecar_job_patches_only_the_mxnet_container() -> None:
-    job: Job = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": "sidecars"},
-        "spec": {
-            "jobMode": "MXTrain",
-            "mxReplicaSpecs": {
-                "Scheduler": {
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {"name": "log-shipper", "image": "shipper:1"},
-                                {"name": "mxnet", "image": "mxnet:1"},
-                            ]
-                        }
-                    }
-                }
-            },
-        },
-    }
+    sidecar = mxjobs.container("log-shipper", image="shipper:1")
+    scheduler = mxjobs.replica(None, containers=[sidecar, mxjobs.container(image="mxnet:1")])
+    job = mxjobs.mxjob("sidecars", replicas={"Scheduler": scheduler})
     defaulted = apply_defaults(job)
     patch = make_patch(job, defaulted)
     assert jsonpatch.apply_patch(job, patch) == defaulted

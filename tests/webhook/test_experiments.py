@@ -8,6 +8,7 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
+from tests.helpers.mxjobs import mxjob
 from tests.webhook.reviews_samples import admission_review
 from webhook.app import EXPERIMENT_PATH, create_app
 from webhook.experiments import problems, trial_job, validate_experiment
@@ -17,20 +18,11 @@ Obj = dict[str, Any]
 
 def experiment(**template: Any) -> Obj:
     """An Experiment tuning ``lr`` and ``epochs`` over a distributed MXJob trial."""
-    trial_spec = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "spec": {
-            "jobMode": "MXTrain",
-            "mxReplicaSpecs": {
-                rtype: {"replicas": 1, "template": {"spec": {"containers": [{
-                    "name": "mxnet", "image": "mxjob/examples:1",
-                    "command": ["python", "train.py", "--lr", "${trialParameters.learningRate}",
-                                "--epochs", "${trialParameters.epochs}"]}]}}}
-                for rtype in ("Scheduler", "Server", "Worker")
-            },
-        },
-    }  # fmt: skip
+    command = ["python", "train.py", "--lr", "${trialParameters.learningRate}",
+               "--epochs", "${trialParameters.epochs}"]  # fmt: skip
+    # A trial template names no job: Katib names each trial.
+    counts = {"Scheduler": 1, "Server": 1, "Worker": 1}
+    trial_spec = mxjob(None, replicas=counts, image="mxjob/examples:1", command=command)
     return {
         "apiVersion": "kubeflow.org/v1beta1",
         "kind": "Experiment",

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.mxjobs import mxjob
 from tests.webhook.reviews_samples import admission_review, conversion_review
 from webhook.reviews import (
     MalformedReview,
@@ -19,12 +20,8 @@ from webhook.reviews import (
     review_uid,
 )
 
-JOB: dict[str, Any] = {
-    "apiVersion": "kubeflow.org/v1",
-    "kind": "MXJob",
-    "metadata": {"name": "job", "namespace": "ns"},
-    "spec": {},
-}
+JOB = mxjob("job", namespace="ns", mode=None, replicas=None)
+"""A job of an empty spec: these tests read the review around it, not the job."""
 
 
 def _body(document: Any) -> bytes:

@@ -23,6 +23,7 @@ from gunicorn.workers.gthread import ThreadWorker
 
 from certs import CertificateAuthority, KeyPair
 from localkube.base.ports import free_port
+from tests.helpers.mxjobs import mxjob
 from tests.helpers.waiting import wait_for
 from tests.webhook.reviews_samples import admission_review
 from webhook.app import MUTATE_PATH, VALIDATE_PATH
@@ -190,21 +191,15 @@ def start_webhook(tmp_path: Path) -> Iterator[Callable[..., Webhook]]:
         _stop(running)
 
 
-def _job(name: str = "mxnet-job") -> dict[str, Any]:
-    container = {"name": "mxnet", "image": "mxjob/mxnet:gpu", "args": [MARKER]}
-    template = {"spec": {"containers": [container]}}
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "jobMode": "MXTrain",
-            "mxReplicaSpecs": {
-                "Scheduler": {"replicas": 1, "template": template},
-                "Worker": {"replicas": 2, "template": template},
-            },
-        },
-    }
+def _job() -> dict[str, Any]:
+    """A job whose containers carry ``MARKER``, which the webhook's log must never show."""
+    return mxjob(
+        "mxnet-job",
+        namespace="default",
+        replicas={"Scheduler": 1, "Worker": 2},
+        image="mxjob/mxnet:gpu",
+        args=[MARKER],
+    )
 
 
 def _review(

@@ -9,12 +9,12 @@ container without a name is named ``mxnet`` by our defaults instead of failing (
 
 from __future__ import annotations
 
-import copy
 from typing import Any, cast
 
 import jsonpatch
 import pytest
 
+from tests.helpers.mxjobs import container, mxjob, replica
 from tests.webhook.reviews_samples import admission_review, decode_patch
 from webhook.admission import mutate, validate
 from webhook.reviews import AdmissionRequest
@@ -22,80 +22,56 @@ from webhook.reviews import AdmissionRequest
 Job = dict[str, Any]
 
 
-def _container(name: str = "mxnet", image: str = "mxjob/mxnet", **extra: Any) -> Job:
-    return {"name": name, "image": image, **extra}
-
-
+IMAGE = "mxjob/mxnet"
+"""The image of training-operator's cases."""
+TRAIN_ARGS = [
+    "/incubator-mxnet/example/image-classification/train_mnist.py",
+    "--num-epochs=10",
+    "--num-layers=2",
+    "--kv-store=dist_device_sync",
+]
 VALID_SPECS: Job = {
-    "Scheduler": {
-        "replicas": 1,
-        "restartPolicy": "Never",
-        "template": {"spec": {"containers": [_container()]}},
-    },
-    "Server": {
-        "replicas": 1,
-        "restartPolicy": "Never",
-        "template": {"spec": {"containers": [_container()]}},
-    },
-    "Worker": {
-        "replicas": 1,
-        "restartPolicy": "Never",
-        "template": {
-            "spec": {
-                "containers": [
-                    _container(
-                        command=["python"],
-                        args=[
-                            "/incubator-mxnet/example/image-classification/train_mnist.py",
-                            "--num-epochs=10",
-                            "--num-layers=2",
-                            "--kv-store=dist_device_sync",
-                        ],
-                    )
-                ]
-            }
-        },
-    },
+    "Scheduler": replica(1, restart_policy="Never", containers=[container(image=IMAGE)]),
+    "Server": replica(1, restart_policy="Never", containers=[container(image=IMAGE)]),
+    "Worker": replica(
+        1,
+        restart_policy="Never",
+        containers=[container(image=IMAGE, command=["python"], args=TRAIN_ARGS)],
+    ),
 }
 
 PORT = {"name": "mxjob-port", "containerPort": 9091, "protocol": "TCP"}
 CONTROLLER_TEST_SPECS: Job = {
-    rtype: {
-        "replicas": count,
-        "template": {"spec": {"containers": [_container(image="test-image", ports=[PORT])]}},
-    }
+    rtype: replica(count, containers=[container(image="test-image", ports=[PORT])])
     for rtype, count in (("Server", 1), ("Scheduler", 1), ("Worker", 2))
 }
 
 
 def _job(name: str, specs: Job | None) -> Job:
-    spec: Job = {} if specs is None else {"mxReplicaSpecs": copy.deepcopy(specs)}
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name, "namespace": "ns"},
-        "spec": spec,
-    }
+    """A case's job: in namespace ``ns``, no jobMode, ``specs`` (None: no mxReplicaSpecs)."""
+    return mxjob(name, namespace="ns", mode=None, replicas=specs)
 
 
-def _only_worker(container: Job) -> Job:
-    return {"Worker": {"template": {"spec": {"containers": [container]}}}}
+def _only_worker(sole: Job) -> Job:
+    return {"Worker": replica(None, containers=[sole])}
 
 
 ACCEPTED = {
     "valid mxJob": _job("test", VALID_SPECS),
     "the controller test's job": _job("test-job", CONTROLLER_TEST_SPECS),
     # training-operator refuses this one ("MXJobSpec is not valid"); we name the container.
-    "mxnet default container name doesn't find": _job("test", _only_worker(_container(name=""))),
+    "mxnet default container name doesn't find": _job(
+        "test", _only_worker(container("", image=IMAGE))
+    ),
 }
 REFUSED = {
     "mxReplicaSpecs is nil": (_job("test", None), "spec.mxReplicaSpecs"),
     "mxJob name does not meet DNS1035": (_job("10test", VALID_SPECS), "metadata.name"),
     "no containers": (
-        _job("test", {"Worker": {"template": {"spec": {"containers": []}}}}),
+        _job("test", {"Worker": replica(None, containers=[])}),
         "containers",
     ),
-    "image is empty": (_job("test", _only_worker(_container(image=""))), "image"),
+    "image is empty": (_job("test", _only_worker(container(image=""))), "image"),
 }
 
 

@@ -12,6 +12,9 @@ the job wants differs per kind and is given as a :data:`Revise`: the spec put ba
 What a child's cache keeps (:func:`child_object`): an object an MXJob controls whole, any other
 only the metadata that says whose it is. A cluster has many PodDisruptionBudgets and
 NetworkPolicies of its own, and the controller needs of them only whether one holds a job's name.
+The integration that makes a kind declares its cache (:attr:`ChildKind.watch`) and the RBAC the
+shared path needs for it (:meth:`ChildKind.rule`) in its declaration
+(controller/job/declaration.py).
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from controller.job.declaration import Rule, Watch
 from controller.job.ownership import controller_reference
 from controller.runtime.client import resource_path
 from controller.runtime.informers import cached_object, compact
-from controller.runtime.store import Obj, metadata_of
+from controller.runtime.store import Obj, metadata_of, object_key
 from shared.constants import GROUP, KIND
 from shared.spec import as_mapping
 
@@ -57,7 +61,29 @@ class ChildKind:
     @property
     def resource(self) -> str:
         """``plural.group``, as the API server and RBAC name it: in logs and thread names."""
-        return f"{self.plural}.{self.group}"
+        return self.watch.name
+
+    @property
+    def watch(self) -> Watch:
+        """The kind's cache: every object of it in the watched namespaces, kept as
+        :func:`child_object`; a change queues the job of the object's name, when there is one
+        (an object comes or goes, or a child drifts)."""
+        return Watch(
+            group=self.group,
+            version=self.version,
+            plural=self.plural,
+            job_of=object_key,
+            transform=child_object,
+            optional=not self.always_served,
+        )
+
+    def rule(self, *writes: str) -> Rule:
+        """The RBAC the shared path needs for the kind (controller/integrations/children/
+        ensure.py): ``list`` and ``watch`` fill its cache, ``get`` reads an object a create met
+        that the cache had not seen yet, ``create``; and the ``writes`` that bring a stored object
+        to the job's (``update`` for a spec put back in place, ``delete`` for one replaced)."""
+        verbs = ("get", "list", "watch", "create", *writes)
+        return Rule(api_groups=(self.group,), resources=(self.plural,), verbs=verbs)
 
 
 @dataclass(frozen=True)

@@ -1,106 +1,63 @@
-"""The caches of the integrations' children: one informer per kind, made when a kind is asked for.
+"""The caches of the kinds an integration makes, and the shared path of each over its cache.
 
-The integrations ask for the store of each kind they make (:class:`ChildStores` is called with
-a :class:`~controller.integrations.children.kind.ChildKind`): the budget and the network policy
-when they are built, the gang once its scheduler is resolved at start-up, before the manager
-starts the informers (:attr:`ChildStores.informers` are among its own). Each kind gets an
-:class:`~controller.runtime.informers.Informer` over the namespaces the controller watches,
-keeping :func:`~controller.integrations.children.kind.child_object`; every change of one of its
-objects (a child written, drifted or deleted, a foreign object of a job's name come or gone)
-tells ``on_change`` the object's ``namespace/name``, the key of the job of that name. A kind the
-API server does not serve (a CRD not installed, an alpha API off) gets an empty store and no
-informer: its writes then fail with the API server's own error, and the job is retried, as
-before the caches. Built without a client (in tests), every kind gets an empty store, filled by
-hand.
+An integration that makes objects per job declares the cache of each kind it makes
+(:attr:`~controller.integrations.children.kind.ChildKind.watch`, in its declaration:
+controller/job/declaration.py); the manager builds the informers and binds their stores
+(controller/integrations/registration.py). :class:`ChildStores` keeps them for the integration,
+by kind, and makes the shared path of each kind over its cache
+(:class:`~controller.integrations.children.ensure.OwnedChildren`). Until the stores are bound
+(in unit tests, which fill them by hand), and for a kind the integration did not declare, a kind
+has an empty store of its own: its objects are then found by the one uncached read of the
+shared path, after a create that meets one.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable
 
-from controller.integrations.children.kind import ChildKind, child_object
-from controller.runtime.client import ApiError, KubeClient
-from controller.runtime.informers import Informer, InformerSettings
-from controller.runtime.store import Obj, Store, object_key
-from shared.spec import as_mapping
-
-log = logging.getLogger(__name__)
-
-
-def served(client: KubeClient, kind: ChildKind) -> bool:
-    """Whether the API server serves ``kind`` (one discovery GET)."""
-    try:
-        listing = client.request("GET", f"/apis/{kind.group}/{kind.version}")
-    except ApiError:
-        return False
-    resources = as_mapping(listing).get("resources") or []
-    return any(as_mapping(r).get("name") == kind.plural for r in resources)
+from controller.integrations.children.ensure import OwnedChildren
+from controller.integrations.children.kind import ChildKind
+from controller.job.declaration import Stores
+from controller.runtime.client import KubeClient
+from controller.runtime.store import Store
 
 
 class ChildStores:
-    """The store of each child kind (see the module docstring)."""
+    """The store and the shared path of each kind an integration makes (see the module
+    docstring)."""
 
-    def __init__(
-        self,
-        client: KubeClient | None = None,
-        *,
-        namespaces: tuple[str, ...] | None = None,
-        settings: InformerSettings | None = None,
-        on_change: Callable[[str], None] = lambda key: None,
-    ) -> None:
+    def __init__(self, client: KubeClient) -> None:
         self.client = client
-        self.namespaces = namespaces
-        self.settings = settings
-        self.on_change = on_change
-        """Told ``namespace/name`` of every child that changed."""
-        self._stores: dict[ChildKind, Store] = {}
-        self._informers: list[Informer] = []
-        self._started = False
+        self._stores: dict[str, Store] = {}
+        """By the kind's watch name (:attr:`~controller.job.declaration.Watch.name`)."""
+        self._owned: dict[ChildKind, OwnedChildren] = {}
         self._lock = threading.Lock()
 
     def __call__(self, kind: ChildKind) -> Store:
-        """The store of ``kind``, its informer made on the first ask (and started at once when
-        the others already are)."""
+        """The store of ``kind``: the bound one, else an empty one, made on the first ask."""
+        watch = kind.watch
         with self._lock:
-            store = self._stores.get(kind)
-            if store is None:
-                store = self._stores[kind] = self._watch(kind)
-            return store
+            return self._stores.setdefault(watch.name, watch.empty_store())
 
-    def _watch(self, kind: ChildKind) -> Store:
-        client = self.client
-        if client is None:
-            return Store(transform=child_object)
-        if not kind.always_served and not served(client, kind):
-            log.warning("%s is not served: not cached (restart the controller once it is)",
-                        kind.resource)  # fmt: skip
-            return Store(transform=child_object)
-        informer = Informer(
-            client,
-            name=kind.resource,
-            path_for=kind.path,
-            namespaces=self.namespaces,
-            transform=child_object,
-            settings=self.settings,
-        )
-        informer.add_handler(self._changed)
-        self._informers.append(informer)
-        if self._started:
-            informer.start()
-        return informer.store
-
-    def _changed(self, event_type: str, obj: Obj, old: Obj | None) -> None:
-        self.on_change(object_key(obj))
-
-    @property
-    def informers(self) -> list[Informer]:
+    def owned(self, kind: ChildKind) -> OwnedChildren:
+        """The shared path of ``kind``, over its store (made on the first ask)."""
         with self._lock:
-            return list(self._informers)
-
-    def started(self) -> None:
-        """The informers made so far were started (with the manager's own); those made from now
-        on start when made."""
+            found = self._owned.get(kind)
+        if found is not None:
+            return found
+        made = OwnedChildren(self.client, kind=kind, store=self(kind))
         with self._lock:
-            self._started = True
+            return self._owned.setdefault(kind, made)
+
+    def owned_so_far(self) -> list[OwnedChildren]:
+        """The shared paths made so far (a gone job is forgotten by each)."""
+        with self._lock:
+            return list(self._owned.values())
+
+    def bind(self, stores: Stores) -> None:
+        """The stores the manager's informers fill, by watch name: they replace the empty ones,
+        in the shared paths made already too."""
+        with self._lock:
+            self._stores.update(stores)
+            for kind, owned in self._owned.items():
+                owned.store = self._stores.get(kind.watch.name, owned.store)

@@ -4,10 +4,10 @@ Before a job's pods are created its gang objects stand (a Volcano PodGroup must 
 first: :mod:`controller.integrations.gang.podgroup_writes`), each pod is joined to the gang as it
 is built, and a job whose pods all exist but wait for their gang to fit is told so in an Event.
 
-The scheduler is resolved when the controller starts (``--gang-scheduler=auto`` asks the API
-server: :func:`~controller.integrations.gang.podgroup_writes.detect`), after the reconciler and
-its integrations are built, so the manager sets it then (:meth:`GangIntegration.use`), which
-also makes the caches of the kinds it writes (:meth:`GangIntegration.child_kinds`); for
+The scheduler is resolved before the integrations are built (``--gang-scheduler=auto`` asks the
+API server: :func:`~controller.integrations.gang.podgroup_writes.detect`, called by
+controller/integrations/chosen.py), and given as it is. The gang declares the caches of the
+kinds it is made of under it and the RBAC it needs (:meth:`GangIntegration.declaration`); for
 ``native``, the version of the API to write is asked then, or on first use
 (:class:`~controller.integrations.gang.native_writes.NativeTarget`).
 
@@ -31,14 +31,15 @@ from controller.integrations.children.ensure import OwnedChildren
 from controller.integrations.children.kind import ChildKind
 from controller.integrations.children.stores import ChildStores
 from controller.integrations.gang.native_writes import NativeTarget
-from controller.integrations.gang.podgroup_writes import ensure_gang, gang_kinds
+from controller.integrations.gang.podgroup_writes import ensure_gang, gang_kinds, gang_rules
 from controller.integrations.gang.podgroups import (
     GANG_WAITING,
     GangScheduler,
     gang_waiting,
     join_pod,
 )
-from controller.job.hooks import NoHooks, Notice, Obj
+from controller.job.declaration import Declaration, Stores
+from controller.job.hooks import READY, NoHooks, Notice, Obj, Preparation
 from controller.job.status.outcome import Wait
 from controller.job.view import MXJobView, ReplicaView
 from controller.runtime.client import KubeClient
@@ -54,68 +55,57 @@ class GangIntegration(NoHooks):
 
     name = "gang"
 
-    def __init__(
-        self, client: KubeClient, *, scheduler: GangScheduler, stores: ChildStores | None = None
-    ) -> None:
+    def __init__(self, client: KubeClient, *, scheduler: GangScheduler) -> None:
         self.client = client
-        self.scheduler: GangScheduler = scheduler
-        """The gang scheduler pods are written for; the manager sets it once resolved."""
+        self.scheduler: Final[GangScheduler] = scheduler
+        """The gang scheduler pods are written for, as resolved at start-up."""
         self.native = NativeTarget()
-        self.stores = stores or ChildStores()
-        self._owned: dict[ChildKind, OwnedChildren] = {}
+        self.children = ChildStores(client)
         self._told: dict[str, set[str]] = {}
         """Per job (``namespace/name``): the messages already given, so each is said once."""
         self._to_tell: dict[str, list[str]] = {}
         """Per job: messages for the next reconcile's notices."""
 
-    def use(self, scheduler: GangScheduler) -> None:
-        """Write for ``scheduler`` from now on (resolved at start-up), with the caches of the
-        kinds it is made of asked for now, before the manager starts the informers."""
-        self.scheduler = scheduler
-        for kind in self.child_kinds():
-            self.owned(kind)
-
-    def child_kinds(self) -> tuple[ChildKind, ...]:
-        """The kinds the gang is made of under the scheduler (``native``: in the version the
-        cluster serves, asked until known), so that their caches exist before they are read."""
+    def declaration(self) -> Declaration:
+        """The caches of the kinds the gang is made of under the scheduler (``native``: in the
+        version the cluster serves, asked now), and the RBAC to write them."""
         if self.scheduler == "native":
             self.native.resolve(self.client)
-        return self._kinds_now()
+        kinds = self._kinds_now()
+        return Declaration(
+            watches=tuple(kind.watch for kind in kinds), rules=gang_rules(self.scheduler, kinds)
+        )
+
+    def bind(self, stores: Stores) -> None:
+        self.children.bind(stores)
 
     def owned(self, kind: ChildKind) -> OwnedChildren:
         """The shared path of one of the gang's kinds, over its cache."""
-        found = self._owned.get(kind)
-        if found is None:
-            new = OwnedChildren(self.client, kind=kind, store=self.stores(kind))
-            found = self._owned.setdefault(kind, new)
-        return found
+        return self.children.owned(kind)
 
     def _kinds_now(self) -> tuple[ChildKind, ...]:
         return gang_kinds(self.scheduler, self.native.current())
 
-    def prepare_pods(
-        self, job: MXJobView, *, labels: Mapping[str, str], errors: list[Exception]
-    ) -> bool:
+    def prepare_pods(self, job: MXJobView, *, labels: Mapping[str, str]) -> Preparation:
         """The gang the pods join stands first; without it (a write failed, the old group is
         still going, Volcano has not admitted it, a foreign object holds its name) no pod is
         created: a pod outside its gang would be scheduled alone."""
         if self.scheduler == "none":
-            return True
+            return READY
         try:
             stands, messages = ensure_gang(
                 self.owned, self.client, job, labels=labels, scheduler=self.scheduler,
                 native=self.native,
             )  # fmt: skip
         except Exception as error:
-            errors.append(error)
-            return False
+            return Preparation(ready=False, errors=(error,))
         for message in messages:
             told = self._told.setdefault(job.key, set())
             if message not in told:
                 told.add(message)
                 self._to_tell.setdefault(job.key, []).append(message)
                 log.warning("%s/%s: %s", job.namespace, job.name, message)
-        return stands
+        return Preparation(ready=stands)
 
     def decorate_pod(self, job: MXJobView, pod: Obj, *, replica: ReplicaView) -> None:
         join_pod(pod, job, self.scheduler, replica_type=replica.lower)
@@ -147,8 +137,8 @@ class GangIntegration(NoHooks):
         waiting = gang_waiting(job, pods, self.scheduler)
         return Wait(GANG_WAITING, waiting) if waiting else None
 
-    def job_gone(self, namespace: str, name: str) -> None:
+    def job_gone(self, namespace: str, name: str, *, uid: str | None) -> None:
         self._told.pop(f"{namespace}/{name}", None)
         self._to_tell.pop(f"{namespace}/{name}", None)
-        for owned in list(self._owned.values()):
+        for owned in self.children.owned_so_far():
             owned.forget(namespace, name)

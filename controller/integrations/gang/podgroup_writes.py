@@ -1,5 +1,6 @@
 """The API side of gang scheduling: which gang scheduler the cluster serves, the kinds of
-objects each one's gang is made of, and the job's Volcano or scheduler-plugins PodGroup.
+objects each one's gang is made of and the RBAC they need, and the job's Volcano or
+scheduler-plugins PodGroup.
 
 Those PodGroups are built in :mod:`controller.integrations.gang.podgroups` (pure), written as
 kubeflow training-operator v1.8.1 writes them, through the shared path of a job's children
@@ -36,6 +37,7 @@ from controller.integrations.gang.podgroups import (
     crd_pod_group_update,
     delays_pods,
 )
+from controller.job.declaration import Rule
 from controller.job.view import MXJobView
 from controller.runtime.client import KubeClient, NotFound
 from shared.spec import as_mapping
@@ -50,7 +52,20 @@ CRD_POD_GROUPS: Final[Mapping[GangScheduler, ChildKind]] = {
 }  # fmt: skip
 """The PodGroup of each project's own CRD: a job's pods join the group of their job's name."""
 
-__all__ = ["ChildNotReadyError", "detect", "ensure_crd_pod_group", "ensure_gang", "gang_kinds"]
+PRIORITY_CLASSES: Final = Rule(
+    api_groups=("scheduling.k8s.io",), resources=("priorityclasses",), verbs=("get",)
+)
+"""A CRD PodGroup counts its pods' resources in their PriorityClasses' order
+(:func:`priority_values`)."""
+
+__all__ = [
+    "ChildNotReadyError",
+    "detect",
+    "ensure_crd_pod_group",
+    "ensure_gang",
+    "gang_kinds",
+    "gang_rules",
+]
 
 
 def detect(client: KubeClient) -> GangScheduler:
@@ -66,6 +81,17 @@ def gang_kinds(scheduler: GangScheduler, version: NativeVersion) -> tuple[ChildK
         return native_kinds(version)
     kind = CRD_POD_GROUPS.get(scheduler)
     return (kind,) if kind is not None else ()
+
+
+def gang_rules(scheduler: GangScheduler, kinds: tuple[ChildKind, ...]) -> tuple[Rule, ...]:
+    """The RBAC a job's gang of ``kinds`` needs under ``scheduler``: kube-scheduler's objects
+    are immutable, so replaced (``delete``); a CRD PodGroup's spec is updated in place, and its
+    pods' PriorityClasses read."""
+    if scheduler == "native":
+        return tuple(kind.rule("delete") for kind in kinds)
+    if not kinds:
+        return ()
+    return (*(kind.rule("update") for kind in kinds), PRIORITY_CLASSES)
 
 
 def ensure_gang(

@@ -144,11 +144,11 @@ class WorkloadSync:
     # -- reads ------------------------------------------------------------------------------------
     def owned_workloads(self, job: MXJobView) -> list[Obj]:
         """The cached Workloads whose controller is the job."""
-        return [
-            w
-            for w in self.workloads.by_index(job.namespace, job.uid)
-            if controller_uid(w) == job.uid
-        ]
+        return self._controlled_by(job.namespace, job.uid)
+
+    def _controlled_by(self, namespace: str, uid: str) -> list[Obj]:
+        """The cached Workloads the job of ``uid`` controls, found by its uid label."""
+        return [w for w in self.workloads.by_index(namespace, uid) if controller_uid(w) == uid]
 
     def _prebuilt(self, job: MXJobView) -> Obj | None:
         name = job.queueing.prebuilt_workload
@@ -312,12 +312,22 @@ class WorkloadSync:
         if isinstance(written, dict):
             self.jobs.write_through(written)
 
-    def let_go(self, namespace: str, name: str) -> None:
+    def let_go(self, namespace: str, name: str, *, uid: str | None) -> None:
         """The job is gone (or being deleted): its Workloads lose Kueue's finalizer, so the
-        garbage collector deletes them with it and their quota is free."""
-        for workload in self.workloads.objects():
-            if workload_owner_key(workload) == f"{namespace}/{name}":
-                self._remove_kueue_finalizer(workload)
+        garbage collector deletes them with it and their quota is free.
+
+        They are the cached Workloads its uid indexes (every Workload this controller makes or
+        adopts carries the uid label, :func:`~controller.integrations.kueue.workload.
+        build_kueue_workload`) and that it controls. A job whose uid is unknown was never
+        cached (controller/job/reconciler.py): every cached Workload is looked at for a
+        controller reference of the job's name, the one way left to find them."""
+        if uid:
+            found = self._controlled_by(namespace, uid)
+        else:
+            key = f"{namespace}/{name}"
+            found = [w for w in self.workloads.objects() if workload_owner_key(w) == key]
+        for workload in found:
+            self._remove_kueue_finalizer(workload)
 
     # -- lookups --------------------------------------------------------------------------------
     def _flavors(self, workload: Mapping[str, Any]) -> dict[str, Obj]:

@@ -9,7 +9,7 @@ reconcile's back-off (a missing RBAC rule shows in the controller's log instead 
 leaving jobs open). A foreign object of the policy's name holds them back too, without an
 error: it is left alone, and the job's ``Pending`` condition and a ``ForeignObjectExists``
 Warning say why (:mod:`controller.integrations.children.foreign`); its removal, seen by the
-policies' cache (``stores``), brings the job back.
+policies' cache (declared here, bound by the manager), brings the job back.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any
 from controller.integrations.children.ensure import OwnedChildren
 from controller.integrations.children.stores import ChildStores
 from controller.integrations.netpol.policy_writes import POLICIES, ensure_policy
-from controller.job.hooks import NoHooks, Notice
+from controller.job.declaration import Declaration, Stores
+from controller.job.hooks import NoHooks, Notice, Preparation
 from controller.job.status.outcome import Wait
 from controller.job.view import MXJobView
 from controller.runtime.client import KubeClient
@@ -31,20 +32,27 @@ class NetworkPolicyIntegration(NoHooks):
 
     name = "netpol"
 
-    def __init__(self, client: KubeClient, *, stores: ChildStores | None = None) -> None:
-        self.policies = OwnedChildren(
-            client, kind=POLICIES, store=(stores or ChildStores())(POLICIES)
-        )
+    def __init__(self, client: KubeClient) -> None:
+        self.children = ChildStores(client)
 
-    def prepare_pods(
-        self, job: MXJobView, *, labels: Mapping[str, str], errors: list[Exception]
-    ) -> bool:
+    @property
+    def policies(self) -> OwnedChildren:
+        return self.children.owned(POLICIES)
+
+    def declaration(self) -> Declaration:
+        """The policies' cache, and their rule: a policy's spec is put back in place
+        (``update``); RBAC for it ships in manifests/components/network-policies/jobs/."""
+        return Declaration(watches=(POLICIES.watch,), rules=(POLICIES.rule("update"),))
+
+    def bind(self, stores: Stores) -> None:
+        self.children.bind(stores)
+
+    def prepare_pods(self, job: MXJobView, *, labels: Mapping[str, str]) -> Preparation:
         """Ensure the policy; without it no pod of the job is created."""
         try:
-            return not ensure_policy(self.policies, job, labels=labels).foreign
+            return Preparation(ready=not ensure_policy(self.policies, job, labels=labels).foreign)
         except Exception as error:
-            errors.append(error)
-            return False
+            return Preparation(ready=False, errors=(error,))
 
     def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None:
         """``Pending`` while a foreign object holds the policy's name."""
@@ -54,5 +62,5 @@ class NetworkPolicyIntegration(NoHooks):
         notice = self.policies.notice(job)
         return (notice,) if notice is not None else ()
 
-    def job_gone(self, namespace: str, name: str) -> None:
+    def job_gone(self, namespace: str, name: str, *, uid: str | None) -> None:
         self.policies.forget(namespace, name)

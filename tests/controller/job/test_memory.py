@@ -69,3 +69,12 @@ def test_a_job_over_the_replica_total_gets_every_default_but_the_env() -> None:
     assert view.run_policy.disruption_policy is DisruptionPolicy.IGNORE
     worker = view.defaulted["spec"]["mxReplicaSpecs"]["Worker"]
     assert "env" not in worker["template"]["spec"]["containers"][0]
+
+
+def test_a_deleted_jobs_uid_is_kept_until_taken_once_and_outlives_forgetting() -> None:
+    remembered = JobMemory()
+    assert remembered.take_gone(KEY) is None
+    remembered.remember_gone(KEY, "job-uid")
+    remembered.forget(KEY)
+    assert remembered.take_gone(KEY) == "job-uid"
+    assert remembered.take_gone(KEY) is None

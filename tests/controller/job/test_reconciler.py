@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
 from controller.integrations.budget.integration import BudgetIntegration
 from controller.integrations.children.kind import child_object
-from controller.integrations.children.stores import ChildStores
 from controller.integrations.gang.integration import GangIntegration
 from controller.integrations.gang.podgroup_writes import CRD_POD_GROUPS
-from controller.job.hooks import Integration
+from controller.job.hooks import READY, Integration, NoHooks, Preparation
 from controller.job.observed import ATTEMPT_ANNOTATION, RESTARTS_BEFORE_ANNOTATION
 from controller.job.reconciler import Reconciler
 from controller.job.status import compute_status
+from controller.job.view import MXJobView
 from controller.job.writes import NameConflictError
 from controller.runtime.client import Conflict, mxjobs_path, pods_path, services_path
 from controller.runtime.events import FOREIGN_OBJECT_EXISTS, EventRecorder
@@ -53,8 +53,7 @@ def names(objects: list[Obj]) -> list[str]:
 def integrations(api: FakeApi) -> list[Integration]:
     """What controller/manager.py hands a reconciler without Kueue: a budget, then the gang
     (``none``: pods scheduled one by one)."""
-    gang = GangIntegration(api, scheduler="none")
-    return [BudgetIntegration(api, scheduler=lambda: gang.scheduler), gang]
+    return [BudgetIntegration(api, scheduler="none"), GangIntegration(api, scheduler="none")]
 
 
 class World:
@@ -143,12 +142,12 @@ def test_a_job_asking_for_a_gang_gets_its_disruption_budget_before_its_pods() ->
 
 def test_a_foreign_pod_group_of_the_jobs_name_holds_its_pods_and_the_job_says_why() -> None:
     recorded: list[tuple[str, str]] = []
-    gang_stores = ChildStores()
     users = {"metadata": {"name": "mnist", "namespace": "ns", "uid": "users"}}
-    gang_stores(CRD_POD_GROUPS["volcano"]).put_if_newer(child_object(users))
 
     def volcano(api: FakeApi) -> list[Integration]:
-        return [GangIntegration(api, scheduler="volcano", stores=gang_stores)]
+        gang = GangIntegration(api, scheduler="volcano")
+        gang.children(CRD_POD_GROUPS["volcano"]).put_if_newer(child_object(users))
+        return [gang]
 
     def record(job: Obj, kind: str, reason: str, message: str, **_: str) -> None:
         recorded.append((kind, reason))
@@ -503,6 +502,72 @@ def test_pods_of_a_job_being_deleted_are_released_without_a_lookup() -> None:
     world.reconciler.reconcile(KEY)
     sent = [r.method for r in world.api.requests[before:]]
     assert sent == ["PATCH"] * 4
+
+
+class Recording(NoHooks):
+    """Records the jobs it is told are gone, and answers ``prepared`` before pods are made."""
+
+    def __init__(self, name: str, prepared: Preparation = READY) -> None:
+        self.name = name
+        self.prepared = prepared
+        self.gone: list[tuple[str, str, str | None]] = []
+        self.asked = 0
+
+    def job_gone(self, namespace: str, name: str, *, uid: str | None) -> None:
+        self.gone.append((namespace, name, uid))
+
+    def prepare_pods(self, job: MXJobView, *, labels: Mapping[str, str]) -> Preparation:
+        self.asked += 1
+        return self.prepared
+
+
+def test_a_job_being_deleted_is_gone_by_its_cached_uid() -> None:
+    recording = Recording("recording")
+    deleting = job()
+    deleting["metadata"]["deletionTimestamp"] = NOW_TEXT
+    world = World(deleting, hooks=lambda api: [recording])
+    world.reconciler.reconcile(KEY)
+    assert recording.gone == [("ns", "mnist", "job-uid")]
+
+
+def test_a_deleted_job_is_gone_by_the_uid_its_deletion_carried_once() -> None:
+    recording = Recording("recording")
+    world = World(job(), hooks=lambda api: [recording])
+    world.jobs.apply("DELETED", world.jobs.get(KEY) or {})
+    world.reconciler.job_deleted(KEY, uid="job-uid")
+    world.reconciler.reconcile(KEY)
+    world.reconciler.reconcile(KEY)
+    assert recording.gone == [("ns", "mnist", "job-uid"), ("ns", "mnist", None)]
+
+
+def test_a_job_never_cached_is_gone_without_a_uid() -> None:
+    recording = Recording("recording")
+    world = World(job(), hooks=lambda api: [recording])
+    world.reconciler.reconcile("ns/never-seen")
+    assert recording.gone == [("ns", "never-seen", None)]
+
+
+def test_a_deletion_followed_by_a_new_job_of_the_name_leaves_no_uid_behind() -> None:
+    recording = Recording("recording")
+    world = World(job(), hooks=lambda api: [recording])
+    world.reconciler.job_deleted(KEY, uid="earlier-uid")
+    world.reconciler.reconcile(KEY)  # the new job, cached under the name
+    world.jobs.apply("DELETED", world.jobs.get(KEY) or {})
+    world.reconciler.reconcile(KEY)
+    assert recording.gone == [("ns", "mnist", None)]
+
+
+def test_every_integration_prepares_and_any_holds_the_pods_back_with_its_errors_raised() -> None:
+    refused = Conflict(409, "Conflict", {"reason": "Conflict"})
+    failing = Recording("failing", Preparation(ready=True, errors=(refused,)))
+    holding = Recording("holding", Preparation(ready=False))
+    world = World(job(), hooks=lambda api: [failing, holding])
+    with pytest.raises(Conflict) as raised:
+        world.reconciler.reconcile(KEY)
+    assert raised.value is refused
+    assert (failing.asked, holding.asked) == (1, 1)
+    assert not [w for w in world.api.writes() if w.path == pods_path("ns")], "no pod made"
+    assert [w for w in world.api.writes() if w.path == services_path("ns")], "the rest goes on"
 
 
 def test_pods_of_an_older_job_of_the_same_name_are_released() -> None:

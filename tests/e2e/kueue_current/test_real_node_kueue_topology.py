@@ -33,6 +33,7 @@ from localkube.thirdparty.kwok import LocalKwok, node
 from tests.e2e.kueue_current.install import VERSION, queued_in
 from tests.e2e.kueue_queues import QUEUE_LABEL, STOPS_ON_SIGTERM, Queued, mxjob, pods_of
 from tests.e2e.real_node_fixtures import InstalledCluster
+from tests.helpers import mxjobs
 from tests.helpers.waiting import wait_for
 
 pytestmark = [
@@ -144,23 +145,18 @@ def racked_job(
     """An MXJob whose ``workers`` Workers (900m CPU each: four fill a kwok rack) ask for a
     placement, beside a Scheduler and a Server of 10m that ask for none; created queued."""
     image = racks.queued.installed.cluster.images.examples.ref
+    command = ["python", "-c", STOPS_ON_SIGTERM.format(seconds=600)]
 
     def replica(count: int, cpu: str, asked: dict[str, str]) -> dict[str, Any]:
-        container = {
-            "name": "mxnet", "image": image,
-            "command": ["python", "-c", STOPS_ON_SIGTERM.format(seconds=600)],
-            "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
-        }  # fmt: skip
-        template = {"metadata": {"annotations": asked}, "spec": {"containers": [container]}}
-        return {"replicas": count, "template": template}
+        resources = {"requests": {"cpu": cpu, "memory": "64Mi"}}
+        sole = mxjobs.container(image=image, command=command, resources=resources)
+        return mxjobs.replica(count, containers=[sole], annotations=asked)
 
-    job = {
-        "apiVersion": "kubeflow.org/v1", "kind": "MXJob",
-        "metadata": {"name": name, "labels": {QUEUE_LABEL: queue}},
-        "spec": {"jobMode": "MXTrain", "runPolicy": {"backoffLimit": 0}, "mxReplicaSpecs": {
-            "Scheduler": replica(1, "10m", {}), "Server": replica(1, "10m", {}),
-            "Worker": replica(workers, "900m", annotations)}},
-    }  # fmt: skip
+    replicas = {"Scheduler": replica(1, "10m", {}), "Server": replica(1, "10m", {}),
+                "Worker": replica(workers, "900m", annotations)}  # fmt: skip
+    job = mxjobs.mxjob(
+        name, labels={QUEUE_LABEL: queue}, replicas=replicas, run_policy={"backoffLimit": 0}
+    )
     racks.queued.create(job)
 
 
@@ -348,12 +344,10 @@ def test_pods_no_node_fits_make_the_job_pending_with_the_schedulers_message(
 ) -> None:
     """Not queued: kube-scheduler's Unschedulable is the job's Pending condition."""
     image = racks.queued.installed.cluster.images.examples.ref
-    job = {
-        "apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "too-big"},
-        "spec": {"mxReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {
-            "containers": [{"name": "mxnet", "image": image, "command": ["true"],
-                            "resources": {"requests": {"cpu": "100", "memory": "64Mi"}}}]}}}}},
-    }  # fmt: skip
+    job = mxjobs.mxjob(
+        "too-big", mode=None, replicas={"Worker": 1}, image=image, command=["true"],
+        resources={"requests": {"cpu": "100", "memory": "64Mi"}},
+    )  # fmt: skip
     racks.queued.create(job)
     condition = pending(racks, "too-big")
     assert condition["reason"] == "Unschedulable"

@@ -11,19 +11,24 @@ import pytest
 
 from localkube.kubelet.crilog import STDOUT, LogOptions, LogRequestError, parse
 from localkube.kubelet.logserver import LogStore, choose_log
+from tests.helpers import mxjobs, pods
 
 
 def _pod(*, waiting: str | None = None) -> dict[str, Any]:
+    """A pod with an init container, its ``mxnet`` container ``waiting`` for that reason."""
     status: dict[str, Any] = {}
     if waiting:
         status = {
             "containerStatuses": [{"name": "mxnet", "state": {"waiting": {"reason": waiting}}}]
         }
-    return {
-        "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
-        "spec": {"initContainers": [{"name": "init"}], "containers": [{"name": "mxnet"}]},
-        "status": status,
-    }
+    return pods.pod(
+        "p",
+        namespace="ns",
+        uid="u1",
+        init_containers=[mxjobs.container("init", image=None)],
+        containers=[mxjobs.container(image=None)],
+        status=status,
+    )
 
 
 def test_the_latest_instance_is_read_and_previous_reads_the_one_before(tmp_path: Path) -> None:

@@ -5,16 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from localkube.kubelet import podstatus
+from tests.helpers import mxjobs, pods
 
 UID = "u-1"
 
 
 def pod(*containers: str, status: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "p", "namespace": "ns", "uid": UID},
-        "spec": {"containers": [{"name": name, "image": f"img/{name}"} for name in containers]},
-        "status": status or {},
-    }
+    """Pod ``p`` of the containers named (each of its own image), as its kubelet has it."""
+    named = [mxjobs.container(name, image=f"img/{name}") for name in containers]
+    return pods.pod("p", namespace="ns", uid=UID, containers=named, status=status or {})
 
 
 def main_of(status: dict[str, Any]) -> dict[str, Any]:

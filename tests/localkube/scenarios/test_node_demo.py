@@ -21,6 +21,7 @@ from localkube.scenarios.node_demo import (
     normalized_image,
     requested,
 )
+from tests.helpers import mxjobs
 
 CPU = Fraction(1, 1000)  # one millicore
 MI = Fraction(2**20)
@@ -78,11 +79,11 @@ def test_a_job_too_big_is_scaled_into_the_headroom_keeping_its_proportions() -> 
 
 
 def replica(cpu: str, *, limit: str | None = None, replicas: int = 1) -> dict[str, Any]:
+    """``replicas`` pods asking for ``cpu`` (at most ``limit``)."""
     resources: dict[str, Any] = {"requests": {"cpu": cpu}}
     if limit:
         resources["limits"] = {"cpu": limit}
-    container = {"name": "mxnet", "image": "i", "resources": resources}
-    return {"replicas": replicas, "template": {"spec": {"containers": [container]}}}
+    return mxjobs.replica(replicas, containers=[mxjobs.container(image="i", resources=resources)])
 
 
 def cpus(job: dict[str, Any], name: str, kind: str = "requests") -> str:
@@ -94,10 +95,8 @@ def cpus(job: dict[str, Any], name: str, kind: str = "requests") -> str:
 
 
 def test_limits_shrink_with_requests_and_nothing_goes_below_ten_millicores() -> None:
-    job = {"spec": {"mxReplicaSpecs": {
-        "Worker": replica("4", limit="8", replicas=2),
-        "Scheduler": replica("10m"),
-    }}}  # fmt: skip
+    replicas = {"Worker": replica("4", limit="8", replicas=2), "Scheduler": replica("10m")}
+    job = mxjobs.mxjob(mode=None, replicas=replicas)
     fit = fit_requests(job, free={"cpu": Fraction(1)})
     assert cpus(fit.job, "Worker") == "449m"  # 0.9 of 1 CPU, over the 8.01 asked
     assert cpus(fit.job, "Worker", "limits") == "898m"

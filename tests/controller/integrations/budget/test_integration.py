@@ -6,14 +6,13 @@ from __future__ import annotations
 from controller.integrations.budget.integration import BudgetIntegration
 from controller.integrations.budget.pdb_writes import BUDGETS
 from controller.integrations.children.kind import child_object
-from controller.integrations.children.stores import ChildStores
-from controller.integrations.gang.integration import GangIntegration
 from controller.integrations.gang.podgroups import GangScheduler
 from controller.job.desired import job_labels
 from controller.job.hooks import Integration
 from controller.job.view import MXJobView
 from controller.runtime.client import ApiError, error_for
 from controller.runtime.events import FOREIGN_OBJECT_EXISTS
+from controller.runtime.store import Store
 from tests.controller.fakes import FakeApi, catch_up
 from tests.controller.samples import job, view_of
 
@@ -26,15 +25,12 @@ def budget_path(namespace: str, name: str | None = None) -> str:
 
 
 def prepare(budget: BudgetIntegration, view: MXJobView) -> tuple[bool, list[Exception]]:
-    errors: list[Exception] = []
-    ready = budget.prepare_pods(view, labels=job_labels(view), errors=errors)
-    return ready, errors
+    prepared = budget.prepare_pods(view, labels=job_labels(view))
+    return prepared.ready, list(prepared.errors)
 
 
-def budget_for(
-    api: FakeApi, scheduler: GangScheduler = "none", stores: ChildStores | None = None
-) -> BudgetIntegration:
-    return BudgetIntegration(api, scheduler=lambda: scheduler, stores=stores)
+def budget_for(api: FakeApi, scheduler: GangScheduler = "none") -> BudgetIntegration:
+    return BudgetIntegration(api, scheduler=scheduler)
 
 
 def test_it_is_an_integration_named_budget() -> None:
@@ -62,15 +58,22 @@ def test_under_a_gang_scheduler_every_job_gets_one() -> None:
     assert api.objects[budget_path("ns", "mnist")]["spec"]["minAvailable"] == 4
 
 
-def test_the_scheduler_is_read_when_pods_are_prepared_not_when_built() -> None:
+def test_it_declares_the_budgets_cache_whatever_the_scheduler_and_the_rule_to_update_them() -> None:
+    for scheduler in ("none", "native"):
+        declared = budget_for(FakeApi(), scheduler).declaration()
+        assert declared.watches == (BUDGETS.watch,)
+        assert ("policy", "poddisruptionbudgets", "update") in declared.grants()
+
+
+def test_the_bound_store_is_the_one_read() -> None:
     api = FakeApi()
-    gang = GangIntegration(api, scheduler="none")
-    budget = BudgetIntegration(api, scheduler=lambda: gang.scheduler)
-    assert prepare(budget, PLAIN) == (True, [])
-    assert api.requests == []
-    gang.scheduler = "native"  # resolved at start-up ("auto")
-    assert prepare(budget, PLAIN) == (True, [])
-    assert budget_path("ns", "mnist") in api.objects
+    budget = budget_for(api)
+    users = {"metadata": {"name": "mnist", "namespace": "ns"}, "spec": {"minAvailable": 1}}
+    api.put_object(budget_path("ns", "mnist"), users)
+    bound = catch_up(Store(transform=child_object), api, budget_path("ns"), transform=child_object)
+    budget.bind({BUDGETS.watch.name: bound})
+    assert prepare(budget, ASKED) == (True, []) and api.writes() == []
+    assert budget.notices(ASKED, [])[0].reason == FOREIGN_OBJECT_EXISTS
 
 
 def test_a_budget_that_cannot_be_written_is_an_error_but_holds_no_pod_back() -> None:
@@ -85,11 +88,10 @@ def test_a_budget_that_cannot_be_written_is_an_error_but_holds_no_pod_back() -> 
 
 def test_a_foreign_budget_is_left_told_once_and_holds_no_pod_back_nor_makes_the_job_wait() -> None:
     api = FakeApi()
-    stores = ChildStores()
+    budget = budget_for(api)
     users = {"metadata": {"name": "mnist", "namespace": "ns"}, "spec": {"minAvailable": 1}}
     stored = api.put_object(budget_path("ns", "mnist"), users)
-    catch_up(stores(BUDGETS), api, budget_path("ns"), transform=child_object)
-    budget = budget_for(api, stores=stores)
+    catch_up(budget.children(BUDGETS), api, budget_path("ns"), transform=child_object)
     assert prepare(budget, ASKED) == (True, [])
     assert api.writes() == [] and api.objects[budget_path("ns", "mnist")] == stored
     assert budget.waits(ASKED, []) is None
@@ -98,5 +100,5 @@ def test_a_foreign_budget_is_left_told_once_and_holds_no_pod_back_nor_makes_the_
     assert "the job runs without a PodDisruptionBudget of its own" in notice.message
     assert budget.notices(ASKED, []) == ()
     assert budget.notices(PLAIN, []) == (), "a job that wants no budget is told nothing"
-    budget.job_gone("ns", "mnist")
+    budget.job_gone("ns", "mnist", uid="job-uid")
     assert len(budget.notices(ASKED, [])) == 1, "a new job of the name is told again"

@@ -58,3 +58,22 @@ def test_any_mxjob_controller_counts_whatever_its_version_and_only_as_controller
     assert not controlled_by_an_mxjob(stored(ownerReferences=[not_controller]))
     other_group = {**reference, "apiVersion": "example.com/v1"}
     assert not controlled_by_an_mxjob(stored(ownerReferences=[other_group]))
+
+
+def test_a_kinds_cache_is_declared_as_a_watch_of_its_resource_by_the_jobs_name() -> None:
+    watch = THINGS.watch
+    assert (watch.name, watch.path("ns")) == ("things.example.com", THINGS.path("ns"))
+    assert watch.job_of(stored()) == "ns/mnist", "the job of the object's name"
+    assert watch.transform is child_object and not watch.queues_gone_jobs
+    assert watch.optional, "not always served: asked of the API server first"
+    built_in = ChildKind(kind="Thing", group="example.com", version="v1", plural="things",
+                         pods_need_it=False, always_served=True)  # fmt: skip
+    assert not built_in.watch.optional
+    assert THINGS.watch == THINGS.watch, "declared alike each time it is asked"
+
+
+def test_a_kinds_rule_covers_the_shared_path_and_the_writes_it_is_given() -> None:
+    rule = THINGS.rule("delete")
+    assert rule.grants() == {
+        ("example.com", "things", verb) for verb in ("get", "list", "watch", "create", "delete")
+    }

@@ -6,19 +6,23 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from controller.integrations.children.ensure import ChildNotReadyError
 from controller.integrations.children.kind import ChildKind, child_object
-from controller.integrations.children.stores import ChildStores
 from controller.integrations.gang.integration import GANG_FIELD_NOT_KEPT, GangIntegration
 from controller.integrations.gang.native import build_pod_group
-from controller.integrations.gang.native_writes import gang_path
-from controller.integrations.gang.podgroup_writes import CRD_POD_GROUPS, crd_pod_group_path
-from controller.integrations.gang.podgroups import GANG_WAITING, build_crd_pod_group
+from controller.integrations.gang.native_writes import gang_path, native_kinds
+from controller.integrations.gang.podgroup_writes import (
+    CRD_POD_GROUPS,
+    crd_pod_group_path,
+    gang_kinds,
+)
+from controller.integrations.gang.podgroups import GANG_WAITING, GangScheduler, build_crd_pod_group
 from controller.job.desired import build_pod, desired_slots, job_labels
-from controller.job.hooks import Integration, Notice
+from controller.job.hooks import Integration, Notice, Preparation
 from controller.job.status import compute_status
 from controller.runtime.events import FOREIGN_OBJECT_EXISTS
-from controller.runtime.store import Store
 from tests.controller.fakes import FakeApi, catch_up
 from tests.controller.integrations.gang.gated_api import GatedApi
 from tests.controller.samples import NOW, job, pods_all, view_of
@@ -27,15 +31,14 @@ JOB = view_of(job())
 
 
 def prepare(gang: GangIntegration) -> tuple[bool, list[Exception]]:
-    errors: list[Exception] = []
-    ready = gang.prepare_pods(JOB, labels=job_labels(JOB), errors=errors)
-    return ready, errors
+    prepared = gang.prepare_pods(JOB, labels=job_labels(JOB))
+    return prepared.ready, list(prepared.errors)
 
 
 def seen(gang: GangIntegration, api: FakeApi) -> GangIntegration:
     """The gang's caches as its informers would have them once caught up with ``api``."""
-    for kind in gang.child_kinds():
-        catch_up(gang.stores(kind), api, kind.path("ns"), transform=child_object)
+    for kind in gang_kinds(gang.scheduler, gang.native.current()):
+        catch_up(gang.children(kind), api, kind.path("ns"), transform=child_object)
     return gang
 
 
@@ -130,25 +133,47 @@ def test_a_volcano_pod_group_whose_job_changed_is_updated_in_place() -> None:
     assert put.method == "PUT" and put.body["spec"]["minMember"] == 4
 
 
-def test_the_gang_asks_for_the_caches_of_its_kinds_when_its_scheduler_is_set() -> None:
-    asked: list[ChildKind] = []
+@pytest.mark.parametrize(
+    ("scheduler", "kinds"),
+    [
+        ("none", ()),
+        ("volcano", (CRD_POD_GROUPS["volcano"],)),
+        ("scheduler-plugins", (CRD_POD_GROUPS["scheduler-plugins"],)),
+        ("native", native_kinds("v1alpha2")),
+    ],
+)
+def test_it_declares_the_caches_of_the_kinds_its_scheduler_makes_and_their_rules(
+    scheduler: GangScheduler, kinds: tuple[ChildKind, ...]
+) -> None:
+    declared = GangIntegration(FakeApi(), scheduler=scheduler).declaration()
+    assert declared.watches == tuple(kind.watch for kind in kinds)
+    writes = "delete" if scheduler == "native" else "update"
+    for kind in kinds:
+        assert (kind.group, kind.plural, writes) in declared.grants()
+        assert (kind.group, kind.plural, "watch") in declared.grants()
+    reads_priorities = ("scheduling.k8s.io", "priorityclasses", "get") in declared.grants()
+    assert reads_priorities == (scheduler in CRD_POD_GROUPS)
 
-    class Recording(ChildStores):
-        def __call__(self, kind: ChildKind) -> Store:
-            asked.append(kind)
-            return super().__call__(kind)
 
-    gang = GangIntegration(FakeApi(), scheduler="none", stores=Recording())
-    gang.use("volcano")
-    assert gang.scheduler == "volcano" and asked == [CRD_POD_GROUPS["volcano"]]
+def test_native_declares_the_version_the_cluster_serves() -> None:
+    api = GatedApi(versions=("v1alpha2", "v1alpha3"))
+    declared = GangIntegration(api, scheduler="native").declaration()
+    assert [watch.name for watch in declared.watches] == [
+        "workloads.scheduling.k8s.io", "podgroups.scheduling.k8s.io",
+    ]  # fmt: skip
+    assert {watch.version for watch in declared.watches} == {"v1alpha3"}
 
 
-def test_the_scheduler_resolved_after_construction_is_the_one_used() -> None:
+def test_the_bound_stores_are_the_ones_read() -> None:
     api = FakeApi()
-    gang = GangIntegration(api, scheduler="none")
-    gang.scheduler = "native"  # as the manager sets it once "auto" is resolved
-    assert prepare(gang) == (True, [])
-    assert len(api.writes()) == 2
+    gang = GangIntegration(api, scheduler="volcano")
+    users = {"metadata": {"name": "mnist", "namespace": "ns"}, "spec": {"minMember": 1}}
+    api.put_object(crd_pod_group_path("volcano", "ns", "mnist"), users)
+    (watch,) = gang.declaration().watches
+    bound = catch_up(watch.empty_store(), api, watch.path("ns"), transform=child_object)
+    gang.bind({watch.name: bound})
+    assert prepare(gang) == (False, []), "the foreign group in the bound cache holds the pods"
+    assert api.writes() == []
 
 
 def test_each_pod_joins_the_gang_as_it_is_built() -> None:
@@ -213,14 +238,13 @@ def test_a_field_the_api_server_dropped_is_told_once_in_a_warning_on_the_job() -
     topology_job = view_of(job(run_policy=rack))
     gang = GangIntegration(GatedApi(dropped=("schedulingConstraints",)), scheduler="native")
     assert gang.notices(topology_job, []) == ()
-    errors: list[Exception] = []
-    assert gang.prepare_pods(topology_job, labels={}, errors=errors) and not errors
+    assert gang.prepare_pods(topology_job, labels={}) == Preparation(ready=True)
     warnings = gang.notices(topology_job, [])
     assert [(n.type, n.reason) for n in warnings] == [("Warning", GANG_FIELD_NOT_KEPT)]
     assert "TopologyAwareWorkloadScheduling" in warnings[0].message
     for _ in range(2):
-        assert gang.prepare_pods(topology_job, labels={}, errors=errors) and not errors
+        assert gang.prepare_pods(topology_job, labels={}) == Preparation(ready=True)
         assert gang.notices(topology_job, []) == (), "said once"
-    gang.job_gone("ns", "mnist")
-    gang.prepare_pods(topology_job, labels={}, errors=errors)
+    gang.job_gone("ns", "mnist", uid="job-uid")
+    gang.prepare_pods(topology_job, labels={})
     assert len(gang.notices(topology_job, [])) == 1, "a new job of that name is told again"

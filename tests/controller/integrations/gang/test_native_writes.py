@@ -40,7 +40,7 @@ class Gang:
 
     def __init__(self, api: FakeApi) -> None:
         self.api = api
-        self.stores = ChildStores()
+        self.stores = ChildStores(api)
 
     def owned(self, kind: ChildKind) -> OwnedChildren:
         return OwnedChildren(self.api, kind=kind, store=self.stores(kind))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.integrations.kueue.integration import KueueIntegration
+from controller.integrations.kueue.integration import WORKLOADS, KueueIntegration
 from controller.integrations.kueue.workload import FINALIZER, JOB_UID_LABEL
 from controller.integrations.kueue.workload_sync import WorkloadSync, kueue_workloads_path
 from controller.job.hooks import Integration
@@ -95,16 +95,50 @@ def test_a_job_another_controller_manages_is_not_queued_here() -> None:
     assert api.requests == []
 
 
-def test_a_gone_job_lets_go_of_its_workload() -> None:
+def test_a_gone_job_lets_go_of_its_workload_found_by_its_uid() -> None:
     job_obj = queued_job()
     wl = workload(job_obj)
     integration, api = kueue(job_obj, wl)
-    integration.job_gone("ns", "mnist")
+    integration.job_gone("ns", "mnist", uid="earlier-uid")
+    assert api.writes() == [], "an earlier job of the name lets go of nothing of this one"
+    integration.job_gone("ns", "mnist", uid="job-uid")
     (sent,) = api.writes()
     assert (sent.method, sent.path) == ("PUT", kueue_workloads_path("ns", wl["metadata"]["name"]))
     assert FINALIZER not in sent.body["metadata"].get("finalizers", [])
-    integration.job_gone("ns", "other")
-    assert len(api.writes()) == 1, "another job's name lets go of nothing"
+
+
+def test_the_workloads_of_a_job_never_cached_are_found_by_its_name() -> None:
+    job_obj = queued_job()
+    wl = workload(job_obj)
+    integration, api = kueue(job_obj, wl)
+    integration.job_gone("ns", "other", uid=None)
+    assert api.writes() == [], "another job's name lets go of nothing"
+    integration.job_gone("ns", "mnist", uid=None)
+    (sent,) = api.writes()
+    assert (sent.method, sent.path) == ("PUT", kueue_workloads_path("ns", wl["metadata"]["name"]))
+
+
+def test_it_declares_the_workloads_cache_by_job_uid_and_the_routes_rules() -> None:
+    integration, _ = kueue(queued_job())
+    declared = integration.declaration()
+    assert declared.watches == (WORKLOADS,)
+    assert (WORKLOADS.name, WORKLOADS.index_label) == ("workloads.kueue.x-k8s.io", JOB_UID_LABEL)
+    assert WORKLOADS.path("ns") == kueue_workloads_path("ns")
+    assert WORKLOADS.queues_gone_jobs, "a gone job's reconcile lets go of its Workloads"
+    assert WORKLOADS.job_of(workload(queued_job())) == "ns/mnist"
+    assert ("kueue.x-k8s.io", "workloads/status", "patch") in declared.grants()
+    assert ("kubeflow.org", "mxjobs", "update") in declared.grants()
+
+
+def test_the_bound_store_is_the_one_read() -> None:
+    job_obj = queued_job()
+    integration, api = kueue(job_obj)
+    bound = WORKLOADS.empty_store()
+    bound.apply("ADDED", workload(job_obj))
+    integration.bind({WORKLOADS.name: bound})
+    assert integration.sync.workloads is bound
+    integration.job_gone("ns", "mnist", uid="job-uid")
+    assert [w.method for w in api.writes()] == ["PUT"]
 
 
 def test_a_suspended_queued_job_waits_for_the_reason_its_workload_gives() -> None:

@@ -179,15 +179,16 @@ def test_a_pending_workload_follows_its_jobs_queue() -> None:
     assert sent.body["metadata"]["resourceVersion"] == "50"
 
 
-def test_letting_go_removes_kueues_finalizer() -> None:
+@pytest.mark.parametrize("uid", ["job-uid", None], ids=["by-uid", "by-name"])
+def test_letting_go_removes_kueues_finalizer(uid: str | None) -> None:
     job_obj = queued_job()
     wl = workload(job_obj)
     world = World(job_obj, wl)
-    world.sync.let_go("ns", "mnist")
+    world.sync.let_go("ns", "mnist", uid=uid)
     sent = only_write(world)
     assert (sent.method, sent.path) == ("PUT", wl_path("ns", wl["metadata"]["name"]))
     assert FINALIZER not in sent.body["metadata"].get("finalizers", [])
-    world.sync.let_go("ns", "mnist")
+    world.sync.let_go("ns", "mnist", uid=uid)
     assert len(world.writes()) == 1  # the cache already shows it gone
 
 

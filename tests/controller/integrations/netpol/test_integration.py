@@ -4,7 +4,6 @@ which wait while it cannot be, or while a foreign object holds its name (in-memo
 from __future__ import annotations
 
 from controller.integrations.children.kind import child_object
-from controller.integrations.children.stores import ChildStores
 from controller.integrations.netpol.integration import NetworkPolicyIntegration
 from controller.integrations.netpol.policy_writes import POLICIES
 from controller.job.desired import job_labels
@@ -26,9 +25,8 @@ def policy_path(namespace: str, name: str | None = None) -> str:
 
 
 def prepare(integration: NetworkPolicyIntegration, view: MXJobView) -> tuple[bool, list[Exception]]:
-    errors: list[Exception] = []
-    ready = integration.prepare_pods(view, labels=job_labels(view), errors=errors)
-    return ready, errors
+    prepared = integration.prepare_pods(view, labels=job_labels(view))
+    return prepared.ready, list(prepared.errors)
 
 
 def test_it_is_an_integration_named_netpol() -> None:
@@ -53,11 +51,11 @@ def test_a_policy_that_cannot_be_written_holds_the_pods_back_with_the_error() ->
 
 
 def test_a_users_policy_of_the_jobs_name_holds_the_pods_back_and_stays() -> None:
-    api, stores = FakeApi(), ChildStores()
+    api = FakeApi()
+    integration = NetworkPolicyIntegration(api)
     users = {"metadata": {"name": "mnist", "namespace": "ns"}, "spec": {"podSelector": {}}}
     api.put_object(policy_path("ns", "mnist"), users)
-    catch_up(stores(POLICIES), api, policy_path("ns"), transform=child_object)
-    integration = NetworkPolicyIntegration(api, stores=stores)
+    catch_up(integration.children(POLICIES), api, policy_path("ns"), transform=child_object)
     assert prepare(integration, MNIST) == (False, []), "held back, and not an error"
     assert api.writes() == []
     assert api.objects[policy_path("ns", "mnist")]["spec"] == {"podSelector": {}}
@@ -73,6 +71,12 @@ def test_a_users_policy_of_the_jobs_name_holds_the_pods_back_and_stays() -> None
     (notice,) = integration.notices(MNIST, [])
     assert (notice.type, notice.reason) == ("Warning", FOREIGN_OBJECT_EXISTS)
     assert integration.notices(MNIST, []) == ()
+
+
+def test_it_declares_the_policies_cache_and_the_rule_to_put_them_back() -> None:
+    declared = NetworkPolicyIntegration(FakeApi()).declaration()
+    assert declared.watches == (POLICIES.watch,)
+    assert ("networking.k8s.io", "networkpolicies", "update") in declared.grants()
 
 
 def test_the_controller_joins_it_to_reconciles_only_with_the_flag_before_the_others() -> None:
