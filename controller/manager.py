@@ -38,6 +38,7 @@ from controller.runtime.election import ElectionSettings, LeaderElector
 from controller.runtime.endpoints import http_endpoints
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations, Kind
+from controller.runtime.failpoints import Failpoints
 from controller.runtime.health import HttpEndpoints, probe_route
 from controller.runtime.informers import DELETED, Informer, InformerSettings, object_key, slim_pod
 from controller.runtime.metrics import Metrics
@@ -152,6 +153,7 @@ class Controller:
             integrations=integrations,
             now=_utc_now,
             pod_start_timeout=settings.pod_start_timeout,
+            failpoints=Failpoints.from_env(),
         )
         names = ", ".join(i.name for i in integrations)
         log.info("integrations, in the order a reconcile calls them: %s", names)

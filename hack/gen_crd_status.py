@@ -121,6 +121,21 @@ def status_schema(*, replica_statuses_key: str) -> dict[str, Any]:
             "disruptionRestarts": non_negative(
                 "Restarts, of restartCount, caused by a disruption (DisruptionTarget)."
             ),
+            "inPlaceRestarts": {
+                "type": "object",
+                "description": "Per replica slot (<type>-<index>) whose pod restarted its "
+                "container in place (restartPolicy OnFailure or Always): that pod and how many of "
+                "its restarts restartCount counts. The controller's only record of them, so a "
+                "restarted controller counts none twice; kept, even empty, for jobs that can "
+                "restart in place.",
+                "additionalProperties": {
+                    "type": "object",
+                    "properties": {
+                        "podUID": text("The pod whose container restarts are counted."),
+                        "restarts": non_negative("How many of them restartCount counts."),
+                    },
+                },
+            },
             "restarts": {
                 "type": "array",
                 "description": "The newest restarts (at most 10): which replica ended how.",

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.job.observed import ATTEMPT_ANNOTATION, RESTARTS_BEFORE_ANNOTATION
+from controller.job.observed import ATTEMPT_ANNOTATION
 from controller.job.ownership import owner_reference
 from controller.job.view import MXJobView
 from shared.constants import (
@@ -87,7 +87,6 @@ def build_pod(
     job: MXJobView,
     slot: Slot,
     *,
-    restarts_before: int = 0,
     attempt: int = 0,
 ) -> dict[str, Any]:
     """The pod of one replica: the replica's template with our name, labels and owner.
@@ -107,8 +106,6 @@ def build_pod(
     annotations = {
         **{str(k): str(v) for k, v in as_mapping(template_meta.get("annotations")).items()},
     }
-    if restarts_before > 0:
-        annotations[RESTARTS_BEFORE_ANNOTATION] = str(restarts_before)
     if attempt > 0:
         annotations[ATTEMPT_ANNOTATION] = str(attempt)
     metadata: dict[str, Any] = {

@@ -1,12 +1,10 @@
 """What the reconciler remembers of each job between reconciles, keyed by ``namespace/name``.
 
-Reconcile is level-triggered, but three things cannot be read back from the cluster at once:
+Reconcile is level-triggered, but these cannot be read back from the cluster at once:
 
 - the job's spec validated, defaulted and read (controller/job/view.py), which costs a
   defaulting, a validation and a reading per spec generation, not per reconcile (status
   changes do not bump it);
-- the restart history of a slot whose pod was deleted for a retry and whose replacement does
-  not exist yet (its *carry*: what the new pod will carry in its annotation);
 - the pods whose tracking finalizer this process removed, until the cache shows the PATCH;
 - the uid of a job the informer saw deleted, until the reconcile that lets go of what was made
   for it (the cache no longer has the job to read it from).
@@ -45,7 +43,6 @@ class JobMemory:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._carries: dict[str, tuple[str, dict[str, int]]] = {}
         self._defaulted: dict[str, _Defaulted] = {}
         self._released: dict[str, dict[str, str]] = {}
         self._gone: dict[str, str] = {}
@@ -53,7 +50,6 @@ class JobMemory:
     def forget(self, key: str) -> None:
         """The job is gone: drop what is remembered about it."""
         with self._lock:
-            self._carries.pop(key, None)
             self._defaulted.pop(key, None)
 
     # -- deleted jobs ----------------------------------------------------------------------------
@@ -94,27 +90,6 @@ class JobMemory:
             with self._lock:
                 self._defaulted[key] = cached
         return read_job(raw, spec=cached.spec, violations=cached.violations)
-
-    # -- carries ----------------------------------------------------------------------------------
-    def carries(self, key: str, uid: str) -> dict[str, int]:
-        """Slot → restart history of the slots whose replacement pod is not made yet."""
-        with self._lock:
-            found = self._carries.get(key)
-            return dict(found[1]) if found and found[0] == uid else {}
-
-    def set_carry(self, key: str, uid: str, slot: str, value: int | None) -> None:
-        """Remember (or, with None, forget) what the slot's next pod carries."""
-        with self._lock:
-            found = self._carries.get(key)
-            table = found[1] if found and found[0] == uid else {}
-            if value is None:
-                table.pop(slot, None)
-            else:
-                table[slot] = value
-            if table:
-                self._carries[key] = (uid, table)
-            else:
-                self._carries.pop(key, None)
 
     # -- released finalizers ----------------------------------------------------------------------
     def released(self, slot: str) -> dict[str, str]:

@@ -22,12 +22,6 @@ from shared.constants import (
 )
 from shared.spec import as_mapping, canonical_replica_type, is_int
 
-RESTARTS_BEFORE_ANNOTATION: Final = "mxjob.kubeflow.org/restarts-before"
-"""Set by the controller on every pod it creates: how many restarts the pod's replica (its
-``<type>-<index>`` slot) had before this pod. With the pod's own container restart count it
-gives the slot's restart total from the pods alone, so ``status.restartCount`` survives a
-controller restart (or SIGKILL) between deleting a failed pod and writing status."""
-
 ATTEMPT_ANNOTATION: Final = "mxjob.kubeflow.org/attempt"
 """Set by the controller on every pod it creates once the job has restarted as a whole: the
 job's attempt (``status.attempt``) the pod belongs to. A pod of an earlier attempt is stale:
@@ -82,8 +76,6 @@ class PodView:
     """``deletionTimestamp`` is set: the pod is going away and counts as gone."""
     in_place_restarts: int
     """The ``mxnet`` container's ``restartCount`` (kubelet restarts under Always/OnFailure)."""
-    restarts_before: int
-    """From :data:`RESTARTS_BEFORE_ANNOTATION`."""
     last_exit_code: int | None
     """The exit code of the previous run of the container (after an in-place restart)."""
     grace_seconds: int = DEFAULT_TERMINATION_GRACE_SECONDS
@@ -147,11 +139,6 @@ class PodView:
     def active(self) -> bool:
         """Pending or running, and not on its way out."""
         return self.phase in (PENDING, RUNNING, UNKNOWN) and not self.terminating
-
-    @property
-    def slot_restarts(self) -> int:
-        """Restarts of this pod's replica so far: earlier pods' plus this pod's in-place ones."""
-        return self.restarts_before + self.in_place_restarts
 
     @property
     def slot(self) -> str:
@@ -224,7 +211,6 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         reason=pod_reason if isinstance(pod_reason, str) and pod_reason else container_reason,
         terminating=bool(meta.get("deletionTimestamp")),
         in_place_restarts=_non_negative_int(main.get("restartCount")),
-        restarts_before=_non_negative_int(annotations.get(RESTARTS_BEFORE_ANNOTATION)),
         last_exit_code=last_exit_code,
         grace_seconds=_grace_seconds(
             as_mapping(pod.get("spec")).get("terminationGracePeriodSeconds")

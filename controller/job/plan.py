@@ -27,8 +27,8 @@ Obj = dict[str, Any]
 class Plan:
     """What to create and delete for one job (pure output of :func:`plan_actions`)."""
 
-    create_pods: list[tuple[Slot, int]] = field(default_factory=list)
-    """Slots whose pod is missing, with the restart history the new pod carries."""
+    create_pods: list[Slot] = field(default_factory=list)
+    """Slots whose pod is missing."""
     create_services: list[Slot] = field(default_factory=list)
     delete_pods: list[Obj] = field(default_factory=list)
     delete_services: list[Obj] = field(default_factory=list)
@@ -137,7 +137,7 @@ def _plan_running(
     service_names = {object_name(s) for s in services}
     for slot in slots:
         if slot.name not in pod_names and not outcome.hold_creations:
-            plan.create_pods.append((slot, outcome.restarts_before.get(slot.key, 0)))
+            plan.create_pods.append(slot)
         if slot.name not in service_names:
             plan.create_services.append(slot)
     return plan

@@ -42,6 +42,7 @@ from controller.job.writes import JobWriter
 from controller.runtime.client import Conflict, KubeClient, NotFound, mxjobs_path
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
+from controller.runtime.failpoints import STATUS_WRITTEN, Failpoints
 from controller.runtime.informers import Store
 from controller.runtime.metrics import Metrics
 from shared.apitime import format_time
@@ -69,8 +70,11 @@ class Reconciler:
         integrations: Sequence[Integration] = (),
         now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
         pod_start_timeout: float = DEFAULT_POD_START_TIMEOUT,
+        failpoints: Failpoints | None = None,
     ) -> None:
         self.client = client
+        self.failpoints = failpoints or Failpoints()
+        """Where a kill-point test makes the process die (controller/runtime/failpoints.py)."""
         self.pod_start_timeout = pod_start_timeout
         """Seconds a pod may be unable to start before its job fails (``--pod-start-timeout``)."""
         self.jobs = jobs
@@ -89,6 +93,7 @@ class Reconciler:
             recorder=recorder,
             memory=self.memory,
             integrations=self.integrations,
+            failpoints=self.failpoints,
         )
 
     def now(self) -> datetime.datetime:
@@ -166,7 +171,6 @@ class Reconciler:
             job,
             pods,
             now=now,
-            carries=self.memory.carries(job.key, job.uid),
             pod_start_timeout=self.pod_start_timeout,
             held=held,
         )
@@ -174,6 +178,8 @@ class Reconciler:
             self._delete_job(job)
             return None
         self._write_status(job, outcome, now)
+        if outcome.recreate:
+            self.failpoints.reach(STATUS_WRITTEN)
         self._record(job, outcome, pods)
         # Counted once the status saying so is written: a restarted controller reads it back.
         self.metrics.count_job(tally(job, outcome, pods, now=now))

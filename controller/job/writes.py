@@ -17,10 +17,9 @@ from typing import Any
 from controller.job.desired import Slot, build_pod, build_service, job_labels
 from controller.job.hooks import Integration, combined
 from controller.job.memory import JobMemory
-from controller.job.observed import observe
 from controller.job.ownership import controller_uid
 from controller.job.plan import Obj, Plan, object_name
-from controller.job.status import REMOVED_HISTORY, Outcome
+from controller.job.status import Outcome
 from controller.job.tracking import release_patch
 from controller.job.view import MXJobView
 from controller.runtime import events as ev
@@ -37,6 +36,7 @@ from controller.runtime.client import (
 )
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations, Kind
+from controller.runtime.failpoints import PODS_DELETED, PODS_HALF_CREATED, Failpoints
 from shared.spec import as_mapping
 
 log = logging.getLogger(__name__)
@@ -70,8 +70,10 @@ class JobWriter:
         recorder: EventRecorder,
         memory: JobMemory,
         integrations: Sequence[Integration],
+        failpoints: Failpoints,
     ) -> None:
         self.client = client
+        self.failpoints = failpoints
         self.expectations = expectations
         self.recorder = recorder
         self.memory = memory
@@ -127,13 +129,9 @@ class JobWriter:
         """Release, delete, adopt, then create (see the module docstring); Events summarise."""
         key, errors = job.key, list[Exception]()
         self.release_finalizers(key, plan.release_pods, errors)
-        # Remember each recreated slot's history before its pod goes (see compute_status).
-        for view in outcome.recreate:
-            before = outcome.restarts_before.get(view.slot, 0)
-            self.memory.set_carry(key, job.uid, view.slot, before)
         deleted_pods = self._delete(key, "pods", plan.delete_pods, errors)
-        if not outcome.finished:
-            self._remember_removed(job, plan, outcome, deleted_pods)
+        if outcome.recreate and deleted_pods:
+            self.failpoints.reach(PODS_DELETED)
         deleted_services = self._delete(key, "services", plan.delete_services, errors)
         self._patch_services(plan.patch_services, errors)
         created_pods = []
@@ -159,21 +157,6 @@ class JobWriter:
         prepared = combined([i.prepare_pods(job, labels=labels) for i in self.integrations])
         errors.extend(prepared.errors)
         return prepared.ready
-
-    def _remember_removed(
-        self, job: MXJobView, plan: Plan, outcome: Outcome, deleted: Sequence[str]
-    ) -> None:
-        """Keep the restart history of pods removed for good (not recreated) in memory."""
-        # A stale pod's history went on with its slot when its attempt ended.
-        recreated = {view.name for view in (*outcome.recreate, *outcome.stale)}
-        removed = sum(
-            observe(pod).slot_restarts
-            for pod in plan.delete_pods
-            if object_name(pod) in deleted and object_name(pod) not in recreated
-        )
-        if removed:
-            before = self.memory.carries(job.key, job.uid).get(REMOVED_HISTORY, 0)
-            self.memory.set_carry(job.key, job.uid, REMOVED_HISTORY, before + removed)
 
     def _delete(
         self, key: str, kind: Kind, objects: Sequence[Obj], errors: list[Exception]
@@ -258,22 +241,23 @@ class JobWriter:
     def _create_pods(
         self,
         job: MXJobView,
-        wanted: Sequence[tuple[Slot, int]],
+        wanted: Sequence[Slot],
         errors: list[Exception],
         *,
         attempt: int,
     ) -> list[str]:
-        self.expectations.expect_creations(job.key, "pods", [slot.name for slot, _ in wanted])
+        self.expectations.expect_creations(job.key, "pods", [slot.name for slot in wanted])
         created = []
-        for slot, restarts_before in wanted:
-            body = build_pod(job, slot, restarts_before=restarts_before, attempt=attempt)
+        for slot in wanted:
+            body = build_pod(job, slot, attempt=attempt)
             replica = job.replica(slot.replica_type.value)
             if replica is not None:
                 for integration in self.integrations:
                     integration.decorate_pod(job, body, replica=replica)
             if self._create(job, "pods", body, errors):
                 created.append(slot.name)
-                self.memory.set_carry(job.key, job.uid, slot.key, None)
+                if attempt > 0 and len(created) == 1 < len(wanted):
+                    self.failpoints.reach(PODS_HALF_CREATED)
         return created
 
     def _create_services(

@@ -126,8 +126,6 @@ def annotations_section() -> str:
          "Queue the job with Kueue, in this LocalQueue."],
         [code(c.CONVERSION_DATA_ANNOTATION), "the MXJob", "the webhook",
          "What one API version cannot express, kept for the conversion back."],
-        [code(observed.RESTARTS_BEFORE_ANNOTATION), "pods", "the controller",
-         first_sentence(pod_docs["RESTARTS_BEFORE_ANNOTATION"])],
         [code(observed.ATTEMPT_ANNOTATION), "pods", "the controller",
          first_sentence(pod_docs["ATTEMPT_ANNOTATION"])],
         [code(c.TRACKING_FINALIZER) + " (finalizer)", "pods", "the controller",

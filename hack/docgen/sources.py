@@ -1,7 +1,7 @@
 """The docstrings Python keeps nowhere at run time: those written under an attribute.
 
 The settings dataclasses (controller/runtime/settings.py, webhook/settings.py) and the modules'
-constants (``RESTARTS_BEFORE_ANNOTATION`` in controller/job/observed.py...) explain each name in
+constants (``ATTEMPT_ANNOTATION`` in controller/job/observed.py...) explain each name in
 a string literal right below it. The interpreter drops those strings, so they are read from the
 source: the reference then says what the code's author said, in one place.
 """

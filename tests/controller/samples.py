@@ -91,7 +91,6 @@ def pod(
     phase: str = "Running",
     exit_code: int | None = None,
     restarts: int = 0,
-    restarts_before: int = 0,
     reason: str | None = None,
     terminating: bool = False,
     uid: str | None = None,
@@ -103,9 +102,7 @@ def pod(
     """The pod the controller makes for slot ``key``, stored (``uid``, ``terminating``), with
     the status a kubelet writes (:func:`tests.helpers.pods.pod_status`; ``disruption``: the
     reason of its ``DisruptionTarget`` condition)."""
-    built = build_pod(
-        view_of(job_obj), slot(job_obj, key), restarts_before=restarts_before, attempt=attempt
-    )
+    built = build_pod(view_of(job_obj), slot(job_obj, key), attempt=attempt)
     built["metadata"]["uid"] = uid or f"pod-{key}"
     built["metadata"]["resourceVersion"] = "20"
     if terminating:

@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from controller.job.observed import PodView, observe
 from controller.job.status.aftermath import follow_finished
-from controller.job.status.backoff import REMOVED_HISTORY, fail_backoff
+from controller.job.status.backoff import fail_backoff
 from controller.job.status.deadline import check_deadline
 from controller.job.status.failures import RUNTIME_LOST_REASONS
 from controller.job.status.outcome import (
@@ -60,7 +60,6 @@ __all__ = [
     "FAILED_VALIDATION_REASON",
     "PHASES",
     "POD_START_TIMEOUT",
-    "REMOVED_HISTORY",
     "REPLICAS_ENDED",
     "RUNTIME_LOST_REASONS",
     "EventSpec",
@@ -96,7 +95,6 @@ def compute_status(
     pods: Sequence[Mapping[str, Any]],
     *,
     now: datetime.datetime,
-    carries: Mapping[str, int] | None = None,
     pod_start_timeout: float = DEFAULT_POD_START_TIMEOUT,
     held: Wait | None = None,
 ) -> Outcome:
@@ -104,10 +102,8 @@ def compute_status(
 
     ``job`` is the view of the MXJob with its persisted ``status``; a job that never passed the
     validating webhook carries its ``violations`` and fails at once. ``pods`` are the pods it
-    controls (by owner uid), from the cache. ``carries`` maps a slot (``<type>-<index>``) whose
-    pod the controller deleted for recreation to the restart total its next pod must carry
-    (known exactly in memory; after a controller restart it is recovered from
-    ``status.restartCount``). ``pod_start_timeout`` is the controller's; the job's own
+    controls (by owner uid), from the cache. Restarts are counted from the persisted status alone
+    (controller/job/status/backoff.py). ``pod_start_timeout`` is the controller's; the job's own
     annotation (``job.pod_start_timeout``) wins. ``held``: what an integration says holds the
     job back (controller/job/status/waiting.py).
 
@@ -119,7 +115,7 @@ def compute_status(
     views, unreported_due = settle_views([observe(p) for p in pods], now)
     timeout = job.pod_start_timeout
     outcome = _decide(
-        job, views, now=now, carries=carries,
+        job, views, now=now,
         pod_start_timeout=float(timeout) if timeout is not None else pod_start_timeout,
         held=held,
     )  # fmt: skip
@@ -135,14 +131,11 @@ def _decide(
     views: Sequence[PodView],
     *,
     now: datetime.datetime,
-    carries: Mapping[str, int] | None,
     pod_start_timeout: float,
     held: Wait | None,
 ) -> Outcome:
     """Run the phases in order; the first that decides the outcome ends the computation."""
-    sync = start(
-        job, views, now=now, carries=carries, pod_start_timeout=pod_start_timeout, held=held
-    )
+    sync = start(job, views, now=now, pod_start_timeout=pod_start_timeout, held=held)
     for phase in PHASES:
         outcome = phase(sync)
         if outcome is not None:

@@ -120,7 +120,6 @@ def finish(
     message: str,
     *,
     stop_active: bool = False,
-    restart_count: int | None = None,
 ) -> Outcome:
     """The job finishes now: its outcome, its pods' aftermath, its TTL."""
     sync.condition(ctype, status=True, reason=reason, message=message)
@@ -129,7 +128,7 @@ def finish(
     status["state"] = current_state(sync.conditions)
     status["completionTime"] = sync.stamp
     status.setdefault("startTime", sync.stamp)
-    status["restartCount"] = restart_count if restart_count is not None else sync.restarts_so_far
+    status["restartCount"] = sync.restarts_so_far
     sync.record_restarts()
     after = aftermath(
         sync.job, sync.views, completion=sync.now, now=sync.now, stop_active=stop_active
@@ -144,7 +143,7 @@ def finish(
         stop_active=stop_active,
         became=ctype.value,
         created=sync.created,
-        new_restarts=max(0, status["restartCount"] - sync.restarts_so_far),
+        new_restarts=sync.restarts_so_far - sync.persisted_restarts,
         events=tuple(sync.events),
         requeue_after=sooner(float(ttl) if ttl is not None and ttl > 0 else None, after.next_due),
         delete_job=ttl == 0,

@@ -1,19 +1,19 @@
 """Restart accounting: how many restarts the job has had, and when they exceed ``backoffLimit``.
 
-``restartCount`` counts every in-place restart and every recreation. Each pod carries the
-restart total of its replica before it (an annotation written when it is created), so the
-count is recomputed from the pods alone and is never lower than the persisted one: a
-controller restart loses none and counts none twice. Exceeding ``backoffLimit`` fails the job
-with BackoffLimitExceeded (training-operator retried forever); a restart caused by a disruption
+``restartCount`` counts every in-place restart, every recreation of a replica and every
+whole-job restart, and status is its only record. A restart the controller decides is counted
+in the status write that decides it, before any pod is deleted: a whole-job restart moves
+``status.attempt`` on, so the ended attempt's pods are stale and never decide again; a replica's
+recreation names its pod by uid in ``status.restarts``, so a pod written there but not deleted
+yet (the controller killed between the two) is recreated without being counted again. In-place
+restarts are found, and counted once, through ``status.inPlaceRestarts``
+(controller/job/status/in_place.py). Exceeding ``backoffLimit`` fails the job with
+BackoffLimitExceeded (training-operator retried forever); a restart caused by a disruption
 counts only under ``disruptionPolicy: Count`` (docs/how-to/survive-failures.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Final
-
-from controller.job.desired import Slot
 from controller.job.observed import PodView
 from controller.job.recovery import first_ended, history_entry, recorded_pods, with_entries
 from controller.job.status.aftermath import finish
@@ -23,89 +23,35 @@ from controller.job.status.sync import Sync
 from shared.conditions import ConditionType, Reason
 from shared.constants import DisruptionPolicy, RestartScope
 
-REMOVED_HISTORY: Final = "*removed"
-"""Key in ``carries``: restarts of replicas the controller removed (scale-down, suspend), which
-no live pod remembers any more but ``restartCount`` still includes."""
-
-
-def restart_sum(
-    slots: Sequence[Slot],
-    by_slot: Mapping[str, PodView | None],
-    carries: Mapping[str, int] | None,
-    *,
-    total: int = 0,
-    attempt: int = 0,
-) -> tuple[int, dict[str, int]]:
-    """Restarts performed so far, and the history each missing slot's new pod must carry.
-
-    A live pod knows its slot's history (annotation + in-place restarts). A slot without a live
-    pod takes the carry reconcile remembered when it deleted the pod (and replicas removed by
-    scaling down or suspending are remembered under :data:`REMOVED_HISTORY`); failing that (the
-    controller restarted meanwhile, or someone else deleted the pod), the persisted ``total``
-    minus what the live pods explain is given to the first such slot, so the sum, which is all
-    that backoffLimit needs, stays exact. Each whole-job restart (``attempt``) counts once,
-    beside the slots' own histories.
-    """
-    known = carries or {}
-    performed = known.get(REMOVED_HISTORY, 0) + attempt
-    unknown: list[str] = []
-    restarts_before: dict[str, int] = {}
-    for slot in slots:
-        view = by_slot.get(slot.key)
-        if view is not None and not view.gone:
-            performed += view.slot_restarts
-        elif slot.key in known:
-            performed += known[slot.key]
-            restarts_before[slot.key] = known[slot.key]
-        elif view is not None:
-            performed += view.slot_restarts
-            restarts_before[slot.key] = view.slot_restarts
-        else:
-            unknown.append(slot.key)
-    if unknown:
-        remainder = max(0, total - performed)
-        for position, key in enumerate(unknown):
-            restarts_before[key] = remainder if position == 0 else 0
-        performed += remainder
-    return performed, {k: v for k, v in restarts_before.items() if v > 0}
-
-
-def restarts_performed(sync: Sync) -> int:
-    """Restarts the pods explain, never fewer than the persisted count."""
-    performed = restart_sum(sync.slots, sync.by_slot, sync.carries, attempt=sync.attempt)[0]
-    return max(sync.restarts_so_far, performed)
-
 
 def _ignores_disruptions(sync: Sync) -> bool:
     return sync.job.run_policy.disruption_policy is DisruptionPolicy.IGNORE
 
 
-def _found_restarts(sync: Sync, performed: int) -> list[tuple[PodView, RestartScope, int]]:
-    """The ends that restart something now, each with what it restarts and in which attempt;
-    sets the new ``restartCount`` (``sync.needed``) and the pods to recreate."""
+def _found_restarts(sync: Sync) -> list[tuple[PodView, RestartScope, int]]:
+    """The ends that restart something now and are not counted yet, each with what it
+    restarts and in which attempt; sets the new ``restartCount`` (``sync.needed``) and the pods
+    to recreate (those already counted too: their deletion may not have happened)."""
     if sync.job_causes:
-        sync.needed = max(sync.restarts_so_far, performed + 1)
+        sync.needed = sync.restarts_so_far + 1
         return [(first_ended(sync.job_causes), RestartScope.JOB, sync.attempt + 1)]
     sync.pending = [
         v
         for v in sync.by_slot.values()
         if v and not v.gone and failure_kind(sync.job, v) == "retry"
     ]
-    sync.needed = max(sync.restarts_so_far, performed + len(sync.pending))
     recorded = recorded_pods(sync.history)
-    found = [(v, RestartScope.REPLICA, sync.attempt) for v in sync.pending]
-    return [item for item in found if item[0].uid not in recorded]
+    found = [(v, RestartScope.REPLICA, sync.attempt) for v in sync.pending if v.uid not in recorded]
+    sync.needed = sync.restarts_so_far + len(found)
+    return found
 
 
 def fail_backoff(sync: Sync) -> Outcome | None:
     """Restarts (whole-job ones, recreations of failed pods, in-place ones) beyond
     ``backoffLimit`` fail it; restarts caused by a disruption count only under
     ``disruptionPolicy: Count``."""
-    performed, sync.restarts_before = restart_sum(
-        sync.slots, sync.by_slot, sync.carries, total=sync.restarts_so_far, attempt=sync.attempt
-    )
     ignore = _ignores_disruptions(sync)
-    found = _found_restarts(sync, performed)
+    found = _found_restarts(sync)
     sync.disruptions += sum(1 for view, _, _ in found if view.disruption)
     sync.history = with_entries(sync.history, [
         history_entry(view, scope=scope, attempt=attempt, stamp=sync.stamp,
@@ -125,13 +71,7 @@ def fail_backoff(sync: Sync) -> Outcome | None:
         f"MXJob {sync.job.name} has failed because it has reached the specified backoff limit "
         f"({limit} restart{'s' if limit != 1 else ''}){last}."
     )
-    return finish(
-        sync,
-        ConditionType.FAILED,
-        Reason.BACKOFF_LIMIT_EXCEEDED,
-        message,
-        restart_count=max(sync.restarts_so_far, performed),
-    )
+    return finish(sync, ConditionType.FAILED, Reason.BACKOFF_LIMIT_EXCEEDED, message)
 
 
 def limit_text(sync: Sync, view: PodView | None) -> str:

@@ -7,7 +7,7 @@ condition reasons of :class:`shared.conditions.Reason`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from controller.job.observed import PodView
@@ -50,8 +50,6 @@ class Outcome:
     """The complete new ``status`` (without ``lastReconcileTime``, which the writer sets)."""
     recreate: tuple[PodView, ...] = ()
     """Failed pods to delete so that their replica is created again."""
-    restarts_before: dict[str, int] = field(default_factory=dict)
-    """Per missing slot (``<type>-<index>``): the restart history its new pod carries."""
     finished: bool = False
     """Succeeded or Failed: apply cleanPodPolicy, create nothing."""
     stop_active: bool = False

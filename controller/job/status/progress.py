@@ -57,9 +57,8 @@ def progress(sync: Sync) -> Outcome:
     return Outcome(
         status=status,
         recreate=tuple(sync.pending),
-        restarts_before=sync.restarts_before,
         created=sync.created,
-        new_restarts=sync.needed - sync.restarts_so_far,
+        new_restarts=sync.needed - sync.persisted_restarts,
         events=tuple(sync.events),
         requeue_after=sync.requeue_after,
         stale=tuple(sync.stale),

@@ -41,11 +41,8 @@ def _restart_job(sync: Sync) -> None:
         event=f"Restarting the whole job as attempt {attempt}: every pod ends, then all are made "
         f"again; {limit_text(sync, cause)}",
     )
-    # Every pod of the ended attempt goes; each slot's own history goes on with its new pod.
+    # Every pod of the ended attempt goes.
     sync.pending = [v for v in sync.views if v.replica_type is not None]
-    for view in sync.pending:
-        if view.slot_restarts > 0:
-            sync.restarts_before[view.slot] = view.slot_restarts
     sync.stale = [*sync.stale, *sync.views]
     sync.attempt = attempt
 
@@ -57,7 +54,6 @@ def restart(sync: Sync) -> None:
         _restart_job(sync)
         return
     for view in sync.pending:
-        sync.restarts_before[view.slot] = view.slot_restarts + 1
         sync.events.append(
             EventSpec(
                 "Warning",
@@ -73,7 +69,7 @@ def restart(sync: Sync) -> None:
             condition=f"MXJob {sync.job.name} is restarting because {what}.",
             event=f"Restarting {len(sync.pending)} replica(s); {said}",
         )
-    elif (new_restarts := sync.needed - sync.restarts_so_far) > 0:
+    elif (new_restarts := sync.restarts_so_far - sync.persisted_restarts) > 0:
         sync.events.append(
             EventSpec(
                 "Warning",

@@ -30,7 +30,10 @@ def suspend(sync: Sync) -> Outcome | None:
     status["state"] = current_state(sync.conditions)
     status["restartCount"] = sync.restarts_so_far
     status["replicaStatuses"] = replica_statuses(sync.job, empty_counts(sync.job))
-    return Outcome(status=status, suspended=True, created=sync.created, events=tuple(sync.events))
+    return Outcome(
+        status=status, suspended=True, created=sync.created, events=tuple(sync.events),
+        new_restarts=sync.restarts_so_far - sync.persisted_restarts,
+    )  # fmt: skip
 
 
 def resume(sync: Sync) -> None:

@@ -10,7 +10,7 @@ and lets the next one run. This module builds the state from the persisted statu
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,11 +23,12 @@ from controller.job.recovery import (
     persisted_restart_count,
     split_attempts,
 )
+from controller.job.status.in_place import IN_PLACE_RESTARTS, count_in_place, persisted_record
 from controller.job.status.outcome import EventSpec, Outcome, Wait
 from controller.job.view import MXJobView
 from shared.apitime import format_time
 from shared.conditions import ConditionType, Reason, get_condition, set_condition
-from shared.constants import RestartScope
+from shared.constants import RestartPolicy, RestartScope
 
 
 @dataclass
@@ -38,8 +39,6 @@ class Sync:
     views: Sequence[PodView]
     """The pods of the running attempt (controller/job/recovery.py)."""
     now: datetime.datetime
-    carries: Mapping[str, int] | None
-    """Per slot: the restart history reconcile remembered when it deleted the slot's pod."""
     pod_start_timeout: float
     """Seconds a pod may be unable to start before the job fails; 0: never."""
     stamp: str
@@ -48,7 +47,10 @@ class Sync:
     """The new status being built (the old one without ``lastReconcileTime``)."""
     conditions: list[dict[str, Any]]
     restarts_so_far: int
-    """``restartCount`` as persisted."""
+    """``restartCount`` as persisted, with the in-place restarts found now
+    (controller/job/status/in_place.py)."""
+    persisted_restarts: int
+    """``restartCount`` as persisted: how much it grew is ``Outcome.new_restarts``."""
     created: bool
     events: list[EventSpec] = field(default_factory=list)
     requeue_after: float | None = None
@@ -58,8 +60,6 @@ class Sync:
     """Each desired slot's pod, if it has one."""
     pending: list[PodView] = field(default_factory=list)
     """Failed pods to recreate."""
-    restarts_before: dict[str, int] = field(default_factory=dict)
-    """Per missing slot: the restart history its new pod carries (``Outcome.restarts_before``)."""
     needed: int = 0
     """The new ``restartCount``."""
     limit: int = 0
@@ -116,25 +116,31 @@ def start(
     views: Sequence[PodView],
     *,
     now: datetime.datetime,
-    carries: Mapping[str, int] | None,
     pod_start_timeout: float,
     held: Wait | None = None,
 ) -> Sync:
-    """The persisted status read back, and the Created condition set on a job seen first."""
+    """The persisted status read back, the in-place restarts found since counted, and the
+    Created condition set on a job seen first."""
     old_status = job.status
     conditions = [dict(c) for c in job.conditions]
     attempt = persisted_attempt(old_status)
     current, stale = split_attempts(views, attempt)
+    persisted = persisted_restart_count(old_status)
+    in_place = count_in_place(current, persisted_record(old_status))
+    status = {k: v for k, v in old_status.items() if k != "lastReconcileTime"}
+    status.pop(IN_PLACE_RESTARTS, None)
+    if in_place.record or _restarts_in_place(job):
+        status[IN_PLACE_RESTARTS] = in_place.record
     sync = Sync(
         job=job,
         views=current,
         now=now,
-        carries=carries,
         pod_start_timeout=pod_start_timeout,
         stamp=format_time(now),
-        status={k: v for k, v in old_status.items() if k != "lastReconcileTime"},
+        status=status,
         conditions=conditions,
-        restarts_so_far=persisted_restart_count(old_status),
+        restarts_so_far=persisted + in_place.new_restarts,
+        persisted_restarts=persisted,
         created=not conditions,
         attempt=attempt,
         stale=stale,
@@ -151,6 +157,15 @@ def start(
             message=f"MXJob {job.name} is created.",
         )
     return sync
+
+
+def _restarts_in_place(job: MXJobView) -> bool:
+    """Whether a replica type's pods restart their container in place (the kubelet's
+    ``OnFailure`` or ``Always``), so the job keeps its in-place record even empty."""
+    return any(
+        replica.restart_policy in (RestartPolicy.ON_FAILURE, RestartPolicy.ALWAYS)
+        for replica in job.replicas
+    )
 
 
 def match_slots(sync: Sync) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Final
 
 from controller.job.status.aftermath import finish
-from controller.job.status.backoff import restarts_performed
 from controller.job.status.outcome import POD_START_TIMEOUT, EventSpec, Outcome
 from controller.job.status.sync import Sync, sooner
 from shared.apitime import parse_time
@@ -44,10 +43,7 @@ def fail_unstartable(sync: Sync) -> Outcome | None:
             f"{trying:.0f} s, the pod start timeout is {timeout:g} s."
         )
         sync.events.append(EventSpec("Warning", problem.reason, what))
-        return finish(
-            sync, ConditionType.FAILED, POD_START_TIMEOUT, message,
-            restart_count=restarts_performed(sync),
-        )  # fmt: skip
+        return finish(sync, ConditionType.FAILED, POD_START_TIMEOUT, message)
     before = sync.conditions
     running = get_condition(before, ConditionType.RUNNING)
     message = f"MXJob {sync.job.name} is not running: {what}{others}."

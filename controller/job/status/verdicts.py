@@ -16,7 +16,6 @@ from typing import Final
 from controller.job.observed import PodView
 from controller.job.recovery import consequences, scope_of
 from controller.job.status.aftermath import finish
-from controller.job.status.backoff import restarts_performed
 from controller.job.status.failures import describe, exit_text, failure_kind, why_final
 from controller.job.status.outcome import (
     EXITED_WITH_CODE,
@@ -86,9 +85,7 @@ def fail_permanent(sync: Sync) -> Outcome | None:
         )
     first = permanent[0]
     message = f"MXJob {sync.job.name} has failed because {describe(first)} {exit_text(first)}."
-    return finish(
-        sync, ConditionType.FAILED, Reason.FAILED, message, restart_count=restarts_performed(sync)
-    )
+    return finish(sync, ConditionType.FAILED, Reason.FAILED, message)
 
 
 def succeed(sync: Sync) -> Outcome | None:
@@ -100,5 +97,4 @@ def succeed(sync: Sync) -> Outcome | None:
         ConditionType.SUCCEEDED,
         Reason.SUCCEEDED,
         f"MXJob {sync.job.name} is successfully completed.",
-        restart_count=restarts_performed(sync),
     )

@@ -11,7 +11,7 @@ from controller.job.desired import (
     pod_restart_policy,
     service_adoption_patch,
 )
-from controller.job.observed import RESTARTS_BEFORE_ANNOTATION
+from controller.job.observed import ATTEMPT_ANNOTATION
 from shared.constants import RestartPolicy
 from tests.controller.samples import job, slot, training_operator_service, view_of
 
@@ -65,10 +65,15 @@ def test_the_scheduler_is_the_master_role() -> None:
     assert labels["training.kubeflow.org/job-role"] == "master"
 
 
-def test_a_replacement_pod_records_its_replicas_restart_history() -> None:
+def test_a_pod_of_a_later_attempt_is_annotated_with_it_and_nothing_else() -> None:
+    """Status is the only record of restarts: a pod only says which attempt it belongs to."""
     j = job()
-    built = build_pod(view_of(j), slot(j, "worker-0"), restarts_before=3)
-    assert built["metadata"]["annotations"] == {RESTARTS_BEFORE_ANNOTATION: "3"}
+    assert (
+        "annotations" not in build_pod(view_of(j), slot(j, "worker-0"))["metadata"]
+        or not (build_pod(view_of(j), slot(j, "worker-0"))["metadata"]["annotations"])
+    )
+    built = build_pod(view_of(j), slot(j, "worker-0"), attempt=2)
+    assert built["metadata"]["annotations"] == {ATTEMPT_ANNOTATION: "2"}
 
 
 @pytest.mark.parametrize(

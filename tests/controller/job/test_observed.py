@@ -18,9 +18,9 @@ def test_an_evicted_pod_has_no_exit_code_and_the_pods_reason() -> None:
     assert view.exit_code is None and view.reason == "Evicted"
 
 
-def test_restart_history_is_the_annotation_plus_in_place_restarts() -> None:
-    view = observe(pod(job(), "worker-0", restarts=2, restarts_before=3, last_exit_code=1))
-    assert view.slot_restarts == 5 and view.last_exit_code == 1
+def test_in_place_restarts_and_the_last_exit_are_the_containers() -> None:
+    view = observe(pod(job(), "worker-0", restarts=2, last_exit_code=1))
+    assert view.in_place_restarts == 2 and view.last_exit_code == 1
 
 
 def test_a_terminating_pod_is_not_active() -> None:
@@ -36,7 +36,7 @@ def test_a_malformed_pod_reads_as_pending() -> None:
         }
     )
     assert view.phase == "Pending" and view.index is None and view.replica_type is None
-    assert view.slot_restarts == 0
+    assert view.in_place_restarts == 0
 
 
 def test_the_controller_owner_is_found_among_owner_references() -> None:

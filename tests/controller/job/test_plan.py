@@ -20,13 +20,13 @@ def names(objects: list[Obj]) -> list[str]:
 def test_plan_creates_every_missing_pod_and_service() -> None:
     j = job()
     plan = plan_actions(view_of(j), compute_status(view_of(j), [], now=NOW), [], [])
-    assert [s.name for s, _ in plan.create_pods] == [
+    assert [s.name for s in plan.create_pods] == [
         "mnist-scheduler-0",
         "mnist-server-0",
         "mnist-worker-0",
         "mnist-worker-1",
     ]
-    assert [s.name for s in plan.create_services] == [s.name for s, _ in plan.create_pods]
+    assert [s.name for s in plan.create_services] == [s.name for s in plan.create_pods]
     assert not plan.delete_pods and not plan.delete_services
 
 

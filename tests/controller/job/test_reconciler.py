@@ -4,29 +4,26 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 import pytest
 
-from controller.integrations.budget.integration import BudgetIntegration
 from controller.integrations.children.kind import child_object
 from controller.integrations.gang.integration import GangIntegration
 from controller.integrations.gang.podgroup_writes import CRD_POD_GROUPS
 from controller.job.hooks import READY, Integration, NoHooks, Preparation
-from controller.job.observed import ATTEMPT_ANNOTATION, RESTARTS_BEFORE_ANNOTATION
+from controller.job.observed import ATTEMPT_ANNOTATION
 from controller.job.reconciler import Reconciler
 from controller.job.status import compute_status
 from controller.job.view import MXJobView
 from controller.job.writes import NameConflictError
 from controller.runtime.client import Conflict, mxjobs_path, pods_path, services_path
-from controller.runtime.events import FOREIGN_OBJECT_EXISTS, EventRecorder
-from controller.runtime.expectations import Expectations
-from controller.runtime.informers import Store
+from controller.runtime.events import FOREIGN_OBJECT_EXISTS
 from controller.runtime.metrics import Metrics
-from shared.constants import LABEL_JOB_NAME, TRACKING_FINALIZER
+from shared.constants import TRACKING_FINALIZER
 from shared.logformat import fields_of
 from tests.controller.fakes import FakeApi
+from tests.controller.job.reconcile_world import KEY, Obj, World, integrations
 from tests.controller.samples import (
     NOW,
     NOW_TEXT,
@@ -39,81 +36,12 @@ from tests.controller.samples import (
     view_of,
 )
 
-Obj = dict[str, Any]
-KEY = "ns/mnist"
 LONE = job(restart_scope="Replica")
 """A job whose Server and Workers are replaced alone (``restartScope: Replica``)."""
 
 
 def names(objects: list[Obj]) -> list[str]:
     return sorted(o["metadata"]["name"] for o in objects)
-
-
-# -- the Reconciler against an in-memory API --------------------------------------------------
-def integrations(api: FakeApi) -> list[Integration]:
-    """What controller/manager.py hands a reconciler without Kueue: a budget, then the gang
-    (``none``: pods scheduled one by one)."""
-    return [BudgetIntegration(api, scheduler="none"), GangIntegration(api, scheduler="none")]
-
-
-class World:
-    """A Reconciler whose caches the test fills, over a FakeApi."""
-
-    def __init__(
-        self, job_obj: Obj, *, hooks: Callable[[FakeApi], list[Integration]] = integrations
-    ) -> None:
-        self.api = FakeApi()
-        self.jobs = Store()
-        self.pods = Store(index_label=LABEL_JOB_NAME)
-        self.services = Store(index_label=LABEL_JOB_NAME)
-        self.expectations = Expectations()
-        self.recorder = EventRecorder(self.api)
-        self.clock = NOW
-        self.reconciler = Reconciler(
-            self.api,
-            jobs=self.jobs,
-            pods=self.pods,
-            services=self.services,
-            expectations=self.expectations,
-            recorder=self.recorder,
-            metrics=Metrics(),
-            integrations=hooks(self.api),
-            now=lambda: self.clock,
-        )
-        stored = self.api.put_object(mxjobs_path("ns", "mnist"), job_obj)
-        self.jobs.apply("ADDED", stored)
-
-    def sync_from_api(self) -> None:
-        """What the informers would do: copy the API's objects into the caches."""
-        for path, obj in self.api.objects.items():
-            store = (
-                self.pods
-                if "/pods/" in path
-                else self.services
-                if "/services/" in path
-                else self.jobs
-            )
-            store.put_if_newer(copy.deepcopy(obj))
-        for store, marker in ((self.pods, "/pods/"), (self.services, "/services/")):
-            for obj in store.objects():
-                path = (pods_path if marker == "/pods/" else services_path)(
-                    "ns", obj["metadata"]["name"]
-                )
-                if path not in self.api.objects:
-                    store.apply("DELETED", obj)
-                    self.expectations.deletion_observed(
-                        KEY,
-                        marker.strip("/"),  # type: ignore[arg-type]
-                        obj["metadata"]["uid"],
-                    )
-        for obj in self.pods.objects():
-            self.expectations.creation_observed(KEY, "pods", obj["metadata"]["name"])
-        for obj in self.services.objects():
-            self.expectations.creation_observed(KEY, "services", obj["metadata"]["name"])
-
-    def set_pod_status(self, name: str, status: Obj) -> None:
-        self.api.objects[pods_path("ns", name)]["status"] = status
-        self.api.objects[pods_path("ns", name)]["metadata"]["resourceVersion"] += "0"
 
 
 def test_first_reconcile_writes_status_once_and_creates_pods_and_services() -> None:
@@ -211,7 +139,7 @@ def test_a_name_taken_by_a_foreign_pod_is_an_error_and_a_warning_event() -> None
     assert pods_path("ns", "mnist-worker-1") in world.api.objects  # the others were created
 
 
-def test_a_retryable_failure_is_recreated_with_its_restart_history() -> None:
+def test_a_retryable_failure_is_recreated_and_counted_in_status_only() -> None:
     world = World(job(restart_scope="Replica"))
     world.reconciler.reconcile(KEY)
     world.sync_from_api()
@@ -225,7 +153,8 @@ def test_a_retryable_failure_is_recreated_with_its_restart_history() -> None:
     world.sync_from_api()
     world.reconciler.reconcile(KEY)
     replacement = world.api.objects[pods_path("ns", "mnist-worker-1")]
-    assert replacement["metadata"]["annotations"][RESTARTS_BEFORE_ANNOTATION] == "1"
+    assert not replacement["metadata"].get("annotations")
+    assert world.api.objects[mxjobs_path("ns", "mnist")]["status"]["restartCount"] == 1
 
 
 def test_a_retryable_failure_restarts_the_whole_job_status_first_then_every_pod() -> None:
@@ -362,13 +291,10 @@ def test_a_stored_job_with_absurd_replicas_fails_before_defaulting_builds_its_en
     assert not any(r.method == "POST" for r in world.api.writes())
 
 
-def test_scaling_down_remembers_the_restarts_of_the_removed_replicas() -> None:
+def test_scaling_down_keeps_the_restarts_of_the_removed_replicas() -> None:
     world = World(job(replicas={"Scheduler": 1, "Worker": 2}))
     world.reconciler.reconcile(KEY)
     world.sync_from_api()
-    world.api.objects[pods_path("ns", "mnist-worker-1")]["metadata"]["annotations"] = {
-        RESTARTS_BEFORE_ANNOTATION: "2"
-    }
     stored = world.api.objects[mxjobs_path("ns", "mnist")]
     stored["status"]["restartCount"] = 2
     stored["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 1
@@ -468,8 +394,8 @@ def test_a_pod_deleted_while_the_controller_was_down_is_counted_then_released() 
     world.sync_from_api()
     world.reconciler.reconcile(KEY)
     replacement = world.api.objects[worker]
-    assert replacement["metadata"]["annotations"][RESTARTS_BEFORE_ANNOTATION] == "1"
     assert replacement["metadata"]["finalizers"] == [TRACKING_FINALIZER]
+    assert world.api.objects[mxjobs_path("ns", "mnist")]["status"]["restartCount"] == 1
 
 
 def test_pods_of_a_deleted_job_are_released_once_the_api_confirms_it_is_gone() -> None:

@@ -78,7 +78,7 @@ def test_the_plan_deletes_every_pod_of_the_attempt_and_makes_none_until_they_are
     stored, outcome = step(stored, [])
     plan = plan_actions(view_of(stored), outcome, [], service_all(stored))
     assert not outcome.hold_creations and outcome.attempt == 1
-    assert sorted(slot.key for slot, _ in plan.create_pods) == [
+    assert sorted(slot.key for slot in plan.create_pods) == [
         "scheduler-0", "server-0", "worker-0", "worker-1"
     ]  # fmt: skip
 

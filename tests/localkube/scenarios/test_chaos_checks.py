@@ -111,6 +111,8 @@ def broken_run(tmp_path: Path) -> tuple[ChaosReport, Evidence]:
         controller_kills=2,
         controller_crashes=1,
         create_retries=7,
+        failpoints=("restart-status-written", "restart-pods-deleted"),
+        failpoint_kills=("restart-status-written",),
     )
     report = ChaosReport(ChaosConfig(seed=42), seed=42, duration=123.456, faults=faults)
     return report, evidence
@@ -133,6 +135,8 @@ def sound_run(tmp_path: Path) -> tuple[ChaosReport, Evidence]:
         controller_kills=0,
         controller_crashes=0,
         create_retries=0,
+        failpoints=("restart-status-written",),
+        failpoint_kills=("restart-status-written",),
     )
     config = ChaosConfig(jobs=1, controller_kills=0, seed=7)
     return ChaosReport(config, seed=7, duration=0.04, faults=faults), evidence
@@ -153,7 +157,7 @@ def test_a_sound_run_holds_every_invariant(tmp_path: Path) -> None:
 
 def test_a_broken_run_breaks_every_invariant_and_says_where(tmp_path: Path) -> None:
     report = checked(*broken_run(tmp_path))
-    assert [inv.ok for inv in report.invariants] == [False] * 6
+    assert [inv.ok for inv in report.invariants] == [False] * 7
     problems = {p for inv in report.invariants for p in inv.problems}
     assert "job-00-worker-0: d created before c failed" in problems
     assert "job-00-worker-0: created 2 times, scripted 1" in problems
@@ -193,3 +197,11 @@ def test_a_replacement_created_before_its_predecessor_failed_is_premature(
     pods = report.invariants[1]
     assert not pods.ok
     assert "job-00-worker-0: u1 created before u0 failed" in pods.problems
+
+
+def test_a_failpoint_never_reached_breaks_the_kill_point_invariant(tmp_path: Path) -> None:
+    report = checked(*broken_run(tmp_path))
+    found = next(i for i in report.invariants if "each point of a restart" in i.name)
+    assert not found.ok and found.problems == ["never reached: restart-pods-deleted"]
+    sound = checked(*sound_run(tmp_path / "sound"))
+    assert next(i for i in sound.invariants if "each point of a restart" in i.name).ok

@@ -35,6 +35,10 @@ class Evidence:
     controller_kills: int
     controller_crashes: int
     create_retries: int
+    failpoints: tuple[str, ...] = ()
+    """The points of a restart a controller was armed to die at, one process each."""
+    failpoint_kills: tuple[str, ...] = ()
+    """The points that did kill one."""
 
 
 def outcomes(e: Evidence) -> Invariant:
@@ -222,6 +226,18 @@ def no_crashes(e: Evidence) -> Invariant:
     )
 
 
+def killed_at_each_failpoint(e: Evidence) -> Invariant:
+    """A controller died at each point of a restart it was armed at (the other invariants say
+    that nothing was lost or counted twice meanwhile)."""
+    missing = [point for point in e.failpoints if point not in e.failpoint_kills]
+    return Invariant(
+        "the controller died at each point of a restart, once",
+        not missing and sorted(e.failpoint_kills) == sorted(e.failpoints),
+        ", ".join(e.failpoint_kills) or "none armed",
+        [f"never reached: {', '.join(missing)}"] if missing else [],
+    )
+
+
 CHECKS: tuple[Callable[[Evidence], Invariant], ...] = (
     outcomes,
     pod_creations,
@@ -229,6 +245,7 @@ CHECKS: tuple[Callable[[Evidence], Invariant], ...] = (
     terminal_states,
     recovery,
     no_crashes,
+    killed_at_each_failpoint,
 )
 """The invariants, in the report's order."""
 

@@ -6,6 +6,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Final
 
+from controller.runtime.failpoints import PODS_DELETED, PODS_HALF_CREATED, STATUS_WRITTEN
+
 NAMESPACE: Final = "chaos"
 BYSTANDER_NAMESPACE: Final = "chaos-bystander"
 GROUP_PATH: Final = "/apis/kubeflow.org/v1"
@@ -34,6 +36,9 @@ class ChaosConfig:
     timeout: float = 300.0
     """Seconds the jobs may take to finish after the last fault."""
     seed: int | None = None
+    failpoints: tuple[str, ...] = (STATUS_WRITTEN, PODS_DELETED, PODS_HALF_CREATED)
+    """The points of a restart where a controller kills itself, one process each, in turn
+    (controller/runtime/failpoints.py): beside the random SIGKILLs, one death at each."""
 
 
 @dataclass

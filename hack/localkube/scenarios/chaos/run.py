@@ -104,7 +104,7 @@ class ChaosRun:
                 namespaces=(NAMESPACE,),
             )
             kubelet.start()
-            supervisor = ControllerSupervisor(local)
+            supervisor = ControllerSupervisor(local, failpoints=self.config.failpoints)
             supervisor.start()
             self._chaos(plane, kubelet, supervisor, webhook_pid)
             self._check(Api.from_kubeconfig(plane.kubeconfig), plane, supervisor)
@@ -162,6 +162,8 @@ class ChaosRun:
             controller_processes=supervisor.generation,
             controller_kills=supervisor.kills,
             controller_crashes=supervisor.crashes,
+            failpoints=self.config.failpoints,
+            failpoint_kills=tuple(supervisor.failpoint_kills),
             create_retries=self.jobs.create_retries,
         )
         invariants, figures = check(evidence)

@@ -3,10 +3,13 @@ kubelet keeps a container running, and the webhook's gunicorn workers."""
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
+from controller.runtime.failpoints import ENV as FAILPOINTS_ENV
 from localkube.base import programs
 from localkube.base.ports import free_port
 from localkube.plane.operator import LocalOperator
@@ -16,15 +19,24 @@ CONTROLLER_ARGS = (f"--namespace={NAMESPACE}", "--identity=chaos-controller", "-
 
 
 class ControllerSupervisor:
-    """One ``mxjob-controller``, restarted at once after it dies, as a kubelet would."""
+    """One ``mxjob-controller``, restarted at once after it dies, as a kubelet would.
 
-    def __init__(self, local: LocalOperator) -> None:
+    The first processes are armed each with one of ``failpoints`` in turn
+    (controller/runtime/failpoints.py): such a process SIGKILLs itself at that point of the
+    first restart it carries out, and the next one is armed with the next point. A process the
+    fault loop kills before its point came passes the point on to the next."""
+
+    def __init__(self, local: LocalOperator, *, failpoints: Sequence[str] = ()) -> None:
         self.local = local
         self.running: programs.Running | None = None
         self.metrics_port = 0
         self.generation = 0
         self.kills = 0
         self.crashes = 0
+        self.to_arm = list(failpoints)
+        self.armed: str | None = None
+        self.failpoint_kills: list[str] = []
+        """The failpoints that killed a controller, in order."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True, name="supervisor")
@@ -41,7 +53,9 @@ class ControllerSupervisor:
             *CONTROLLER_ARGS, metrics_port=self.metrics_port, health_port=free_port()
         )
         log = self.local.logs / f"controller-{self.generation:02d}.log"
-        self.running = programs.start(programs.Program("mxjob-controller", argv, log))
+        self.armed = self.to_arm.pop(0) if self.to_arm else None
+        env = {**os.environ, FAILPOINTS_ENV: self.armed} if self.armed else None
+        self.running = programs.start(programs.Program("mxjob-controller", argv, log, env=env))
 
     def kill_and_restart(self) -> None:
         """SIGKILL (no shutdown code runs) and start a new process right away."""
@@ -50,13 +64,19 @@ class ControllerSupervisor:
             self.running.process.send_signal(signal.SIGKILL)
             self.running.process.wait(timeout=10)
             self.kills += 1
+            if self.armed is not None:
+                self.to_arm.insert(0, self.armed)  # killed before its point came
             self._spawn()
 
     def _watch(self) -> None:
         while not self._stop.wait(0.2):
             with self._lock:
-                if self.running is not None and self.running.exit_code() is not None:
-                    self.crashes += 1  # it died without being killed: a bug worth a figure
+                code = self.running.exit_code() if self.running is not None else None
+                if code is not None:
+                    if self.armed is not None and code in (-signal.SIGKILL, 128 + signal.SIGKILL):
+                        self.failpoint_kills.append(self.armed)  # it died at its point
+                    else:
+                        self.crashes += 1  # it died without being asked: a bug worth a figure
                     self._spawn()
 
     def stop(self) -> None:

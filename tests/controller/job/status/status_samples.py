@@ -19,10 +19,9 @@ def step(
     pods: list[Obj],
     *,
     now: datetime.datetime = NOW,
-    carries: dict[str, int] | None = None,
 ) -> tuple[Obj, Outcome]:
     """Compute, and return the job with the new status stored (as reconcile would)."""
-    outcome = compute_status(view_of(job_obj), pods, now=now, carries=carries)
+    outcome = compute_status(view_of(job_obj), pods, now=now)
     stored = copy.deepcopy(job_obj)
     stored["status"] = copy.deepcopy(outcome.status)
     return stored, outcome
