@@ -31,6 +31,7 @@ from controller.certificates.bundle_publisher import CABundlePublisher
 from controller.certificates.keeper import CertificateTargets, WebhookCertificateKeeper
 from controller.integrations.chosen import chosen_integrations
 from controller.integrations.registration import register
+from controller.job.job_writes import MXJobWrites
 from controller.job.reconciler import Reconciler, job_key
 from controller.job.tally import jobs_by_state
 from controller.runtime.client import Conflict, KubeClient, mxjobs_path, pods_path, services_path
@@ -124,10 +125,12 @@ class Controller:
             self.client, namespaces=namespaces, settings=informer_settings
         )
         self.metrics.track_jobs(self.jobs.store.objects, by_state=jobs_by_state)
+        # The one writer of MXJobs: the reconciler's, and Kueue's when it starts or stops one.
+        job_writes = MXJobWrites(self.client, jobs=self.jobs.store)
         integrations = chosen_integrations(
             settings,
             self.client,
-            jobs=self.jobs.store,
+            job_writes=job_writes,
             recorder=self.recorder,
             metrics=self.metrics,
             now=_utc_now,
@@ -154,6 +157,7 @@ class Controller:
             now=_utc_now,
             pod_start_timeout=settings.pod_start_timeout,
             failpoints=Failpoints.from_env(),
+            job_writes=job_writes,
         )
         names = ", ".join(i.name for i in integrations)
         log.info("integrations, in the order a reconcile calls them: %s", names)

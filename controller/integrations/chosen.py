@@ -26,11 +26,11 @@ from controller.integrations.kueue.integration import WORKLOADS, KueueIntegratio
 from controller.integrations.kueue.workload_sync import WorkloadSync
 from controller.integrations.netpol.integration import NetworkPolicyIntegration
 from controller.job.hooks import Integration
+from controller.job.job_writes import MXJobWrites
 from controller.runtime.client import KubeClient
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import Metrics
 from controller.runtime.settings import ControllerSettings, GangSchedulerChoice
-from controller.runtime.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def chosen_integrations(
     settings: ControllerSettings,
     client: KubeClient,
     *,
-    jobs: Store,
+    job_writes: MXJobWrites,
     recorder: EventRecorder,
     metrics: Metrics,
     now: Callable[[], datetime.datetime],
@@ -62,7 +62,7 @@ def chosen_integrations(
         sync = WorkloadSync(
             client,
             workloads=WORKLOADS.empty_store(),
-            jobs=jobs,
+            job_writes=job_writes,
             recorder=recorder,
             metrics=metrics,
             now=now,

@@ -26,6 +26,9 @@ The points, in the order of one reconcile:
 3. :meth:`~Integration.waits`: before status is computed, what holds the job back as far as
    the integration knows (its ``Pending`` condition, controller/job/status/waiting.py).
    :meth:`~Integration.notices`: after status is written, the Events to add to the job's story.
+   Both are handed the job's pods as the reconcile read them, once
+   (:class:`~controller.job.pods.JobPods`, each with its view): an integration asks the views,
+   and never parses a pod itself.
 4. :meth:`~Integration.prepare_pods`: pods are about to be created; make what they need first.
    The answer is a :class:`Preparation`: not ready holds the creations back (a PodGroup the pods
    name must exist before them), and the writes that failed are carried in it: the reconcile
@@ -41,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from controller.job.declaration import NOTHING, Declaration, Stores
+from controller.job.pods import JobPods
 from controller.job.status.outcome import Wait
 from controller.job.view import MXJobView, ReplicaView
 
@@ -100,9 +104,9 @@ class Integration(Protocol):
 
     def takes_over(self, job: MXJobView) -> bool: ...
 
-    def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None: ...
+    def waits(self, job: MXJobView, pods: JobPods) -> Wait | None: ...
 
-    def notices(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Sequence[Notice]: ...
+    def notices(self, job: MXJobView, pods: JobPods) -> Sequence[Notice]: ...
 
     def prepare_pods(self, job: MXJobView, *, labels: Mapping[str, str]) -> Preparation: ...
 
@@ -126,10 +130,10 @@ class NoHooks:
     def takes_over(self, job: MXJobView) -> bool:
         return False
 
-    def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None:
+    def waits(self, job: MXJobView, pods: JobPods) -> Wait | None:
         return None
 
-    def notices(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Sequence[Notice]:
+    def notices(self, job: MXJobView, pods: JobPods) -> Sequence[Notice]:
         return ()
 
     def prepare_pods(self, job: MXJobView, *, labels: Mapping[str, str]) -> Preparation:

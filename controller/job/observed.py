@@ -105,6 +105,9 @@ class PodView:
     unschedulable: str | None = None
     """The scheduler's message while ``PodScheduled`` is False for ``Unschedulable``: no node
     fits the pod (controller/job/status/waiting.py says so in the job's status)."""
+    node_name: str | None = None
+    """``spec.nodeName``: the node the pod is bound to, None while unscheduled (a gang counts
+    its placed pods by it, controller/integrations/gang/podgroups.py)."""
 
     @property
     def succeeded(self) -> bool:
@@ -192,6 +195,7 @@ def observe(pod: Mapping[str, Any]) -> PodView:
     labels = as_mapping(meta.get("labels"))
     annotations = as_mapping(meta.get("annotations"))
     status = as_mapping(pod.get("status"))
+    spec = as_mapping(pod.get("spec"))
     index_label = labels.get(LABEL_REPLICA_INDEX)
     index = int(index_label) if isinstance(index_label, str) and index_label.isdigit() else None
     main = main_container_status(pod)
@@ -199,7 +203,7 @@ def observe(pod: Mapping[str, Any]) -> PodView:
     kubelet_phase = status.get("phase")
     kubelet_phase = kubelet_phase if isinstance(kubelet_phase, str) and kubelet_phase else PENDING
     pod_reason = status.get("reason")
-    phase = _replica_phase(kubelet_phase, exit_code, as_mapping(pod.get("spec")), pod_reason)
+    phase = _replica_phase(kubelet_phase, exit_code, spec, pod_reason)
     last_exit_code, _ = _exit_code(main.get("lastState"))
     return PodView(
         name=str(meta.get("name", "")),
@@ -212,9 +216,7 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         terminating=bool(meta.get("deletionTimestamp")),
         in_place_restarts=_non_negative_int(main.get("restartCount")),
         last_exit_code=last_exit_code,
-        grace_seconds=_grace_seconds(
-            as_mapping(pod.get("spec")).get("terminationGracePeriodSeconds")
-        ),
+        grace_seconds=_grace_seconds(spec.get("terminationGracePeriodSeconds")),
         tracked=is_tracked(pod),
         deletion_timestamp=_text(meta.get("deletionTimestamp")),
         start_problem=start_problem(status),
@@ -224,6 +226,7 @@ def observe(pod: Mapping[str, Any]) -> PodView:
         ended_at=_finished_at(main.get("state"), status),
         lingering=kubelet_phase in (PENDING, RUNNING) and phase in (SUCCEEDED, FAILED),
         unschedulable=_unschedulable(status),
+        node_name=_text(spec.get("nodeName")),
     )
 
 

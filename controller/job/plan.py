@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.job.desired import Slot, build_service, desired_slots, service_adoption_patch
-from controller.job.observed import observe
+from controller.job.desired import Slot, build_service, service_adoption_patch
+from controller.job.observed import PodView
+from controller.job.pods import JobPod, JobPods
 from controller.job.status import Outcome
 from controller.job.tracking import to_release
 from controller.job.view import MXJobView
@@ -48,20 +49,17 @@ def _terminating(obj: Mapping[str, Any]) -> bool:
     return bool(as_mapping(obj.get("metadata")).get("deletionTimestamp"))
 
 
-def plan_actions(
-    job: MXJobView, outcome: Outcome, pods: Sequence[Obj], services: Sequence[Obj]
-) -> Plan:
+def plan_actions(job: MXJobView, outcome: Outcome, pods: JobPods, services: Sequence[Obj]) -> Plan:
     """:func:`plan_objects`, plus the pods whose tracking finalizer goes (status counts them)."""
     plan = plan_objects(job, outcome, pods, services)
     deleting = frozenset(object_name(p) for p in plan.delete_pods)
-    plan.release_pods = to_release(pods, ends_counted=outcome.ends_counted, deleting=deleting)
+    plan.release_pods = to_release(pods.raws, ends_counted=outcome.ends_counted, deleting=deleting)
     return plan
 
 
-def plan_objects(
-    job: MXJobView, outcome: Outcome, pods: Sequence[Obj], services: Sequence[Obj]
-) -> Plan:
-    """The pods and Services to create and delete, from the job, the outcome and the cache.
+def plan_objects(job: MXJobView, outcome: Outcome, pods: JobPods, services: Sequence[Obj]) -> Plan:
+    """The pods and Services to create and delete, from the job, the outcome and the cache
+    (``pods``: the job's own, each observed once, controller/job/pods.py).
 
     - suspended: every pod and Service goes;
     - finished: cleanPodPolicy (All: every pod and Service; Running: the active pods; None:
@@ -72,14 +70,15 @@ def plan_objects(
       counts writes per job);
     - otherwise: recreate what failed retryably, delete what the spec no longer has (scaling
       down removes the highest indices, since those are the ones beyond ``replicas``), create
-      what is missing. A pod still terminating keeps its slot until it is gone, and while a
-      job restarts as a whole, no pod is made until every pod of the ended attempt is gone;
+      what is missing (the spec's slots as status matched them, ``Outcome.slots``). A pod still
+      terminating keeps its slot until it is gone, and while a job restarts as a whole, no pod
+      is made until every pod of the ended attempt is gone;
     - always: the pods of an ended attempt go.
     """
-    live_pods = [p for p in pods if not _terminating(p)]
+    live_pods = pods.live()
     live_services = [s for s in services if not _terminating(s)]
     if outcome.suspended:
-        return Plan(delete_pods=live_pods, delete_services=live_services)
+        return Plan(delete_pods=[p.raw for p in live_pods], delete_services=live_services)
     if outcome.finished:
         plan = _plan_finished(job, outcome, live_pods, live_services)
     else:
@@ -87,44 +86,43 @@ def plan_objects(
     # Pods of an ended attempt go whatever the job's state (controller/job/recovery.py).
     stale = {view.name for view in outcome.stale}
     planned = {object_name(p) for p in plan.delete_pods}
-    plan.delete_pods += [p for p in live_pods if object_name(p) in stale - planned]
+    plan.delete_pods += [p.raw for p in live_pods if p.view.name in stale - planned]
     return plan
 
 
 def _plan_finished(
-    job: MXJobView, outcome: Outcome, live_pods: list[Obj], live_services: list[Obj]
+    job: MXJobView, outcome: Outcome, live_pods: Sequence[JobPod], live_services: list[Obj]
 ) -> Plan:
     """Active pods go only when overdue (their grace period after finishing is over, or the
     deadline passed); under All, finished pods go at once and Services once settled."""
     policy = job.run_policy.clean_pod_policy
-    delete_pods = [p for p in live_pods if _cleaned_now(p, outcome, policy)]
+    delete_pods = [p.raw for p in live_pods if _cleaned_now(p.view, outcome, policy)]
     settled = policy is CleanPodPolicy.ALL and outcome.settled
     return Plan(delete_pods=delete_pods, delete_services=live_services if settled else [])
 
 
-def _cleaned_now(pod: Obj, outcome: Outcome, policy: CleanPodPolicy) -> bool:
+def _cleaned_now(view: PodView, outcome: Outcome, policy: CleanPodPolicy) -> bool:
     """Whether a live pod of a finished job is deleted now: one still running (or lingering on
     its sidecars) once overdue, one that has ended only under All."""
-    view = observe(pod)
     if view.active or view.lingering:
-        return object_name(pod) in outcome.overdue
+        return view.name in outcome.overdue
     return policy is CleanPodPolicy.ALL
 
 
 def _plan_running(
     job: MXJobView,
     outcome: Outcome,
-    pods: Sequence[Obj],
+    pods: JobPods,
     services: Sequence[Obj],
 ) -> Plan:
     """Recreate, delete what the spec no longer has, adopt Services, create what is missing."""
     plan = Plan()
-    slots = desired_slots(job)
+    slots = outcome.slots
     wanted = {slot.name: slot for slot in slots}
     recreate = {view.name for view in outcome.recreate}
-    for pod in (p for p in pods if not _terminating(p)):
-        if object_name(pod) not in wanted or object_name(pod) in recreate:
-            plan.delete_pods.append(pod)
+    for pod in pods.live():
+        if pod.view.name not in wanted or pod.view.name in recreate:
+            plan.delete_pods.append(pod.raw)
     for service in (s for s in services if not _terminating(s)):
         slot = wanted.get(object_name(service))
         if slot is None:
@@ -133,7 +131,7 @@ def _plan_running(
         patch = service_adoption_patch(service, build_service(job, slot))
         if patch is not None:
             plan.patch_services.append((service, patch))
-    pod_names = {object_name(p) for p in pods}
+    pod_names = pods.names()
     service_names = {object_name(s) for s in services}
     for slot in slots:
         if slot.name not in pod_names and not outcome.hold_creations:

@@ -1,10 +1,13 @@
 """reconcile(key): read one job's world from the caches, compute, act on the difference.
 
 Level-triggered and idempotent: nothing here remembers what the last event was. Each run reads
-the MXJob, its pods and its Services from the informers' stores (never a LIST), asks
-:func:`controller.job.status.compute_status` what the status should be and which failed pods to
-recreate, asks :func:`controller.job.plan.plan_actions` (pure) which objects to create and delete,
-and then:
+the MXJob, its pods and its Services from the informers' stores (never a LIST), the pods once
+into a :class:`~controller.job.pods.JobPods` that every later stage shares (no stage observes a
+pod again), asks the integrations what holds the job back
+(:meth:`~controller.job.hooks.Integration.waits`), asks
+:func:`controller.job.status.compute_status` what the status should be, which failed pods to
+recreate and which slots the spec asks for, asks :func:`controller.job.plan.plan_actions`
+(pure) which objects to create and delete against those slots, and then:
 
 1. writes status through the status subresource, only when it changed, with the cached
    ``resourceVersion`` as precondition (a conflict means a newer job exists: retry from it).
@@ -14,7 +17,9 @@ and then:
 3. deletes (removing the tracking finalizer just before), then creates, pods and Services,
    recording expectations first so that a cache that has not yet seen them never causes a
    duplicate;
-4. records Events and counts metrics; returns when a timer must fire next.
+4. records Events (the outcome's, then the integrations'
+   :meth:`~controller.job.hooks.Integration.notices`) and counts metrics
+   (:func:`controller.job.tally.tally`); returns when a timer must fire next.
 
 Pods nobody will count (their MXJob is gone or being deleted, or they belong to an older MXJob
 of the same name) lose the tracking finalizer at once, so that none stays stuck.
@@ -31,15 +36,17 @@ import logging
 from collections.abc import Callable, Sequence
 
 from controller.job.hooks import Integration
+from controller.job.job_writes import MXJobWrites
 from controller.job.memory import JobMemory
 from controller.job.ownership import controller_uid
 from controller.job.plan import Obj, plan_actions
+from controller.job.pods import JobPods
 from controller.job.status import DEFAULT_POD_START_TIMEOUT, Outcome, compute_status
 from controller.job.tally import tally
 from controller.job.tracking import release_patch
 from controller.job.view import MXJobView, read_job
 from controller.job.writes import JobWriter
-from controller.runtime.client import Conflict, KubeClient, NotFound, mxjobs_path
+from controller.runtime.client import KubeClient, NotFound, mxjobs_path
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
 from controller.runtime.failpoints import STATUS_WRITTEN, Failpoints
@@ -71,8 +78,12 @@ class Reconciler:
         now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
         pod_start_timeout: float = DEFAULT_POD_START_TIMEOUT,
         failpoints: Failpoints | None = None,
+        job_writes: MXJobWrites | None = None,
     ) -> None:
         self.client = client
+        self.job_writes = job_writes or MXJobWrites(client, jobs=jobs)
+        """The one writer of MXJobs, shared with Kueue's integration (controller/job/
+        job_writes.py)."""
         self.failpoints = failpoints or Failpoints()
         """Where a kill-point test makes the process die (controller/runtime/failpoints.py)."""
         self.pod_start_timeout = pod_start_timeout
@@ -155,7 +166,7 @@ class Reconciler:
     def _sync(self, job: MXJobView) -> float | None:
         """Status, then the objects: the steps of the module docstring for one live job."""
         named = self.pods.by_index(job.namespace, job.name)
-        pods = [p for p in named if controller_uid(p) == job.uid]
+        pods = JobPods.read(p for p in named if controller_uid(p) == job.uid)
         # Pods of an older MXJob of the same name: the garbage collector deletes them.
         foreign = [
             p for p in named if controller_uid(p) != job.uid and release_patch(p) is not None
@@ -189,7 +200,7 @@ class Reconciler:
         self.writer.carry_out(job, plan, outcome)
         return outcome.requeue_after
 
-    def _record(self, job: MXJobView, outcome: Outcome, pods: Sequence[Obj]) -> None:
+    def _record(self, job: MXJobView, outcome: Outcome, pods: JobPods) -> None:
         """The outcome's Events, then what the integrations add while the job runs."""
         for event in outcome.events:
             self.recorder.record(job.raw, event.type, event.reason, event.message)
@@ -204,26 +215,14 @@ class Reconciler:
         old = {k: v for k, v in job.status.items() if k != "lastReconcileTime"}
         if old == outcome.status:
             return
-        body = {**job.raw, "status": {**outcome.status, "lastReconcileTime": format_time(now)}}
-        written = self.client.request(
-            "PUT", mxjobs_path(job.namespace, job.name, subresource="status"), body=body
-        )
-        if isinstance(written, dict):
-            self.jobs.write_through(written)
+        self.job_writes.status(job.raw, {**outcome.status, "lastReconcileTime": format_time(now)})
 
     def _delete_job(self, job: MXJobView) -> None:
-        try:
-            self.client.request(
-                "DELETE",
-                mxjobs_path(job.namespace, job.name),
-                body={"propagationPolicy": "Background", "preconditions": {"uid": job.uid}},
-            )
+        if self.job_writes.delete(namespace=job.namespace, name=job.name, uid=job.uid):
             log.info(
                 "deleted after ttlSecondsAfterFinished",
                 extra={"fields": {"namespace": job.namespace, "name": job.name}},
             )
-        except (NotFound, Conflict):
-            pass
 
     def _release_orphans(self, key: str, pods: Sequence[Obj], *, check_live: bool = False) -> None:
         """Let go of pods nobody will count (see the module docstring).

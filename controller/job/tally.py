@@ -18,7 +18,8 @@ import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from controller.job.observed import PodView, observe
+from controller.job.observed import PodView
+from controller.job.pods import JobPods
 from controller.job.status import Outcome
 from controller.job.view import MXJobView
 from controller.runtime.job_series import JOB_STATES, NEW, UNKNOWN_EXIT_CLASS, JobTally
@@ -106,7 +107,7 @@ def restarts_by_exit_class(
 def tally(
     job: MXJobView,
     outcome: Outcome,
-    pods: Sequence[Mapping[str, Any]],
+    pods: JobPods,
     *,
     now: datetime.datetime,
 ) -> JobTally:
@@ -120,7 +121,7 @@ def tally(
         restarts = restarts_by_exit_class(
             new_restarts=outcome.new_restarts,
             recreated=outcome.recreate,
-            views=[observe(p) for p in pods] if in_place else [],
+            views=pods.views if in_place else (),
         )
     return JobTally(
         namespace=job.namespace,

@@ -14,7 +14,6 @@ pods run without a budget (:mod:`controller.integrations.children.foreign`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from controller.integrations.budget.pdb import wants_budget
 from controller.integrations.budget.pdb_writes import BUDGETS, ensure_budget
@@ -23,6 +22,7 @@ from controller.integrations.children.stores import ChildStores
 from controller.integrations.gang.podgroups import GangScheduler
 from controller.job.declaration import Declaration, Stores
 from controller.job.hooks import READY, NoHooks, Notice, Preparation
+from controller.job.pods import JobPods
 from controller.job.view import MXJobView
 from controller.runtime.client import KubeClient
 
@@ -61,7 +61,7 @@ class BudgetIntegration(NoHooks):
             return Preparation(ready=True, errors=(error,))
         return READY
 
-    def notices(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Sequence[Notice]:
+    def notices(self, job: MXJobView, pods: JobPods) -> Sequence[Notice]:
         """``ForeignObjectExists`` once, when another object holds the budget's name."""
         if not wants_budget(job, self.scheduler):
             return ()

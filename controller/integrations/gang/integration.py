@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from controller.integrations.children.ensure import OwnedChildren
 from controller.integrations.children.kind import ChildKind
@@ -40,6 +40,7 @@ from controller.integrations.gang.podgroups import (
 )
 from controller.job.declaration import Declaration, Stores
 from controller.job.hooks import READY, NoHooks, Notice, Obj, Preparation
+from controller.job.pods import JobPods
 from controller.job.status.outcome import Wait
 from controller.job.view import MXJobView, ReplicaView
 from controller.runtime.client import KubeClient
@@ -110,7 +111,7 @@ class GangIntegration(NoHooks):
     def decorate_pod(self, job: MXJobView, pod: Obj, *, replica: ReplicaView) -> None:
         join_pod(pod, job, self.scheduler, replica_type=replica.lower)
 
-    def notices(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Sequence[Notice]:
+    def notices(self, job: MXJobView, pods: JobPods) -> Sequence[Notice]:
         """``GangFieldNotKept`` once per field the API server dropped; ``ForeignObjectExists``
         once per foreign object of the gang's name; ``GangWaiting`` while every pod exists but
         too few are placed (a finished or suspended job waits for nothing)."""
@@ -125,7 +126,7 @@ class GangIntegration(NoHooks):
         waiting = gang_waiting(job, pods, self.scheduler)
         return (*found, Notice(GANG_WAITING, waiting)) if waiting else found
 
-    def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None:
+    def waits(self, job: MXJobView, pods: JobPods) -> Wait | None:
         """The job's ``Pending`` condition while a foreign object holds its gang's name, or
         while its pods wait for their gang to fit."""
         if job.finished or job.suspended:

@@ -31,11 +31,12 @@ The I/O (discovery, creating and replacing the objects) is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from controller.integrations.gang.quantity import Quantity, add, format_quantity, parse
 from controller.job.ownership import owner_reference
+from controller.job.pods import JobPods
 from controller.job.view import MXJobView, ReplicaView
 from shared.spec import as_mapping, is_int
 
@@ -244,20 +245,19 @@ def delays_pods(pod_group: Mapping[str, Any] | None, scheduler: GangScheduler) -
     return phase in VOLCANO_WAITING_PHASES
 
 
-def gang_waiting(
-    job: MXJobView, pods: Sequence[Mapping[str, Any]], scheduler: GangScheduler
-) -> str | None:
+def gang_waiting(job: MXJobView, pods: JobPods, scheduler: GangScheduler) -> str | None:
     """A message when the job's pods wait for their gang to fit, None otherwise.
 
     Waiting means: the job has all its pods, and fewer than ``minAvailable`` are on a node
-    (a gang scheduler binds them together, so until then they stay Pending as a whole).
+    (a gang scheduler binds them together, so until then they stay Pending as a whole). Read
+    from the pods' views (not terminating, bound to a node), as the reconcile observed them.
     """
     if scheduler == "none":
         return None
-    live = [p for p in pods if not as_mapping(p.get("metadata")).get("deletionTimestamp")]
+    live = [view for view in pods.views if not view.terminating]
     if len(live) < job.total_replicas:
         return None
-    placed = sum(1 for p in live if as_mapping(p.get("spec")).get("nodeName"))
+    placed = sum(1 for view in live if view.node_name)
     needed = min_available(job)
     if placed >= needed:
         return None

@@ -14,8 +14,7 @@ manifests/components/kueue-workloads/rbac.yaml and the chart's kueue-workloads-r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from controller.integrations.kueue.workload import (
     JOB_UID_LABEL,
@@ -26,6 +25,7 @@ from controller.integrations.kueue.workload import (
 from controller.integrations.kueue.workload_sync import WorkloadSync, workload_owner_key
 from controller.job.declaration import Declaration, Rule, Stores, Watch
 from controller.job.hooks import NoHooks
+from controller.job.pods import JobPods
 from controller.job.status.outcome import Wait
 from controller.job.view import MXJobView
 
@@ -86,7 +86,7 @@ class KueueIntegration(NoHooks):
             return False
         return self.sync.sync(job)
 
-    def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None:
+    def waits(self, job: MXJobView, pods: JobPods) -> Wait | None:
         """A suspended queued job waits for Kueue: its Workload says why (``QuotaReserved``
         False, or quota reserved and ``Admitted`` not yet True)."""
         if not (job.queueing.wants_workload and job.suspended):

@@ -44,10 +44,11 @@ from controller.integrations.kueue.workload import (
     build_kueue_workload,
     priority_class,
 )
+from controller.job.job_writes import MXJobWrites
 from controller.job.ownership import controller_uid, controlling_job, owner_reference
 from controller.job.tally import admission_wait_seconds
 from controller.job.view import MXJobView
-from controller.runtime.client import APPLY_PATCH, KubeClient, NotFound, mxjobs_path, resource_path
+from controller.runtime.client import APPLY_PATCH, KubeClient, NotFound, resource_path
 from controller.runtime.events import EventRecorder
 from controller.runtime.informers import Store
 from controller.runtime.metrics import Metrics
@@ -114,14 +115,15 @@ class WorkloadSync:
         client: KubeClient,
         *,
         workloads: Store,
-        jobs: Store,
+        job_writes: MXJobWrites,
         recorder: EventRecorder,
         metrics: Metrics,
         now: Callable[[], datetime.datetime],
     ) -> None:
         self.client = client
         self.workloads = workloads
-        self.jobs = jobs
+        self.job_writes = job_writes
+        """Starting and stopping a job is a write of the job: the reconciler's own writer's."""
         self.recorder = recorder
         self.metrics = metrics
         self._now = now
@@ -303,14 +305,8 @@ class WorkloadSync:
             )  # fmt: skip
 
     def _put_job(self, stored: Obj) -> None:
-        """PUT the stored job as started or stopped (its status left out: a subresource)."""
-        meta = stored["metadata"]
-        body = {k: v for k, v in stored.items() if k != "status"}
-        written = self.client.request(
-            "PUT", mxjobs_path(str(meta["namespace"]), str(meta["name"])), body=body
-        )
-        if isinstance(written, dict):
-            self.jobs.write_through(written)
+        """The stored job as started or stopped, through the one writer of MXJobs."""
+        self.job_writes.spec(stored)
 
     def let_go(self, namespace: str, name: str, *, uid: str | None) -> None:
         """The job is gone (or being deleted): its Workloads lose Kueue's finalizer, so the

@@ -15,13 +15,13 @@ policies' cache (declared here, bound by the manager), brings the job back.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from controller.integrations.children.ensure import OwnedChildren
 from controller.integrations.children.stores import ChildStores
 from controller.integrations.netpol.policy_writes import POLICIES, ensure_policy
 from controller.job.declaration import Declaration, Stores
 from controller.job.hooks import NoHooks, Notice, Preparation
+from controller.job.pods import JobPods
 from controller.job.status.outcome import Wait
 from controller.job.view import MXJobView
 from controller.runtime.client import KubeClient
@@ -54,11 +54,11 @@ class NetworkPolicyIntegration(NoHooks):
         except Exception as error:
             return Preparation(ready=False, errors=(error,))
 
-    def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None:
+    def waits(self, job: MXJobView, pods: JobPods) -> Wait | None:
         """``Pending`` while a foreign object holds the policy's name."""
         return self.policies.wait(job)
 
-    def notices(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Sequence[Notice]:
+    def notices(self, job: MXJobView, pods: JobPods) -> Sequence[Notice]:
         notice = self.policies.notice(job)
         return (notice,) if notice is not None else ()
 

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
-from controller.job.observed import PodView, observe
+from controller.job.pods import JobPods
 from controller.job.status.aftermath import follow_finished
 from controller.job.status.backoff import fail_backoff
 from controller.job.status.deadline import check_deadline
@@ -47,7 +46,7 @@ from controller.job.status.outcome import (
 from controller.job.status.progress import mark_running, progress
 from controller.job.status.restart import restart
 from controller.job.status.suspension import resume, suspend
-from controller.job.status.sync import Phase, match_slots, only, sooner, start
+from controller.job.status.sync import Phase, Sync, match_slots, only, sooner, start
 from controller.job.status.unstartable import DEFAULT_POD_START_TIMEOUT, fail_unstartable
 from controller.job.status.verdicts import fail_invalid, fail_permanent, succeed
 from controller.job.status.waiting import explain_wait
@@ -92,7 +91,7 @@ limit. A job no phase ends goes on (:func:`controller.job.status.progress.progre
 
 def compute_status(
     job: MXJobView,
-    pods: Sequence[Mapping[str, Any]],
+    pods: JobPods,
     *,
     now: datetime.datetime,
     pod_start_timeout: float = DEFAULT_POD_START_TIMEOUT,
@@ -102,40 +101,36 @@ def compute_status(
 
     ``job`` is the view of the MXJob with its persisted ``status``; a job that never passed the
     validating webhook carries its ``violations`` and fails at once. ``pods`` are the pods it
-    controls (by owner uid), from the cache. Restarts are counted from the persisted status alone
-    (controller/job/status/backoff.py). ``pod_start_timeout`` is the controller's; the job's own
-    annotation (``job.pod_start_timeout``) wins. ``held``: what an integration says holds the
-    job back (controller/job/status/waiting.py).
+    controls (by owner uid), from the cache, each observed once (controller/job/pods.py).
+    Restarts are counted from the persisted status alone (controller/job/status/backoff.py).
+    ``pod_start_timeout`` is the controller's; the job's own annotation
+    (``job.pod_start_timeout``) wins. ``held``: what an integration says holds the job back
+    (controller/job/status/waiting.py). The outcome carries the slots the spec asks for
+    (:attr:`Outcome.slots`), so the plan does not compute them again.
 
     A pod deleted by someone else and held by the tracking finalizer counts by how it ended,
-    as if it had not been deleted (:attr:`PodView.gone`); one whose end is never reported
-    counts as failed without an exit code after a while
+    as if it had not been deleted (:attr:`~controller.job.observed.PodView.gone`); one whose
+    end is never reported counts as failed without an exit code after a while
     (:func:`controller.job.tracking.settle_views`).
     """
-    views, unreported_due = settle_views([observe(p) for p in pods], now)
+    views, unreported_due = settle_views(pods.views, now)
     timeout = job.pod_start_timeout
-    outcome = _decide(
+    sync = start(
         job, views, now=now,
         pod_start_timeout=float(timeout) if timeout is not None else pod_start_timeout,
         held=held,
     )  # fmt: skip
+    outcome = _decide(sync)
     return dataclasses.replace(
         outcome,
         requeue_after=sooner(outcome.requeue_after, unreported_due),
         ends_counted=accounted(views),
+        slots=tuple(sync.slots),
     )
 
 
-def _decide(
-    job: MXJobView,
-    views: Sequence[PodView],
-    *,
-    now: datetime.datetime,
-    pod_start_timeout: float,
-    held: Wait | None,
-) -> Outcome:
+def _decide(sync: Sync) -> Outcome:
     """Run the phases in order; the first that decides the outcome ends the computation."""
-    sync = start(job, views, now=now, pod_start_timeout=pod_start_timeout, held=held)
     for phase in PHASES:
         outcome = phase(sync)
         if outcome is not None:

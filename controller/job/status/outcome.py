@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from controller.job.desired import Slot
 from controller.job.observed import PodView
 
 FAILED_VALIDATION_REASON: Final = "MXJobFailedValidation"
@@ -84,3 +85,10 @@ class Outcome:
     hold_creations: bool = False
     """A whole-job restart is under way: no pod is made until every pod of the ended attempt
     is gone (never two live pods for one slot)."""
+    slots: tuple[Slot, ...] = ()
+    """Every replica the spec asks for, as status matched the pods to them
+    (:func:`~controller.job.status.sync.match_slots`). The plan creates and deletes against
+    this same list instead of asking :func:`~controller.job.desired.desired_slots` again: the
+    slots are computed once per reconcile, and status and plan cannot disagree about them. Every
+    outcome of a job that goes on carries them; one decided before they were matched (a
+    finished or suspended job) has none, and the plan makes nothing for it."""

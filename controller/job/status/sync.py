@@ -169,7 +169,12 @@ def _restarts_in_place(job: MXJobView) -> bool:
 
 
 def match_slots(sync: Sync) -> None:
-    """Each desired slot's pod: the pod of its name, if it runs that slot's replica type."""
+    """Each desired slot's pod: the pod of its name, if it runs that slot's replica type.
+
+    The only place a reconcile computes the slots: the outcome hands them on to the plan
+    (:attr:`~controller.job.status.outcome.Outcome.slots`). Computed here rather than when the
+    state is built, so a finished, invalid or suspended job, decided before this phase, never
+    pays for them."""
     sync.slots = desired_slots(sync.job)
     views_by_name = {v.name: v for v in sync.views}
     for slot in sync.slots:

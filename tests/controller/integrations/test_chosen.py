@@ -15,6 +15,7 @@ from controller.integrations.chosen import chosen_integrations, resolve_gang_sch
 from controller.integrations.gang.integration import GangIntegration
 from controller.job.declaration import Declaration
 from controller.job.hooks import Integration
+from controller.job.job_writes import MXJobWrites
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import Metrics
 from controller.runtime.settings import from_args
@@ -32,7 +33,8 @@ METRICS = Metrics()
 def chosen(*args: str, api: FakeApi | None = None) -> list[Integration]:
     client = api or FakeApi()
     return chosen_integrations(
-        from_args(list(args), environ={}), client, jobs=Store(), recorder=EventRecorder(client),
+        from_args(list(args), environ={}), client,
+        job_writes=MXJobWrites(client, jobs=Store()), recorder=EventRecorder(client),
         metrics=METRICS, now=lambda: NOW,
     )  # fmt: skip
 

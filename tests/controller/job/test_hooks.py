@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from controller.job.declaration import NOTHING
 from controller.job.hooks import READY, Integration, NoHooks, Preparation, combined
+from controller.job.pods import JobPods
 from controller.runtime.client import Conflict
 from tests.controller.samples import job, view_of
 
@@ -19,7 +20,7 @@ def test_no_hooks_is_an_integration_that_declares_and_does_nothing() -> None:
     nothing.bind({})
     nothing.job_gone("ns", "mnist", uid=None)
     assert not nothing.takes_over(mnist)
-    assert nothing.waits(mnist, []) is None and nothing.notices(mnist, []) == ()
+    assert nothing.waits(mnist, JobPods()) is None and nothing.notices(mnist, JobPods()) == ()
     assert nothing.prepare_pods(mnist, labels={}) is READY
 
 

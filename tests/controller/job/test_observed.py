@@ -28,6 +28,17 @@ def test_a_terminating_pod_is_not_active() -> None:
     assert view.terminating and not view.active and not view.running
 
 
+def test_the_node_a_pod_is_bound_to_is_read_from_its_spec() -> None:
+    bound = pod(job(), "worker-0")
+    bound["spec"]["nodeName"] = "node-1"
+    assert observe(bound).node_name == "node-1"
+    unbound = pod(job(), "worker-0")
+    unbound["spec"].pop("nodeName", None)
+    assert observe(unbound).node_name is None
+    unbound["spec"]["nodeName"] = ""
+    assert observe(unbound).node_name is None
+
+
 def test_a_malformed_pod_reads_as_pending() -> None:
     view = observe(
         {

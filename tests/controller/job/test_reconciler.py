@@ -5,14 +5,18 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
+import controller.job.status.sync as sync_module
 from controller.integrations.children.kind import child_object
 from controller.integrations.gang.integration import GangIntegration
 from controller.integrations.gang.podgroup_writes import CRD_POD_GROUPS
+from controller.job.desired import Slot, desired_slots
 from controller.job.hooks import READY, Integration, NoHooks, Preparation
-from controller.job.observed import ATTEMPT_ANNOTATION
+from controller.job.observed import ATTEMPT_ANNOTATION, PodView
+from controller.job.pods import JobPods
 from controller.job.reconciler import Reconciler
 from controller.job.status import compute_status
 from controller.job.view import MXJobView
@@ -181,10 +185,43 @@ def test_a_retryable_failure_restarts_the_whole_job_status_first_then_every_pod(
     assert world.api.objects[mxjobs_path("ns", "mnist")]["status"]["restartCount"] == 1
 
 
+def test_a_reconcile_observes_each_of_the_jobs_pods_once_and_its_slots_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = World(LONE)
+    world.reconciler.reconcile(KEY)
+    world.sync_from_api()
+    world.set_pod_status(
+        "mnist-worker-1", pod(LONE, "worker-1", phase="Failed", exit_code=137)["status"]
+    )
+    world.sync_from_api()
+    observed: list[str] = []
+    build_view = PodView.__init__
+
+    def counting_view(view: PodView, *args: Any, **fields: Any) -> None:
+        observed.append(fields["name"])
+        build_view(view, *args, **fields)
+
+    slots_asked: list[str] = []
+
+    def counting_slots(job: MXJobView) -> list[Slot]:
+        slots_asked.append(job.name)
+        return desired_slots(job)
+
+    monkeypatch.setattr(PodView, "__init__", counting_view)
+    monkeypatch.setattr(sync_module, "desired_slots", counting_slots)
+    world.reconciler.reconcile(KEY)
+    assert pods_path("ns", "mnist-worker-1") not in world.api.objects, "status, tally, plan ran"
+    assert sorted(observed) == names(world.pods.by_index("ns", "mnist"))
+    assert slots_asked == ["mnist"]
+
+
 def test_ttl_expiry_deletes_the_job_with_a_uid_precondition() -> None:
     finished = job(run_policy={"ttlSecondsAfterFinished": 0})
     finished["status"] = compute_status(
-        view_of(finished), [pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)], now=NOW
+        view_of(finished),
+        JobPods.read([pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)]),
+        now=NOW,
     ).status
     world = World(finished)
     world.reconciler.reconcile(KEY)
@@ -198,7 +235,9 @@ def test_the_ttl_deletion_is_logged_with_namespace_and_name_as_fields(
 ) -> None:
     finished = job(run_policy={"ttlSecondsAfterFinished": 0})
     finished["status"] = compute_status(
-        view_of(finished), [pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)], now=NOW
+        view_of(finished),
+        JobPods.read([pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)]),
+        now=NOW,
     ).status
     world = World(finished)
     with caplog.at_level(logging.INFO, logger="controller.job.reconciler"):

@@ -7,6 +7,7 @@ from typing import Any
 from controller.job.desired import build_service, desired_slots
 from controller.job.observed import ATTEMPT_ANNOTATION, observe
 from controller.job.plan import plan_actions
+from controller.job.pods import JobPods
 from controller.job.recovery import HISTORY_LIMIT, consequences, with_entries
 from tests.controller.job.status.status_samples import step
 from tests.controller.samples import job, later, pod, pods_all, view_of
@@ -64,19 +65,19 @@ def test_the_plan_deletes_every_pod_of_the_attempt_and_makes_none_until_they_are
     stored, _ = step(job(), [])
     pods = oom_of_worker_1(stored)
     stored, outcome = step(stored, pods)
-    plan = plan_actions(view_of(stored), outcome, pods, service_all(stored))
+    plan = plan_actions(view_of(stored), outcome, JobPods.read(pods), service_all(stored))
     assert names(plan.delete_pods) == [p["metadata"]["name"] for p in pods] and not (
         plan.create_pods
     )
     # One old pod still terminating: nothing is made yet, and the count stays.
     going = pod(stored, "server-0", terminating=True)
     stored, outcome = step(stored, [going])
-    plan = plan_actions(view_of(stored), outcome, [going], service_all(stored))
+    plan = plan_actions(view_of(stored), outcome, JobPods.read([going]), service_all(stored))
     assert outcome.hold_creations and not plan.create_pods and not plan.delete_pods
     assert outcome.status["restartCount"] == 1 and len(outcome.status["restarts"]) == 1
     # All gone: every slot is made again, in the new attempt.
     stored, outcome = step(stored, [])
-    plan = plan_actions(view_of(stored), outcome, [], service_all(stored))
+    plan = plan_actions(view_of(stored), outcome, JobPods(), service_all(stored))
     assert not outcome.hold_creations and outcome.attempt == 1
     assert sorted(slot.key for slot in plan.create_pods) == [
         "scheduler-0", "server-0", "worker-0", "worker-1"

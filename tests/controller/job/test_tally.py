@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from controller.job.observed import observe
+from controller.job.pods import JobPods
 from controller.job.status import Outcome, compute_status
 from controller.job.tally import (
     admission_wait_seconds,
@@ -106,7 +107,7 @@ def _created_at(obj: dict[str, object], text: str = NOW_TEXT) -> dict[str, objec
 
 def test_a_job_that_starts_running_tallies_its_start_time_once() -> None:
     created = _created_at(job(status={"conditions": [_condition("Created")]}))
-    pods = pods_all(created)
+    pods = JobPods.read(pods_all(created))
     outcome = compute_status(view_of(created), pods, now=later(42))
     assert outcome.status["state"] == "Running"
     assert tally(view_of(created), outcome, pods, now=later(42)) == JobTally(
@@ -123,22 +124,25 @@ def test_a_job_that_ends_tallies_its_end_and_how_long_it_took() -> None:
     running = _created_at(job(status={"conditions": conditions}))
     pods = [pod(running, "scheduler-0", phase="Succeeded", exit_code=0)]
     pods += [pod(running, key) for key in ("server-0", "worker-0", "worker-1")]
-    outcome = compute_status(view_of(running), pods, now=later(3600))
+    read = JobPods.read(pods)
+    outcome = compute_status(view_of(running), read, now=later(3600))
     assert outcome.became == "Succeeded"
-    found = tally(view_of(running), outcome, pods, now=later(3600))
+    found = tally(view_of(running), outcome, read, now=later(3600))
     assert (found.ended, found.ended_after, found.started_after) == ("Succeeded", 3600.0, None)
 
 
 def test_a_first_reconcile_tallies_the_creation_and_a_restart_its_class() -> None:
     fresh = job()
-    first = compute_status(view_of(fresh), [], now=NOW)
-    assert tally(view_of(fresh), first, [], now=NOW) == JobTally(namespace="ns", created=True)
+    first = compute_status(view_of(fresh), JobPods(), now=NOW)
+    assert tally(view_of(fresh), first, JobPods(), now=NOW) == JobTally(
+        namespace="ns", created=True
+    )
     outcome = dataclasses.replace(
         Outcome(status={}),
         new_restarts=1,
         recreate=(observe(pod(fresh, "worker-0", phase="Failed", exit_code=137)),),
     )
-    assert tally(view_of(fresh), outcome, [], now=NOW).restarts == {"Retryable": 1}
+    assert tally(view_of(fresh), outcome, JobPods(), now=NOW).restarts == {"Retryable": 1}
 
 
 # -- Kueue's admission wait ----------------------------------------------------------------------

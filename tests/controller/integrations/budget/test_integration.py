@@ -9,6 +9,7 @@ from controller.integrations.children.kind import child_object
 from controller.integrations.gang.podgroups import GangScheduler
 from controller.job.desired import job_labels
 from controller.job.hooks import Integration
+from controller.job.pods import JobPods
 from controller.job.view import MXJobView
 from controller.runtime.client import ApiError, error_for
 from controller.runtime.events import FOREIGN_OBJECT_EXISTS
@@ -73,7 +74,7 @@ def test_the_bound_store_is_the_one_read() -> None:
     bound = catch_up(Store(transform=child_object), api, budget_path("ns"), transform=child_object)
     budget.bind({BUDGETS.watch.name: bound})
     assert prepare(budget, ASKED) == (True, []) and api.writes() == []
-    assert budget.notices(ASKED, [])[0].reason == FOREIGN_OBJECT_EXISTS
+    assert budget.notices(ASKED, JobPods())[0].reason == FOREIGN_OBJECT_EXISTS
 
 
 def test_a_budget_that_cannot_be_written_is_an_error_but_holds_no_pod_back() -> None:
@@ -94,11 +95,11 @@ def test_a_foreign_budget_is_left_told_once_and_holds_no_pod_back_nor_makes_the_
     catch_up(budget.children(BUDGETS), api, budget_path("ns"), transform=child_object)
     assert prepare(budget, ASKED) == (True, [])
     assert api.writes() == [] and api.objects[budget_path("ns", "mnist")] == stored
-    assert budget.waits(ASKED, []) is None
-    (notice,) = budget.notices(ASKED, [])
+    assert budget.waits(ASKED, JobPods()) is None
+    (notice,) = budget.notices(ASKED, JobPods())
     assert (notice.type, notice.reason) == ("Warning", FOREIGN_OBJECT_EXISTS)
     assert "the job runs without a PodDisruptionBudget of its own" in notice.message
-    assert budget.notices(ASKED, []) == ()
-    assert budget.notices(PLAIN, []) == (), "a job that wants no budget is told nothing"
+    assert budget.notices(ASKED, JobPods()) == ()
+    assert budget.notices(PLAIN, JobPods()) == (), "a job that wants no budget is told nothing"
     budget.job_gone("ns", "mnist", uid="job-uid")
-    assert len(budget.notices(ASKED, [])) == 1, "a new job of the name is told again"
+    assert len(budget.notices(ASKED, JobPods())) == 1, "a new job of the name is told again"

@@ -21,6 +21,7 @@ from controller.integrations.gang.podgroup_writes import (
 from controller.integrations.gang.podgroups import GANG_WAITING, GangScheduler, build_crd_pod_group
 from controller.job.desired import build_pod, desired_slots, job_labels
 from controller.job.hooks import Integration, Notice, Preparation
+from controller.job.pods import JobPods
 from controller.job.status import compute_status
 from controller.runtime.events import FOREIGN_OBJECT_EXISTS
 from tests.controller.fakes import FakeApi, catch_up
@@ -77,17 +78,17 @@ def test_an_earlier_jobs_pod_group_is_left_and_the_job_waits_for_it() -> None:
     assert prepare(seen(gang, api)) == (False, []), "held back, and not an error"
     assert [(w.method, w.path) for w in api.writes()] == [("POST", gang_path("workloads", "ns"))]
     assert api.objects[gang_path("podgroups", "ns", "mnist")] == stored
-    wait = gang.waits(JOB, [])
+    wait = gang.waits(JOB, JobPods())
     assert wait is not None and wait.reason == FOREIGN_OBJECT_EXISTS
     assert "PodGroup ns/mnist was made for an earlier MXJob of this name" in wait.message
-    (notice,) = gang.notices(JOB, [])
+    (notice,) = gang.notices(JOB, JobPods())
     assert (notice.type, notice.reason, notice.message) == (
         "Warning", FOREIGN_OBJECT_EXISTS, wait.message,
     )  # fmt: skip
-    assert gang.notices(JOB, []) == (), "said once"
+    assert gang.notices(JOB, JobPods()) == (), "said once"
     del api.objects[gang_path("podgroups", "ns", "mnist")]  # garbage collection
     assert prepare(seen(gang, api)) == (True, [])
-    assert gang.waits(JOB, []) is None
+    assert gang.waits(JOB, JobPods()) is None
 
 
 def test_a_foreign_pod_group_makes_the_job_pending_for_it_even_over_unplaced_pods() -> None:
@@ -101,9 +102,9 @@ def test_a_foreign_pod_group_makes_the_job_pending_for_it_even_over_unplaced_pod
     unplaced = pods_all(job())
     for pod in unplaced:
         pod["spec"].pop("nodeName", None)
-    wait = gang.waits(JOB, unplaced)
+    wait = gang.waits(JOB, JobPods.read(unplaced))
     assert wait is not None
-    status = compute_status(JOB, [], now=NOW, held=wait).status
+    status = compute_status(JOB, JobPods(), now=NOW, held=wait).status
     (pending,) = [c for c in status["conditions"] if c["type"] == "Pending"]
     assert (pending["status"], pending["reason"]) == ("True", FOREIGN_OBJECT_EXISTS)
     assert pending["message"].startswith("PodGroup ns/mnist is not this job's")
@@ -197,15 +198,15 @@ def test_a_job_whose_pods_all_wait_for_their_gang_is_told_so() -> None:
     for pod in unplaced:
         pod["spec"].pop("nodeName", None)
     gang = GangIntegration(FakeApi(), scheduler="native")
-    (notice,) = gang.notices(JOB, unplaced)
+    (notice,) = gang.notices(JOB, JobPods.read(unplaced))
     assert isinstance(notice, Notice)
     assert (notice.type, notice.reason) == ("Normal", GANG_WAITING)
     assert "0 of 4 pods placed" in notice.message
     placed = copy.deepcopy(unplaced)
     for pod in placed:
         pod["spec"]["nodeName"] = "node-1"
-    assert gang.notices(JOB, placed) == ()
-    assert GangIntegration(FakeApi(), scheduler="none").notices(JOB, unplaced) == ()
+    assert gang.notices(JOB, JobPods.read(placed)) == ()
+    assert GangIntegration(FakeApi(), scheduler="none").notices(JOB, JobPods.read(unplaced)) == ()
 
 
 def test_a_job_whose_pods_wait_for_their_gang_is_pending_for_it_until_placed() -> None:
@@ -213,14 +214,14 @@ def test_a_job_whose_pods_wait_for_their_gang_is_pending_for_it_until_placed() -
     for pod in unplaced:
         pod["spec"].pop("nodeName", None)
     gang = GangIntegration(FakeApi(), scheduler="native")
-    wait = gang.waits(JOB, unplaced)
+    wait = gang.waits(JOB, JobPods.read(unplaced))
     assert wait is not None and wait.reason == GANG_WAITING
     assert "0 of 4 pods placed" in wait.message
     placed = copy.deepcopy(unplaced)
     for pod in placed:
         pod["spec"]["nodeName"] = "node-1"
-    assert gang.waits(JOB, placed) is None
-    assert gang.waits(view_of(job(run_policy={"suspend": True})), unplaced) is None
+    assert gang.waits(JOB, JobPods.read(placed)) is None
+    assert gang.waits(view_of(job(run_policy={"suspend": True})), JobPods.read(unplaced)) is None
 
 
 def test_a_finished_or_suspended_job_waits_for_no_gang() -> None:
@@ -229,22 +230,22 @@ def test_a_finished_or_suspended_job_waits_for_no_gang() -> None:
         pod["spec"].pop("nodeName", None)
     gang = GangIntegration(FakeApi(), scheduler="native")
     succeeded = {"conditions": [{"type": "Succeeded", "status": "True", "reason": "Done"}]}
-    assert gang.notices(view_of(job(status=succeeded)), unplaced) == ()
-    assert gang.notices(view_of(job(run_policy={"suspend": True})), unplaced) == ()
+    assert gang.notices(view_of(job(status=succeeded)), JobPods.read(unplaced)) == ()
+    assert gang.notices(view_of(job(run_policy={"suspend": True})), JobPods.read(unplaced)) == ()
 
 
 def test_a_field_the_api_server_dropped_is_told_once_in_a_warning_on_the_job() -> None:
     rack = {"schedulingPolicy": {"topologyKey": "topology.kubernetes.io/rack"}}
     topology_job = view_of(job(run_policy=rack))
     gang = GangIntegration(GatedApi(dropped=("schedulingConstraints",)), scheduler="native")
-    assert gang.notices(topology_job, []) == ()
+    assert gang.notices(topology_job, JobPods()) == ()
     assert gang.prepare_pods(topology_job, labels={}) == Preparation(ready=True)
-    warnings = gang.notices(topology_job, [])
+    warnings = gang.notices(topology_job, JobPods())
     assert [(n.type, n.reason) for n in warnings] == [("Warning", GANG_FIELD_NOT_KEPT)]
     assert "TopologyAwareWorkloadScheduling" in warnings[0].message
     for _ in range(2):
         assert gang.prepare_pods(topology_job, labels={}) == Preparation(ready=True)
-        assert gang.notices(topology_job, []) == (), "said once"
+        assert gang.notices(topology_job, JobPods()) == (), "said once"
     gang.job_gone("ns", "mnist", uid="job-uid")
     gang.prepare_pods(topology_job, labels={})
-    assert len(gang.notices(topology_job, [])) == 1, "a new job of that name is told again"
+    assert len(gang.notices(topology_job, JobPods())) == 1, "a new job of that name is told again"

@@ -19,6 +19,7 @@ from controller.integrations.gang.podgroups import (
     min_resources,
 )
 from controller.job.desired import build_pod, desired_slots
+from controller.job.pods import JobPods
 from controller.job.view import read_job
 from tests.controller.samples import job, pods_all, view_of
 
@@ -69,14 +70,16 @@ def test_a_job_waits_for_its_gang_while_fewer_than_min_available_are_placed() ->
     unplaced = pods_all(job())
     for pod in unplaced:
         pod["spec"].pop("nodeName", None)
-    message = gang_waiting(sample, unplaced, "native")
+    message = gang_waiting(sample, JobPods.read(unplaced), "native")
     assert message is not None and "0 of 4 pods placed" in message
-    assert gang_waiting(sample, unplaced, "none") is None
-    assert gang_waiting(sample, unplaced[:3], "native") is None, "not every pod created yet"
+    assert gang_waiting(sample, JobPods.read(unplaced), "none") is None
+    assert gang_waiting(sample, JobPods.read(unplaced[:3]), "native") is None, (
+        "not every pod created yet"
+    )
     placed = copy.deepcopy(unplaced)
     for pod in placed:
         pod["spec"]["nodeName"] = "node-1"
-    assert gang_waiting(sample, placed, "native") is None
+    assert gang_waiting(sample, JobPods.read(placed), "native") is None
 
 
 # -- volcano and scheduler-plugins: what training-operator v1.8.1 writes ------------------------

@@ -10,6 +10,8 @@ from controller.integrations.kueue.integration import WORKLOADS, KueueIntegratio
 from controller.integrations.kueue.workload import FINALIZER, JOB_UID_LABEL
 from controller.integrations.kueue.workload_sync import WorkloadSync, kueue_workloads_path
 from controller.job.hooks import Integration
+from controller.job.job_writes import MXJobWrites
+from controller.job.pods import JobPods
 from controller.runtime.client import mxjobs_path, resource_path
 from controller.runtime.events import EventRecorder
 from controller.runtime.informers import Store
@@ -42,7 +44,7 @@ def kueue(job_obj: Obj, wl: Obj | None = None) -> tuple[KueueIntegration, FakeAp
     sync = WorkloadSync(
         api,
         workloads=workloads,
-        jobs=Store(),
+        job_writes=MXJobWrites(api, jobs=Store()),
         recorder=EventRecorder(api),
         metrics=Metrics(),
         now=lambda: NOW,
@@ -147,13 +149,13 @@ def test_a_suspended_queued_job_waits_for_the_reason_its_workload_gives() -> Non
         job_obj, conditions=[cond("QuotaReserved", False, "WaitingForQuota", "no cpu left")]
     )
     integration, _ = kueue(job_obj, waiting)
-    wait = integration.waits(view_of(job_obj), [])
+    wait = integration.waits(view_of(job_obj), JobPods())
     assert wait is not None and (wait.reason, wait.message) == ("WaitingForQuota", "no cpu left")
 
 
 def test_an_admitted_or_unqueued_job_waits_for_nothing_from_kueue() -> None:
     job_obj = queued_job()
     integration, _ = kueue(job_obj, admitted(job_obj))
-    assert integration.waits(view_of(job_obj), []) is None
+    assert integration.waits(view_of(job_obj), JobPods()) is None
     plain, _ = kueue(job())
-    assert plain.waits(view_of(job()), []) is None
+    assert plain.waits(view_of(job()), JobPods()) is None

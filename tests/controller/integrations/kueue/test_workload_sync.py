@@ -23,6 +23,7 @@ from controller.integrations.kueue.workload_sync import (
     workload_owner_key,
 )
 from controller.integrations.kueue.workload_sync import kueue_workloads_path as wl_path
+from controller.job.job_writes import MXJobWrites
 from controller.runtime.client import APPLY_PATCH, mxjobs_path, resource_path
 from controller.runtime.events import EventRecorder
 from controller.runtime.informers import Store
@@ -66,7 +67,7 @@ class World:
         self.sync = WorkloadSync(
             self.api,
             workloads=self.workloads,
-            jobs=self.jobs,
+            job_writes=MXJobWrites(self.api, jobs=self.jobs),
             recorder=EventRecorder(self.api),
             metrics=Metrics(),
             now=lambda: NOW,

@@ -8,6 +8,7 @@ from controller.integrations.netpol.integration import NetworkPolicyIntegration
 from controller.integrations.netpol.policy_writes import POLICIES
 from controller.job.desired import job_labels
 from controller.job.hooks import Integration
+from controller.job.pods import JobPods
 from controller.job.status import compute_status
 from controller.job.view import MXJobView
 from controller.manager import Controller
@@ -59,18 +60,18 @@ def test_a_users_policy_of_the_jobs_name_holds_the_pods_back_and_stays() -> None
     assert prepare(integration, MNIST) == (False, []), "held back, and not an error"
     assert api.writes() == []
     assert api.objects[policy_path("ns", "mnist")]["spec"] == {"podSelector": {}}
-    wait = integration.waits(MNIST, [])
+    wait = integration.waits(MNIST, JobPods())
     assert wait is not None and wait.reason == FOREIGN_OBJECT_EXISTS
     pending = next(
-        c for c in compute_status(MNIST, [], now=NOW, held=wait).status["conditions"]
+        c for c in compute_status(MNIST, JobPods(), now=NOW, held=wait).status["conditions"]
         if c["type"] == "Pending"
     )  # fmt: skip
     assert (pending["status"], pending["reason"]) == ("True", FOREIGN_OBJECT_EXISTS)
     assert "NetworkPolicy ns/mnist is not this job's" in pending["message"]
     assert "the job's pods wait" in pending["message"]
-    (notice,) = integration.notices(MNIST, [])
+    (notice,) = integration.notices(MNIST, JobPods())
     assert (notice.type, notice.reason) == ("Warning", FOREIGN_OBJECT_EXISTS)
-    assert integration.notices(MNIST, []) == ()
+    assert integration.notices(MNIST, JobPods()) == ()
 
 
 def test_it_declares_the_policies_cache_and_the_rule_to_put_them_back() -> None:

@@ -8,6 +8,7 @@ import datetime
 from typing import Any
 
 from controller.job.desired import desired_slots
+from controller.job.pods import JobPods
 from controller.job.status import Outcome, compute_status
 from tests.controller.samples import NOW, view_of
 
@@ -20,8 +21,9 @@ def step(
     *,
     now: datetime.datetime = NOW,
 ) -> tuple[Obj, Outcome]:
-    """Compute, and return the job with the new status stored (as reconcile would)."""
-    outcome = compute_status(view_of(job_obj), pods, now=now)
+    """Compute, and return the job with the new status stored (as reconcile would): the pods
+    read once, as reconcile reads them."""
+    outcome = compute_status(view_of(job_obj), JobPods.read(pods), now=now)
     stored = copy.deepcopy(job_obj)
     stored["status"] = copy.deepcopy(outcome.status)
     return stored, outcome

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from controller.job.pods import JobPods
 from controller.job.status import FAILED_VALIDATION_REASON, compute_status
 from shared.apitime import format_time
 from tests.controller.job.status.status_samples import cond, step, true_exclusive
@@ -99,7 +100,7 @@ def test_never_policy_fails_the_job_on_a_retryable_exit() -> None:
 
 def test_a_job_stored_without_validation_fails_with_the_violations_as_reason() -> None:
     invalid = view_of(job(), violations=("spec.jobMode: is required",))
-    outcome = compute_status(invalid, [], now=NOW)
+    outcome = compute_status(invalid, JobPods(), now=NOW)
     failed = cond(outcome.status, "Failed")
     assert failed is not None and failed["reason"] == FAILED_VALIDATION_REASON
     assert "spec.jobMode: is required" in failed["message"]

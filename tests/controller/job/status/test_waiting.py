@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+from controller.job.pods import JobPods
 from controller.job.status import Wait, compute_status
 from tests.controller.job.status.status_samples import Obj, cond, step
 from tests.controller.samples import NOW, job, later, pod, pods_all, view_of
@@ -24,7 +25,7 @@ def unschedulable(pod_obj: Obj) -> Obj:
 
 
 def held(job_obj: Obj, wait: Wait | None, pods: list[Obj] | None = None) -> tuple[Obj, object]:
-    outcome = compute_status(view_of(job_obj), pods or [], now=NOW, held=wait)
+    outcome = compute_status(view_of(job_obj), JobPods.read(pods or []), now=NOW, held=wait)
     stored = copy.deepcopy(job_obj)
     stored["status"] = copy.deepcopy(outcome.status)
     return stored, outcome
