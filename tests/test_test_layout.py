@@ -126,3 +126,70 @@ def test_every_bench_module_is_run_by_a_make_bench_target() -> None:
     assert modules, "no bench module found: the check would hold of nothing"
     assert [module for module in modules if module not in makefile] == []
     assert "bench-recovery:" in makefile
+
+
+PRINTING_TOOLS = {
+    "helpers/module_times.py": "main",
+    "test_function_length.py": "__main__",
+}
+"""Command-line tools under tests/ whose output is their job, and where each prints: ``main`` of
+``python -m tests.helpers.module_times`` (the run's module-time report), the ``if __name__ ==
+"__main__":`` block of test_function_length.py (run as a script, the longest functions)."""
+
+
+def _is_main_block(node: ast.stmt) -> bool:
+    """``if __name__ == "__main__":``"""
+    return isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'"
+
+
+def prints_outside(path: Path, allowed: str | None = None) -> list[int]:
+    """Lines of ``path`` that call the builtin ``print`` outside ``allowed``: the top-level
+    function of that name, or the ``if __name__ == "__main__":`` block for ``"__main__"``. A
+    ``print(`` in a string (a program a container or subprocess runs) is no call: not counted."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    spans = [
+        (node.lineno, node.end_lineno or node.lineno)
+        for node in tree.body
+        if (allowed == "__main__" and _is_main_block(node))
+        or (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == allowed)
+    ]
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "print"
+        and not any(first <= node.lineno <= last for first, last in spans)
+    )
+
+
+def test_no_test_prints() -> None:
+    """A test asserts; a timing goes to pytest's ``--durations`` or a bench's JSON, a failure's
+    diagnostics into its assertion or exception message: nothing of a test goes to stdout."""
+    offenders = {
+        str(path.relative_to(TESTS)): lines
+        for path in _modules("*.py")
+        if (lines := prints_outside(path, PRINTING_TOOLS.get(str(path.relative_to(TESTS)))))
+    }
+    assert not offenders, f"assert instead, or put it in a failure's message: {offenders}"
+    for where, allowed in PRINTING_TOOLS.items():  # each tool is there and still prints
+        assert prints_outside(TESTS / where) != prints_outside(TESTS / where, allowed), where
+
+
+def test_the_print_check_catches_a_call_and_spares_strings_and_the_tools_output(
+    tmp_path: Path,
+) -> None:
+    sample = tmp_path / "test_sample.py"
+    sample.write_text(
+        "def test_x():\n"
+        '    run(["python", "-c", "print(1)"])\n'
+        "    console.print('a method, not the builtin')\n"
+        "    print(f'took {seconds:.1f} s')\n"
+        "def main():\n"
+        "    print('report')\n"
+        "if __name__ == '__main__':\n"
+        "    print(main())\n"
+    )
+    assert prints_outside(sample) == [4, 6, 8]
+    assert prints_outside(sample, "main") == [4, 8]
+    assert prints_outside(sample, "__main__") == [4, 6]

@@ -61,11 +61,11 @@ class InstalledCluster:
             return
         try:
             self.cluster.install_operator(self.install_dir)
-        except Exception:
+        except Exception as error:
             said = self.plane.kubectl(
                 "get", "pods,events", "-n", SYSTEM_NAMESPACE, "-o", "wide", check=False
             )  # fmt: skip
-            print(f"\nthe session's install did not come back:\n{said.stdout}{said.stderr}")
+            error.add_note(f"the session's install did not come back:\n{said.stdout}{said.stderr}")
             raise
         self.changed = False
 

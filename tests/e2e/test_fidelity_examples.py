@@ -270,11 +270,6 @@ def test_cpu_tune_example_succeeds_using_both_servers_through_the_tracker(
     assert abs(speed_up - float(best.group(5))) < 0.1
     # The JSON database holds every measured trial (no volume here: a temporary directory).
     assert re.search(rf"^database in \S+: {count} tuning records$", tuner_log, re.M), tuner_log
-    print(
-        f"MetaSchedule through the tracker: {count} trials, {by_server[0]} on server 0 and "
-        f"{by_server[1]} on server 1; best {best.group(2)} us per run (trial {best.group(3)}), "
-        f"untuned {best.group(4)} us, speed-up {best.group(5)}x"
-    )
 
 
 @pytest.fixture
@@ -309,7 +304,3 @@ def test_gpu_tune_example_tunes_the_matmul_for_the_gpu_on_its_server(
     assert any(us for _, _, us in trials), tuner_log  # the server's GPU ran candidates
     best = BEST.search(tuner_log)
     assert best, tuner_log
-    print(
-        f"MetaSchedule on the GPU: {count} trials, best {best.group(2)} us per run, "
-        f"untuned (dlight's fallback) {best.group(4)} us, speed-up {best.group(5)}x"
-    )

@@ -142,14 +142,12 @@ class Placements:
         self.done.add(job)
         self._partial_since.pop(job, None)
 
-    def wait(self, until: Callable[[dict[str, int]], bool], *, timeout: float, what: str) -> float:
-        """Sample until ``until`` holds for the counts; the seconds it took."""
-        started = time.monotonic()
+    def wait(self, until: Callable[[dict[str, int]], bool], *, timeout: float, what: str) -> None:
+        """Sample until ``until`` holds for the counts."""
         try:
             wait_for(what, self.sample, until, timeout=timeout)
         except AssertionError as error:
             raise AssertionError(f"{error}; bound counts seen: {self.seen}") from error
-        return time.monotonic() - started
 
     def assert_never_partial(self) -> None:
         for job, size in self.jobs.items():
@@ -176,14 +174,9 @@ def test_volcano_binds_one_job_whole_and_the_other_only_after_it(
     api = stage.scene.api
     for job in JOBS:
         _submit(stage, namespace, gpu_job(job))
-    admitted = time.monotonic()
     release_interleaved(api, namespace, JOBS, pods_each=PODS_EACH)
-    print(f"\nVolcano admitted both PodGroups; pods created in {time.monotonic() - admitted:.2f} s")
     placements = Placements(stage, namespace, {job: PODS_EACH for job in JOBS})
-    seconds = placements.wait(
-        lambda now: PODS_EACH in now.values(), timeout=60, what="one gang bound"
-    )
-    print(f"last gate lifted -> one job's gang bound by vc-scheduler: {seconds:.2f} s")
+    placements.wait(lambda now: PODS_EACH in now.values(), timeout=60, what="one gang bound")
     first = next(job for job in JOBS if bound(api, namespace, job) == PODS_EACH)
     second = next(job for job in JOBS if job != first)
     # Volcano's record that a session tried the second gang beside the first: the second's pods
@@ -207,11 +200,7 @@ def test_volcano_binds_one_job_whole_and_the_other_only_after_it(
 
     placements.finishing(first)
     stage.scene.finish_pods(namespace, first)
-    finished = time.monotonic()
-    seconds = placements.wait(
-        lambda now: now[second] == PODS_EACH, timeout=60, what=f"{second} bound"
-    )
-    print(f"{first} finished -> {second}'s gang bound: {seconds:.2f} s")
+    placements.wait(lambda now: now[second] == PODS_EACH, timeout=60, what=f"{second} bound")
     placements.assert_never_partial()
     wait_state(stage, namespace, second, "Running")
     wait_for(
@@ -222,7 +211,6 @@ def test_volcano_binds_one_job_whole_and_the_other_only_after_it(
     )
     stage.scene.finish_pods(namespace, second)
     wait_state(stage, namespace, second, "Succeeded")
-    print(f"{first} finished -> {second} Succeeded: {time.monotonic() - finished:.2f} s")
     assert job_state(api, namespace, first) == "Succeeded"
 
 
@@ -269,19 +257,15 @@ def test_a_gang_that_cannot_fit_waits_visibly_and_holds_no_gpu(
         conditions = (group.get("status") or {}).get("conditions") or []
         return any(c["type"] == "Unschedulable" and c["status"] == "True" for c in conditions)
 
-    seconds = placements.wait(
+    placements.wait(
         lambda now: group_unschedulable(), timeout=60, what="the PodGroup marked Unschedulable"
     )
-    print(f"\na gang of 8 on 6 GPUs: marked Unschedulable by Volcano in {seconds:.2f} s")
     waiting = wait_events(stage, namespace, "too-big", "GangWaiting")
     assert "0 of 8 pods placed" in waiting[0], waiting
     assert wait_events(stage, namespace, "too-big", "Unschedulable"), "Volcano's event"
 
     _submit(stage, namespace, gpu_job("fits", workers=4, gated=False))
-    seconds = placements.wait(
-        lambda now: now["fits"] == 5, timeout=60, what="the job that fits bound"
-    )
-    print(f"a job that fits, beside it: bound in {seconds:.2f} s (the waiting gang holds no GPU)")
+    placements.wait(lambda now: now["fits"] == 5, timeout=60, what="the job that fits bound")
     placements.assert_never_partial()
     assert bound(api, namespace, "too-big") == 0
 

@@ -135,8 +135,6 @@ def test_kubectl_logs_follow_streams_lines_as_written_and_ends_when_the_process_
     opened = arrivals[0][1]
     printed = [float(line.split()[2]) for line, _ in arrivals]
     live = [arrived - at for (_, arrived), at in zip(arrivals, printed, strict=True) if at > opened]
-    print(f"follow delay per line printed after the stream opened (s): "
-          f"{', '.join(f'{d:.3f}' for d in live)}")  # fmt: skip
     assert len(live) >= TICKS // 2, (printed, opened)
     assert max(live) < 1.0, live
     assert arrivals[-1][1] - arrivals[0][1] > 1.5

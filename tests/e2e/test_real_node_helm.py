@@ -35,7 +35,7 @@ import re
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +117,6 @@ class HelmInstalled:
     values: Path
     seconds_to_admission: float
     """From ``helm install`` to the first MXJob admitted through the webhook Service."""
-    figures: dict[str, str] = field(default_factory=dict)
 
     @property
     def cluster(self) -> RealCluster:
@@ -167,7 +166,6 @@ def helm_installed(real_cluster: InstalledCluster) -> Iterator[HelmInstalled]:
         )  # fmt: skip
         cluster.wait_admission(timeout=180)
         seconds = time.monotonic() - started
-        print(f"\nhelm install to the first admitted MXJob: {seconds:.1f} s")
         yield HelmInstalled(real_cluster, binary, values, seconds)
     finally:
         try:
@@ -267,9 +265,7 @@ def hook_pod_left(installed: HelmInstalled) -> bool:
 
 
 def test_helm_test_passes_and_leaves_nothing_behind(helm_installed: HelmInstalled) -> None:
-    started = time.monotonic()
     done = helm_test(helm_installed)
-    seconds = time.monotonic() - started
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(rf"TEST SUITE:\s+{TEST_POD}\n.*\n.*\nPhase:\s+Succeeded", done.stdout), (
         done.stdout
@@ -278,8 +274,6 @@ def test_helm_test_passes_and_leaves_nothing_behind(helm_installed: HelmInstalle
     assert not hook_pod_left(helm_installed)
     mxjobs = f"/apis/kubeflow.org/v1/namespaces/{SYSTEM_NAMESPACE}/mxjobs/{TEST_POD}"
     assert not exists(helm_installed.api, mxjobs)
-    helm_installed.figures["helm test"] = f"{seconds:.1f} s"
-    print(f"\nhelm test passed in {seconds:.1f} s")
 
 
 def scale_webhook(installed: HelmInstalled, replicas: int) -> None:
@@ -324,7 +318,6 @@ def test_helm_upgrade_to_three_webhook_replicas_answers_every_review_right(
     kubectl = helm_installed.cluster.plane.kubectl
     image = helm_installed.cluster.images.examples.ref
     with admission_traffic(kubectl, namespace=namespace, image=image, prefix="up") as traffic:
-        started = time.monotonic()
         helm_installed.helm_run(
             "upgrade", RELEASE, str(helm.CHART), "--reuse-values", "--set", "webhook.replicas=3"
         )
@@ -334,7 +327,6 @@ def test_helm_upgrade_to_three_webhook_replicas_answers_every_review_right(
             lambda ready: len(ready) == 3,
             timeout=120,
         )
-        upgraded = time.monotonic() - started
         # A few more reviews with the third replica serving.
         sent = traffic.sent["valid"]
         wait_for("3 more valid MXJobs sent", lambda: traffic.sent["valid"],
@@ -344,7 +336,6 @@ def test_helm_upgrade_to_three_webhook_replicas_answers_every_review_right(
     assert webhook_deployment(helm_installed)["spec"]["replicas"] == 3
     status = json.loads(helm_installed.helm_run("status", RELEASE, "--output", "json"))
     assert (status["info"]["status"], status["version"]) == ("deployed", 2)
-    print(f"\nhelm upgrade to 3 webhook replicas ready in {upgraded:.1f} s under {traffic}")
 
 
 def test_helm_rollback_to_the_first_revision_brings_back_two_replicas(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import re
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +46,6 @@ EXPERIMENTS = "/apis/kubeflow.org/v1beta1/namespaces/katib-trials/experiments"
 @dataclass
 class Tuned:
     installed: InstalledCluster
-    seconds_to_install: float
-    seconds_to_end: dict[str, float]
     experiments: dict[str, dict[str, Any]]
     creations: PodCreations
 
@@ -72,9 +69,9 @@ def failing_experiment(name: str) -> dict[str, Any]:
     return failing
 
 
-def install_katib(installed: InstalledCluster, work: Path) -> float:
-    """Build (cached), import the images, add the component, install; seconds from the apply
-    to Katib admitting Experiments."""
+def install_katib(installed: InstalledCluster, work: Path) -> None:
+    """Build (cached), import the images, add the component, install, and wait for Katib to
+    admit Experiments."""
     require(katib.missing())
     home = katib.build()
     images = katib.images(home)
@@ -89,10 +86,8 @@ def install_katib(installed: InstalledCluster, work: Path) -> float:
         images={"controller": images.controller.ref, "db_manager": images.db_manager.ref,
                 "postgres": images.postgres.ref},
     )  # fmt: skip
-    started = time.monotonic()
     katib_install.apply(installed.plane, overlay, volume_dir=installed.node.dir / "katib-postgres")
     katib_install.wait_ready(installed.plane, timeout=300)
-    return time.monotonic() - started
 
 
 def ended(found: dict[str, Any]) -> bool:
@@ -105,7 +100,7 @@ def tuned(
     real_cluster: InstalledCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Tuned]:
     work = tmp_path_factory.mktemp("katib")
-    seconds_to_install = install_katib(real_cluster, work)
+    install_katib(real_cluster, work)
     api = real_cluster.api
     ensure_namespace(api, NAMESPACE)
     real_cluster.plane.kubectl(
@@ -113,24 +108,18 @@ def tuned(
         "--overwrite",
     )  # fmt: skip
     creations = PodCreations(api, NAMESPACE)
-    started = time.monotonic()
-    seconds_to_end: dict[str, float] = {}
     for body in (experiment("tune"), failing_experiment("fails")):
         api.request("POST", EXPERIMENTS, body=body)
 
     def both_ended() -> dict[str, dict[str, Any]]:
-        found = {name: api.request("GET", f"{EXPERIMENTS}/{name}") for name in ("tune", "fails")}
-        for name, obj in found.items():
-            if ended(obj) and name not in seconds_to_end:
-                seconds_to_end[name] = time.monotonic() - started
-        return found
+        return {name: api.request("GET", f"{EXPERIMENTS}/{name}") for name in ("tune", "fails")}
 
     try:
         experiments = wait_for(
             "both Experiments to end", both_ended,
             lambda found: all(ended(e) for e in found.values()), timeout=900,
         )  # fmt: skip
-        yield Tuned(real_cluster, seconds_to_install, seconds_to_end, experiments, creations)
+        yield Tuned(real_cluster, experiments, creations)
     finally:
         creations.stop()
         overlay = work / "katib-manifests" / "installs" / katib_install.OVERLAY
@@ -201,14 +190,6 @@ def test_the_experiment_succeeds_and_its_optimum_is_a_value_a_worker_printed(
     best = optimal["bestTrialName"]
     values = printed(tuned, f"{best}-worker-0", "loss")
     assert values and float(metric["min"]) == pytest.approx(min(values), abs=1e-6), (metric, values)
-    trial_seconds = sorted(
-        (_time(t["status"]["completionTime"]) - _time(t["metadata"]["creationTimestamp"]))
-        .total_seconds() for t in trials_of(tuned, "tune")
-    )  # fmt: skip
-    print(f"\nKatib: installed in {tuned.seconds_to_install:.1f} s; 3 MXJob trials (2 at a time) "
-          f"Succeeded {tuned.seconds_to_end['tune']:.1f} s after the Experiment's creation, each "
-          f"{', '.join(f'{t:.0f} s' for t in trial_seconds)} from the Trial's creation; best "
-          f"trial {best}, loss {metric['min']} as its worker printed it")  # fmt: skip
 
 
 def test_every_trial_ran_as_the_operator_runs_it_with_the_collector_and_ended_with_mxnet(
@@ -235,10 +216,6 @@ def test_every_trial_ran_as_the_operator_runs_it_with_the_collector_and_ended_wi
     assert len(lags) == 3 and all(-1 <= lag <= 3 for lag in lags), lags
     made = sorted(n for n, _ in tuned.creations.seen)
     assert len(made) == len(set(made)), made  # no pod made twice
-    print(
-        f"every trial's job ended with its mxnet container: completion minus mxnet's end "
-        f"{', '.join(f'{lag:.0f} s' for lag in lags)} (whole seconds)"
-    )
 
 
 def _time(text: str) -> datetime.datetime:
@@ -254,8 +231,6 @@ def test_a_trial_whose_worker_exits_1_is_failed_in_katib_with_the_operators_reas
     failed = condition(trial, "Failed")
     assert failed.get("status") == "True", trial["status"]
     assert "exited with code 1" in failed["message"], failed
-    print(f"failing trial: Failed in Katib {tuned.seconds_to_end['fails']:.1f} s after creation: "
-          f"{failed['reason']}: {failed['message']}")  # fmt: skip
 
 
 def test_an_experiment_whose_trials_the_operator_would_refuse_is_refused_at_once(
@@ -273,7 +248,6 @@ def test_an_experiment_whose_trials_the_operator_would_refuse_is_refused_at_once
 
 def test_deleting_the_experiments_leaves_no_mxjob_pod_or_service(tuned: Tuned) -> None:
     api = tuned.installed.api
-    started = time.monotonic()
     for name in ("tune", "fails"):
         api.request("DELETE", f"{EXPERIMENTS}/{name}")
 
@@ -289,7 +263,3 @@ def test_deleting_the_experiments_leaves_no_mxjob_pod_or_service(tuned: Tuned) -
 
     wait_for("every MXJob, pod and Service to go", left,
              lambda counts: not any(counts.values()), timeout=180)  # fmt: skip
-    print(
-        f"Experiments deleted: no MXJob, pod or Service left after "
-        f"{time.monotonic() - started:.1f} s"
-    )

@@ -139,8 +139,7 @@ def enforced(
                 namespace_for(real_cluster, namespace)
             real_cluster.plane.kubectl("label", "namespace", SCRAPERS, f"{SCRAPE_LABEL}=true")
             apply(real_cluster, default_deny(JOBS), jobs_reach_one_another(JOBS))
-            seconds = cluster.install_operator(work, components=COMPONENTS)
-            print(f"operator and policies rolled out under default deny in {seconds:.1f} s")
+            cluster.install_operator(work, components=COMPONENTS)
             yield Enforced(real_cluster, enforcer)
         # Rules left behind would drop the pod traffic of every later test.
         assert not nfqueue.installed() and not enforcer.alive()
@@ -232,7 +231,6 @@ def test_metrics_ports_open_only_to_the_labelled_namespace_and_admission_to_all(
         *[[*target, "dropped"] for target in metrics], [*admission, "open"],
     ])  # fmt: skip
     assert other == {**{t[0]: "dropped" for t in metrics}, admission[0]: "open"}
-    print(f"metrics ports judged: {[t[0] for t in metrics]}")
 
 
 def test_a_real_mxnet_job_succeeds_under_default_deny_with_its_own_policy(
@@ -240,7 +238,7 @@ def test_a_real_mxnet_job_succeeds_under_default_deny_with_its_own_policy(
 ) -> None:
     installed = enforced.installed
     out = io.StringIO()
-    status, seconds = run_job(
+    status, _ = run_job(
         installed.cluster, DEFAULT_JOB, namespace=JOBS, timeout=300, progress=Progress(out),
         out=out,
     )  # fmt: skip
@@ -259,7 +257,6 @@ def test_a_real_mxnet_job_succeeds_under_default_deny_with_its_own_policy(
     made = installed.api.request("GET", path)
     assert made["metadata"]["ownerReferences"][0]["kind"] == "MXJob"
     assert made["spec"]["policyTypes"] == ["Ingress"]
-    print(f"MXNet dist_sync under default deny with its own policy: Succeeded in {seconds:.1f} s")
     installed.plane.kubectl("delete", "mxjob", "-n", JOBS, "dist-train-cpu", "--wait")
     wait_for(
         "garbage collection to remove the job's policy",

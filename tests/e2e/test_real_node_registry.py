@@ -32,9 +32,8 @@ import base64
 import json
 import re
 import shutil
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +76,6 @@ class FromRegistry:
     released: publishing.Released
     cosign: Path
     work: Path
-    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def cluster(self) -> RealCluster:
@@ -192,17 +190,12 @@ def from_registry(real_cluster: InstalledCluster) -> Iterator[FromRegistry]:
         containerd.trust_registry(
             cluster.node.containerd_paths, registry.address, ca_file=registry.ca_file
         )
-        started = time.monotonic()
         released = publishing.release(
             Registry.parse(f"{registry.address}/{PREFIX}"), work / "out",
             trust=publishing.Trust(registry.ca_file), built=cluster.images,
         )  # fmt: skip
-        seconds = {"release": time.monotonic() - started}
         for name in IMAGES:
-            started = time.monotonic()
             pull_by_digest(cluster, released.images[name])
-            seconds[f"pull {name}"] = time.monotonic() - started
-        started = time.monotonic()
         cluster.plane.kubectl("create", "namespace", SYSTEM_NAMESPACE)
         helm.run(
             helm_binary, "install", RELEASE, released.chart, "--version", released.chart_version,
@@ -215,13 +208,8 @@ def from_registry(real_cluster: InstalledCluster) -> Iterator[FromRegistry]:
             "-n", SYSTEM_NAMESPACE, "rollout", "status", "--timeout=240s",
             "deployment/mxjob-webhook", "deployment/mxjob-controller", timeout=250,
         )  # fmt: skip
-        seconds["install to rollout"] = time.monotonic() - started
         cluster.wait_admission(timeout=180)
-        seconds["install to admission"] = time.monotonic() - started
-        print(f"\nrelease and install from {registry.address}: "
-              + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())
-              + f"; release steps: {released.seconds}")  # fmt: skip
-        yield FromRegistry(real_cluster, registry, released, cosign, work, seconds)
+        yield FromRegistry(real_cluster, registry, released, cosign, work)
     finally:
         try:
             remove_release(cluster.plane, helm_binary)
@@ -256,8 +244,6 @@ def test_the_operator_runs_the_images_pulled_from_the_registry_by_digest(
     for name in IMAGES:
         stored = from_registry.registry.manifest(f"{PREFIX}/{name}", released.digests[name])
         assert stored["layers"][-1]["digest"] in content, name
-    pulled = {k: round(v, 1) for k, v in from_registry.seconds.items() if k.startswith("pull")}
-    print(f"\npulled by digest from the registry: {pulled}")
 
 
 def test_an_mxjob_succeeds_under_the_install_from_the_registry(
@@ -335,7 +321,6 @@ def test_each_image_carries_its_sbom_as_a_signed_attestation_listing_what_it_shi
         assert predicate["bomFormat"] == "CycloneDX"
         assert predicate == json.loads(Path(from_registry.released.sboms[name]).read_text())
         listed[name] = components_named(predicate)
-        print(f"\n{name}: {len(listed[name])} packages in its SBOM")
     assert {"flask", "gunicorn", "mxjob-operator"} <= listed["webhook"]
     assert "kubernetes" not in listed["webhook"]
     assert {"kubernetes", "mxjob-operator"} <= listed["controller"]

@@ -10,7 +10,6 @@ still runs is cleaned up after its grace period (``cleanPodPolicy: Running``, th
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -78,7 +77,6 @@ def test_jobs_end_with_mxnet_whatever_their_sidecars_do(real_cluster: InstalledC
         )
     )
     names = ("proxied", "native", "collected")
-    started = time.monotonic()
     try:
         for job in (proxied, native, collected):
             real_cluster.plane.kubectl(
@@ -91,14 +89,12 @@ def test_jobs_end_with_mxnet_whatever_their_sidecars_do(real_cluster: InstalledC
                              for j in jobs.values()),
             timeout=180,
         )  # fmt: skip
-        seconds_to_end = time.monotonic() - started
         wait_for(
             "the pods whose sidecars run on to be cleaned up after their grace",
             lambda: pod_names(real_cluster),
             lambda left: not {"proxied-worker-0", "native-worker-0"} & left,
             timeout=90,
         )  # fmt: skip
-        seconds_to_clean = time.monotonic() - started
     finally:
         creations.stop()
     states = {n: j["status"]["state"] for n, j in ended.items()}
@@ -109,6 +105,3 @@ def test_jobs_end_with_mxnet_whatever_their_sidecars_do(real_cluster: InstalledC
         assert ended[name]["status"]["replicaStatuses"]["Worker"]["active"] == 0, ended[name]
     assert sorted(n for n, _ in creations.seen) == sorted(f"{n}-worker-0" for n in names)
     remove_namespace(real_cluster, NAMESPACE)
-    print(f"\nsidecars: a never-ending proxy, a native sidecar and a failing collector; every job "
-          f"ended with mxnet ({states}) {seconds_to_end:.1f} s after creation, the lingering "
-          f"pods cleaned up by {seconds_to_clean:.1f} s, 3 pods made")  # fmt: skip

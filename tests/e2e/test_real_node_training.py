@@ -37,7 +37,7 @@ def test_the_demo_runs_the_cpu_train_example_in_containers_to_equal_parameters(
 ) -> None:
     namespace = "train"
     out = io.StringIO()
-    status, seconds = run_job(
+    status, _ = run_job(
         real_cluster.cluster,
         DEFAULT_JOB,
         namespace=namespace,
@@ -90,4 +90,3 @@ def test_the_demo_runs_the_cpu_train_example_in_containers_to_equal_parameters(
         assert status["state"]["terminated"]["exitCode"] == 0, status
         image = pod["spec"]["containers"][0]["image"]
         assert f"docker.io/{image}" == real_cluster.cluster.images.examples.ref
-    print(f"MXNet dist_sync in containers: Succeeded in {seconds:.1f} s")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from typing import Any
 
 import pytest
@@ -62,7 +61,6 @@ def test_the_tune_example_tunes_with_metaschedule_on_both_servers_through_the_tr
     args = specs["Tuner"]["template"]["spec"]["containers"][0]["args"]
     count = int(args[args.index("--trials") + 1])
     fitted = node_fit(real_cluster.cluster, job).job
-    started = time.monotonic()
     real_cluster.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(fitted))
     final = wait_for(
         f"MXJob {NAME} to finish",
@@ -70,7 +68,6 @@ def test_the_tune_example_tunes_with_metaschedule_on_both_servers_through_the_tr
         lambda status: status.get("state") in ("Succeeded", "Failed"),
         timeout=400,
     )
-    seconds = time.monotonic() - started
     tuner = logs(real_cluster, namespace, f"{NAME}-tuner-0")
     assert final["state"] == "Succeeded", (final, tuner[-4000:])
     pods = pods_of(real_cluster, namespace)
@@ -115,9 +112,3 @@ def test_the_tune_example_tunes_with_metaschedule_on_both_servers_through_the_tr
     assert "tuning database in /tuning" in tuner and "no volume" not in tuner, tuner
     assert f"database in /tuning: {count} tuning records" in tuner, tuner
     remove_namespace(real_cluster, namespace)
-    print(
-        f"MetaSchedule in containers: Succeeded {seconds:.1f} s after the create; {count} trials, "
-        f"{by_server[0]} measured on tunerserver-0, {by_server[1]} on tunerserver-1; best "
-        f"{best.group(2)} us per run (trial {best.group(3)}), untuned {best.group(4)} us, "
-        f"speed-up {best.group(5)}x"
-    )

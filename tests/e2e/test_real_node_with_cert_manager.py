@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime
 import json
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -67,8 +66,6 @@ V1BETA1_EXAMPLE = PROJECT_ROOT / "examples" / "v1beta1" / "train" / "mx_job_dist
 class CertManaged:
     installed: InstalledCluster
     manager: cert_manager.CertManager
-    seconds_to_ready: float
-    """From ``kubectl apply -k`` to the Certificate Ready and both Deployments rolled out."""
 
     @property
     def api(self) -> Api:
@@ -92,7 +89,6 @@ def managed(real_cluster: InstalledCluster) -> Iterator[CertManaged]:
         overlay = image_overlay(
             work / "install", images=cluster.images, base=BASE, components=("v1beta1",)
         )
-        started = time.monotonic()
         cluster.plane.kubectl("apply", "-k", str(overlay), timeout=90)
         cluster.plane.kubectl(
             "-n", SYSTEM_NAMESPACE, "wait", "--for=condition=Ready", "--timeout=120s",
@@ -103,7 +99,7 @@ def managed(real_cluster: InstalledCluster) -> Iterator[CertManaged]:
             "deployment/mxjob-webhook", "deployment/mxjob-controller", timeout=190,
         )  # fmt: skip
         cluster.wait_admission()
-        yield CertManaged(real_cluster, manager, time.monotonic() - started)
+        yield CertManaged(real_cluster, manager)
     finally:
         try:
             cluster.uninstall_operator(work / "install", base=BASE)
@@ -155,10 +151,9 @@ def leaf_serial(managed: CertManaged) -> int:
     return pem_certificate(secret_data(managed.api, LEAF_SECRET)["tls.crt"]).serial_number
 
 
-def renewed_and_served(managed: CertManaged, before: int, *, timeout: float = 120) -> float:
-    """Seconds until the Secret holds a new serving certificate and every pod serves one of the
-    new ones (with short lifetimes cert-manager may renew again meanwhile)."""
-    started = time.monotonic()
+def renewed_and_served(managed: CertManaged, before: int, *, timeout: float = 120) -> None:
+    """Until the Secret holds a new serving certificate and every pod serves one of the new ones
+    (with short lifetimes cert-manager may renew again meanwhile)."""
     issued: set[int] = set()
 
     def caught_up() -> bool:
@@ -169,7 +164,6 @@ def renewed_and_served(managed: CertManaged, before: int, *, timeout: float = 12
         return bool(issued) and serving is not None and serving <= issued
 
     wait_for("every webhook pod to serve a renewed certificate", caught_up, bool, timeout=timeout)
-    return time.monotonic() - started
 
 
 # -- the tests ----------------------------------------------------------------------------------
@@ -191,8 +185,6 @@ def test_cert_manager_issues_the_ca_and_the_serving_certificate(managed: CertMan
     assert leaf["ca.crt"] == secret_data(managed.api, CA_SECRET)["tls.crt"]
     names = served.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert SERVICE_NAME in names.get_values_for_type(x509.DNSName)
-    print(f"\ncert-manager: apply -k to Certificate Ready and rolled out in "
-          f"{managed.seconds_to_ready:.1f} s")  # fmt: skip
 
 
 def test_the_ca_injector_fills_every_ca_bundle_with_the_ca(managed: CertManaged) -> None:
@@ -247,13 +239,12 @@ def test_a_forced_renewal_is_served_without_a_restart_and_nothing_refused(
                            prefix="renew") as traffic:  # fmt: skip
         before = leaf_serial(managed)
         force_renewal(managed, LEAF)
-        seconds = renewed_and_served(managed, before)
+        renewed_and_served(managed, before)
     traffic.assert_no_wrong_answer()
     assert ca_bundles(managed.api) == bundles  # a new serving certificate, the same CA
     after = {p["metadata"]["name"]: p["status"]["containerStatuses"][0]["restartCount"]
              for p in pods_of(managed.installed, "webhook")}  # fmt: skip
     assert after == restarts  # the same pods, no container restarted
-    print(f"forced renewal served by every webhook pod in {seconds:.1f} s under {traffic}")
 
 
 def go_duration(text: str) -> datetime.timedelta:
@@ -290,19 +281,16 @@ def test_short_lived_certificates_renew_on_their_own_under_traffic(managed: Cert
         force_renewal(managed, LEAF)  # the current certificate is still the 90-day one
         renewed_and_served(managed, before)
         serials = {leaf_serial(managed)}
-        timings = []
         with admission_traffic(managed.kubectl, namespace=namespace, image=image,
                                prefix="short") as traffic:  # fmt: skip
             for _ in range(2):  # two renewals nobody asked for
-                timings.append(renewed_and_served(managed, leaf_serial(managed), timeout=90))
+                renewed_and_served(managed, leaf_serial(managed), timeout=90)
                 serials.add(leaf_serial(managed))
         traffic.assert_no_wrong_answer()
         assert len(serials) >= 3
         served = pem_certificate(secret_data(managed.api, LEAF_SECRET)["tls.crt"])
         lifetime = served.not_valid_after_utc - served.not_valid_before_utc
         assert lifetime == datetime.timedelta(hours=1)
-        print(f"renewed by cert-manager on its own, each served in "
-              f"{', '.join(f'{t:.1f}' for t in timings)} s, under {traffic}")  # fmt: skip
     finally:
         restore = {key: original[key] for key in short}
         managed.kubectl("-n", SYSTEM_NAMESPACE, "patch", f"certificate/{LEAF}", "--type=merge",
@@ -323,7 +311,6 @@ def test_a_replaced_ca_is_injected_everywhere_and_nothing_refused(managed: CertM
                     "-p", json.dumps(policy))  # fmt: skip
     with admission_traffic(managed.kubectl, namespace=namespace, image=image,
                            prefix="ca") as traffic:  # fmt: skip
-        started = time.monotonic()
         force_renewal(managed, CA)
         new_ca = wait_for("a new CA certificate",
                           lambda: secret_data(managed.api, CA_SECRET)["tls.crt"],
@@ -337,7 +324,6 @@ def test_a_replaced_ca_is_injected_everywhere_and_nothing_refused(managed: CertM
         wait_for(
             "every caBundle to hold the new CA", every_bundle_trusts_the_new_ca, bool, timeout=60
         )
-        injected = time.monotonic() - started
         bundles = [bundle_certificates(pem) for pem in ca_bundles(managed.api).values()]
         old_kept = all(pem_certificate(old_ca) in bundle for bundle in bundles)
         assert served_serials(managed.installed) == {
@@ -345,7 +331,7 @@ def test_a_replaced_ca_is_injected_everywhere_and_nothing_refused(managed: CertM
         }  # the old CA's, still trusted
         before = leaf_serial(managed)
         force_renewal(managed, LEAF)
-        served = renewed_and_served(managed, before)
+        renewed_and_served(managed, before)
     traffic.assert_no_wrong_answer()
     old = pem_certificate(old_ca)
     assert old.serial_number != new.serial_number
@@ -354,6 +340,3 @@ def test_a_replaced_ca_is_injected_everywhere_and_nothing_refused(managed: CertM
     leaf = pem_certificate(secret_data(managed.api, LEAF_SECRET)["tls.crt"])
     assert leaf.issuer == new.subject
     leaf.verify_directly_issued_by(new)
-    print(f"CA replaced and injected beside the old one in every caBundle in {injected:.1f} s;"
-          f" a serving certificate of the new CA served {served:.1f} s after its renewal;"
-          f" under {traffic}")  # fmt: skip

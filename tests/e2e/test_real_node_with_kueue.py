@@ -13,7 +13,6 @@ it also reads the job's ``Running`` condition as the Workload's ``PodsReady``.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -99,7 +98,6 @@ def test_a_queued_job_waits_suspended_until_kueue_admits_it_and_then_runs(queued
     assert mxjob(queued, "held")["spec"]["runPolicy"]["suspend"] is True
     pods = queued.api.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]
     assert not [p for p in pods if p["metadata"]["name"].startswith("held-")]
-    started = time.monotonic()
     release = {"spec": {"stopPolicy": "None"}}
     queued.kubectl(
         "patch", f"clusterqueue/{CLUSTER_QUEUE}", "--type=merge", "-p", json.dumps(release)
@@ -112,7 +110,6 @@ def test_a_queued_job_waits_suspended_until_kueue_admits_it_and_then_runs(queued
         return state(queued, "held") in ("Succeeded", "Failed")
 
     wait_for("the job to finish", finished, bool, timeout=120)
-    seconds = time.monotonic() - started
     assert pods_ready, workload_of(queued, "held")
     assert state(queued, "held") == "Succeeded"
     pod = queued.api.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/held-worker-0")
@@ -128,16 +125,11 @@ def test_a_queued_job_waits_suspended_until_kueue_admits_it_and_then_runs(queued
         timeout=60,
     )
     assert condition(workload, "Admitted"), workload
-    print(
-        f"\nKueue: installed in {queued.seconds_to_ready:.1f} s; admitted and Succeeded"
-        f" {seconds:.1f} s after the queue was released"
-    )
 
 
 def test_five_jobs_on_a_quota_for_two_run_two_at_a_time_and_all_succeed(queued: Queued) -> None:
     image = queued.installed.cluster.images.examples.ref
     names = [f"quota-{index}" for index in range(5)]
-    started = time.monotonic()
     for name in names:
         queued.kubectl(
             "apply",
@@ -173,11 +165,9 @@ def test_five_jobs_on_a_quota_for_two_run_two_at_a_time_and_all_succeed(queued: 
         timeout=240,
         interval=0.3,
     )
-    seconds = time.monotonic() - started
     assert {state(queued, n) for n in names} == {"Succeeded"}
     assert most <= 2, most
     assert most == 2, most  # the quota was used
-    print(f"5 jobs on a quota for 2: at most {most} at a time, all Succeeded in {seconds:.1f} s")
 
 
 def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeeds(
@@ -201,7 +191,6 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeed
     assert running, "the low job is Running without a pod"
     high = queued_job("high", image, seconds=2, priority="mxjob-high")
     queued.kubectl("apply", "-n", NAMESPACE, "-f", "-", input_text=json.dumps(high))
-    evicted_at = time.monotonic()
     wait_for(
         "the low job suspended by Kueue",
         lambda: mxjob(queued, "low")["spec"]["runPolicy"].get("suspend"),
@@ -227,7 +216,6 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeed
         lambda s: s in ("Succeeded", "Failed"),
         timeout=180,
     )
-    seconds = time.monotonic() - evicted_at
     job = mxjob(queued, "low")
     assert job["status"]["state"] == "Succeeded", job["status"]
     assert job["spec"]["runPolicy"]["backoffLimit"] == 0  # an eviction is not a failure
@@ -235,4 +223,3 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_and_succeed
     assert workload is not None
     kinds = {c["type"] for c in workload["status"]["conditions"]}
     assert "Preempted" in kinds, workload["status"]["conditions"]
-    print(f"evicted by a higher-priority job, re-admitted and Succeeded {seconds:.1f} s later")

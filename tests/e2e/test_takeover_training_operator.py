@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,33 +102,26 @@ class Takeover:
     """Each job as training-operator left it (v1)."""
     pods_before: dict[str, dict[str, str]]
     services_before: dict[str, dict[str, str]]
-    seconds: dict[str, float]
     webhook_port: int
 
 
 @pytest.fixture(scope="module")
 def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
-    seconds: dict[str, float] = {}
-    started = time.monotonic()
     plane = ControlPlane(ControlPlaneSettings(state_dir=Path(tmp_path_factory.mktemp("takeover"))))
     pids: list[int] = []
     webhook_pid = 0
     try:
         plane.up()
         api = Api.from_kubeconfig(plane.kubeconfig)
-        seconds["control plane"] = time.monotonic() - started
         ensure_namespace(api, NAMESPACE)
         kubelet = TestKubelet(api, node_name="takeover-node", namespaces=(NAMESPACE,))
         kubelet.start()
 
         # training-operator v1.8.1 runs three jobs.
-        mark = time.monotonic()
         theirs = LocalTrainingOperator(plane)
         theirs.install_crd()
         their_process = theirs.start()
         pids.append(their_process.pid)
-        seconds["training-operator up"] = time.monotonic() - mark
-        mark = time.monotonic()
         for manifest in (
             _job("running", servers=1, workers=2),
             _job("succeeded"),
@@ -165,7 +157,6 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
             lambda pod_status: pod_status.get("phase") == "Failed",
             timeout=30,
         )
-        seconds["three jobs under training-operator"] = time.monotonic() - mark
         theirs.stop(their_process)
         theirs.uninstall_webhook()
         before = {job: _get(api, _job_path(job)) for job in JOBS}
@@ -173,7 +164,6 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
         services_before = {job: _uids(_owned(api, "services", job)) for job in JOBS}
 
         # This operator takes over, as docs/migrating.md says.
-        mark = time.monotonic()
         ours = LocalOperator(plane)
         webhook_pid, webhook_port = ours.start_webhook()
         crd = json.dumps(ours.crd_manifest(webhook_port=webhook_port))
@@ -190,17 +180,13 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
             bool,
             timeout=30,
         )
-        seconds["this operator up and reconciled"] = time.monotonic() - mark
-        yield Takeover(
-            plane, api, kubelet, before, pods_before, services_before, seconds, webhook_port
-        )
+        yield Takeover(plane, api, kubelet, before, pods_before, services_before, webhook_port)
         kubelet.stop()
     finally:
         for pid in pids:
             stop_process(pid)
         stop_process(webhook_pid)
         plane.down()
-        print(f"takeover phases (s): { {k: round(v, 1) for k, v in seconds.items()} }")
 
 
 def _serve_v1beta1(takeover: Takeover, *, served: bool) -> None:

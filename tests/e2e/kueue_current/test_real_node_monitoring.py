@@ -237,27 +237,24 @@ def alert_state(watched: Watched, name: str) -> str | None:
     return watched.server.alerts().get(name)
 
 
-def seconds_to_fire(watched: Watched, name: str, *, timeout: float = 120) -> float:
-    """Seconds until alert ``name`` is firing in Prometheus."""
-    started = time.monotonic()
+def until_firing(watched: Watched, name: str, *, timeout: float = 120) -> None:
+    """Wait until alert ``name`` is firing in Prometheus."""
     wait_for(
         f"{name} to fire",
         lambda: alert_state(watched, name),
         lambda found: found == "firing",
         timeout=timeout,
     )
-    return time.monotonic() - started
 
 
-def seconds_to_resolve(watched: Watched, name: str, *, timeout: float = 120) -> float:
-    started = time.monotonic()
+def until_resolved(watched: Watched, name: str, *, timeout: float = 120) -> None:
+    """Wait until alert ``name`` is no longer pending or firing in Prometheus."""
     wait_for(
         f"{name} to resolve",
         lambda: alert_state(watched, name),
         lambda found: found is None,
         timeout=timeout,
     )
-    return time.monotonic() - started
 
 
 def scrape_urls(watched: Watched) -> dict[str, set[str]]:
@@ -428,16 +425,12 @@ def test_no_controller_fires_the_no_leader_alert_and_its_return_resolves_it(
     before = float(watched.server.query(reconciles)[0]["value"][1])
     assert alert_state(watched, "MXJobControllerNoLeader") is None
     scale(watched, "controller", 0)
-    fired = seconds_to_fire(watched, "MXJobControllerNoLeader")
+    until_firing(watched, "MXJobControllerNoLeader")
     scale(watched, "controller", 1)
-    resolved = seconds_to_resolve(watched, "MXJobControllerNoLeader")
+    until_resolved(watched, "MXJobControllerNoLeader")
     # The new pod's counters start from zero, and the old pod's counts are still there.
     after = float(watched.server.query(reconciles)[0]["value"][1])
     assert after >= before > 0, (before, after)
-    print(
-        f"\nMXJobControllerNoLeader: firing {fired:.1f} s after the last controller pod went "
-        f"(for: {PENDING_FOR}), resolved {resolved:.1f} s after one was back"
-    )
 
 
 def malformed_review(url: str, context: ssl.SSLContext) -> int:
@@ -464,11 +457,6 @@ def test_reviews_the_webhook_cannot_read_fire_the_webhook_errors_alert(watched: 
         assert time.monotonic() - started < 120, watched.server.alerts()
         time.sleep(0.2)
         statuses.append(malformed_review(url, context))
-    fired = time.monotonic() - started
-    print(
-        f"\nMXJobWebhookErrors: firing {fired:.1f} s after malformed reviews began "
-        f"({len(statuses)} sent, each answered 400; for: {PENDING_FOR})"
-    )
 
 
 def test_no_webhook_fires_the_webhook_down_alert_and_its_return_resolves_it(
@@ -477,23 +465,19 @@ def test_no_webhook_fires_the_webhook_down_alert_and_its_return_resolves_it(
     replicas = len(pods_of(watched.installed, "webhook"))
     scale(watched, "webhook", 0)
     try:
-        fired = seconds_to_fire(watched, "MXJobWebhookDown")
+        until_firing(watched, "MXJobWebhookDown")
     finally:
         scale(watched, "webhook", replicas)
-    resolved = seconds_to_resolve(watched, "MXJobWebhookDown")
+    until_resolved(watched, "MXJobWebhookDown")
     watched.installed.cluster.wait_admission()
-    print(
-        f"\nMXJobWebhookDown: firing {fired:.1f} s after the last webhook pod went "
-        f"(for: {PENDING_FOR}), resolved {resolved:.1f} s after the webhook was back"
-    )
 
 
 def test_the_dashboard_drawn_from_the_whole_run_has_data_in_every_panel(watched: Watched) -> None:
     """Last in the module: the picture spans the job, the controller's and the webhook's
-    absences and the unreadable reviews."""
-    picture, series = draw_dashboard(watched, since=watched.started)
+    absences and the unreadable reviews. It is left in the plane's directory, at
+    ``monitoring/dashboard.svg``."""
+    _, series = draw_dashboard(watched, since=watched.started)
     panels = [p["title"] for p in json.loads(DASHBOARD.read_text())["panels"] if p["type"] != "row"]
     assert sorted(series) == sorted(panels)
     empty = [title for title, count in series.items() if not count]
     assert not empty, (empty, series)
-    print(f"\nthe dashboard, drawn from the run: {picture} ({sum(series.values())} series)")

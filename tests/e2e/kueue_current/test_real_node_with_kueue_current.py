@@ -16,7 +16,6 @@ from __future__ import annotations
 import atexit
 import functools
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -144,10 +143,8 @@ def test_a_queued_job_waits_suspended_and_runs_once_admitted_on_the_flavors_node
     wait_for(
         "Kueue's usage (0, 0, 0)", lambda: kueue_usage(queued), lambda u: u == (0, 0, 0), timeout=30
     )
-    released = time.monotonic()
     hold(queued, held=False)
     wait_for("the job to run", lambda: state(queued, "held"), lambda s: s == "Running", timeout=90)
-    to_running = time.monotonic() - released
     # Kueue writes the queues' status a moment after the Workload's admission.
     wait_for(
         "Kueue's usage (1, 1, 1)", lambda: kueue_usage(queued), lambda u: u == (1, 1, 1), timeout=30
@@ -181,10 +178,6 @@ def test_a_queued_job_waits_suspended_and_runs_once_admitted_on_the_flavors_node
         lambda u: u == (0, 0, 0),
         timeout=60,
     )
-    print(
-        f"\nKueue {queued.version} installed in {queued.seconds_to_ready:.1f} s; admission to "
-        f"Running {to_running:.1f} s"
-    )
 
 
 def test_five_jobs_on_a_quota_for_two_run_at_most_two_at_a_time_and_all_succeed(
@@ -192,7 +185,6 @@ def test_five_jobs_on_a_quota_for_two_run_at_most_two_at_a_time_and_all_succeed(
 ) -> None:
     image = queued.installed.cluster.images.examples.ref
     names = [f"quota-{index}" for index in range(5)]
-    started = time.monotonic()
     for name in names:
         queued.create(queued_job(name, image, seconds=4))
     most = 0
@@ -214,7 +206,6 @@ def test_five_jobs_on_a_quota_for_two_run_at_most_two_at_a_time_and_all_succeed(
         timeout=300,
         interval=0.3,
     )
-    seconds = time.monotonic() - started
     assert [state(queued, n) for n in names] == ["Succeeded"] * 5
     assert not disagreements, disagreements
     assert most == 2, most
@@ -225,7 +216,6 @@ def test_five_jobs_on_a_quota_for_two_run_at_most_two_at_a_time_and_all_succeed(
         lambda finished: finished == [[True]] * len(names),
         timeout=60,
     )
-    print(f"5 jobs on a quota for 2: at most {most} at a time, all Succeeded in {seconds:.1f} s")
 
 
 def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_with_its_backoff_untouched(
@@ -239,7 +229,6 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_with_its_ba
     running = pod_uids(queued, "low")
     assert running, "the low job is Running without a pod"
     queued.create(queued_job("high", image, seconds=2, priority="mxjob-high"))
-    evicted_at = time.monotonic()
     wait_for(
         "the low job stopped by the controller",
         lambda: mxjob(queued, "low")["spec"]["runPolicy"].get("suspend"),
@@ -265,7 +254,6 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_with_its_ba
         lambda job: not job["spec"]["runPolicy"].get("suspend"),
         timeout=120,
     )
-    seconds_to_readmission = time.monotonic() - evicted_at
     # The templates were restored on eviction and given the flavor again on re-admission.
     template = readmitted["spec"]["mxReplicaSpecs"]["Worker"]["template"]
     assert template["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "mxjob-node"}
@@ -288,7 +276,6 @@ def test_a_higher_priority_job_evicts_a_running_one_which_comes_back_with_its_ba
     )
     assert workload is not None
     assert "Preempted" in {c["type"] for c in workload["status"]["conditions"]}
-    print(f"evicted by a higher priority, re-admitted {seconds_to_readmission:.1f} s later")
 
 
 def test_wait_for_pods_ready_evicts_and_requeues_a_job_whose_pods_cannot_start(
@@ -308,7 +295,6 @@ def test_wait_for_pods_ready_evicts_and_requeues_a_job_whose_pods_cannot_start(
                 reasons.append(c["reason"])
         return found
 
-    started = time.monotonic()
     workload = wait_for(
         "Kueue to give up on the job after its requeue (Workload deactivated)",
         evictions,
@@ -319,7 +305,6 @@ def test_wait_for_pods_ready_evicts_and_requeues_a_job_whose_pods_cannot_start(
         timeout=240,
         interval=0.5,
     )
-    seconds = time.monotonic() - started
     assert "PodsReadyTimeout" in reasons, reasons
     # Kueue's own record: evicted for the timeout, then deactivated at the requeuing limit.
     recorded = {
@@ -340,7 +325,6 @@ def test_wait_for_pods_ready_evicts_and_requeues_a_job_whose_pods_cannot_start(
         lambda u: u == (0, 0, 0),
         timeout=60,
     )
-    print(f"pods that cannot start: timeout, requeue and deactivation in {seconds:.1f} s")
     queued.kubectl("delete", "-n", NAMESPACE, "mxjob", "no-image", "--wait", timeout=60)
 
 
@@ -421,7 +405,6 @@ class Dispatching:
     manager: multikueue.ManagerCluster
     worker: Queued
     lost: ControlPlane
-    seconds_to_ready: float
 
     def on_manager(self, name: str) -> dict[str, Any]:
         path = f"/apis/kubeflow.org/v1/namespaces/{MK_NAMESPACE}/mxjobs/{name}"
@@ -477,7 +460,6 @@ def dispatching(queued: Queued, tmp_path_factory: pytest.TempPathFactory) -> Ite
     atexit.register(manager.down)
     atexit.register(lost.down)
     try:
-        started = time.monotonic()
         manager.start()
         lost.up()
         # The lost worker serves what MultiKueue watches (Workloads, MXJobs, Jobs), no more.
@@ -493,7 +475,7 @@ def dispatching(queued: Queued, tmp_path_factory: pytest.TempPathFactory) -> Ite
             quota={"cpu": "1", "memory": "2Gi"},
             local_queue=MK_QUEUE,
         )
-        dispatching = Dispatching(manager, queued, lost, time.monotonic() - started)
+        dispatching = Dispatching(manager, queued, lost)
         for name in ("worker", "lost"):
             wait_for(
                 f"MultiKueue connected to {name}",
@@ -521,7 +503,6 @@ def test_a_job_dispatched_by_multikueue_runs_on_the_worker_and_its_status_shows_
     dispatching: Dispatching,
 ) -> None:
     manager_api = dispatching.manager.api
-    created = time.monotonic()
     dispatching.submit("remote", seconds=5)
     stored = dispatching.on_manager("remote")
     assert stored["spec"]["managedBy"] == MULTIKUEUE
@@ -544,9 +525,7 @@ def test_a_job_dispatched_by_multikueue_runs_on_the_worker_and_its_status_shows_
         timeout=120,
     )
     dispatching.wait_state("remote", "Succeeded", on="worker")
-    on_worker = time.monotonic() - created
     dispatching.wait_state("remote", "Succeeded")
-    on_manager = time.monotonic() - created
     # The manager's controller wrote the Workload Kueue dispatched and made no pod.
     local = wait_for(
         "the manager's Workload Finished",
@@ -562,11 +541,6 @@ def test_a_job_dispatched_by_multikueue_runs_on_the_worker_and_its_status_shows_
     )
     assert local[0]["metadata"]["name"] == prebuilt
     assert dispatching.pods(manager_api, "remote") == []
-    print(
-        f"\nMultiKueue: manager up in {dispatching.seconds_to_ready:.1f} s; dispatched job "
-        f"Succeeded on the worker {on_worker:.1f} s after creation, status on the manager at "
-        f"{on_manager:.1f} s"
-    )
 
 
 def test_deleting_a_dispatched_job_on_the_manager_deletes_it_on_the_worker(
@@ -602,6 +576,5 @@ def test_a_worker_whose_api_server_stops_is_reported_and_jobs_go_to_the_one_left
         timeout=180,
     )
     assert condition_now["reason"], condition_now
-    print(f"lost worker reported: {condition_now['reason']}: {condition_now.get('message')}")
     dispatching.submit("after-loss", seconds=1)
     dispatching.wait_state("after-loss", "Succeeded")
