@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.recovery_figures import OURS, THEIRS, read, write
+from tests.helpers import figures as plugin
 from tests.helpers.figures import Figures
 
 
@@ -44,3 +45,17 @@ def test_the_fixture_gives_this_session_s_records_naming_the_test(figures: Figur
     assert figures.found[before].test.endswith(
         "test_the_fixture_gives_this_session_s_records_naming_the_test"
     )
+
+
+def test_a_session_that_recorded_nothing_leaves_the_file_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "figures.json"
+    write(target, [Figures(test="t").record(table="node", case="kept", pods_made=1)])
+    monkeypatch.setattr(plugin, "TARGET", [target])
+    monkeypatch.setattr(plugin, "SESSION", Figures())
+    plugin.pytest_sessionfinish()
+    assert [f.case for f in read(target)] == ["kept"]
+    plugin.SESSION.record(table="node", case="new", pods_made=2)
+    plugin.pytest_sessionfinish()
+    assert [f.case for f in read(target)] == ["new"]
