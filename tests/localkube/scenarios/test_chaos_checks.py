@@ -205,3 +205,23 @@ def test_a_failpoint_never_reached_breaks_the_kill_point_invariant(tmp_path: Pat
     assert not found.ok and found.problems == ["never reached: restart-pods-deleted"]
     sound = checked(*sound_run(tmp_path / "sound"))
     assert next(i for i in sound.invariants if "each point of a restart" in i.name).ok
+
+
+def test_a_pod_the_watch_saw_counts_as_created_when_its_audit_entry_was_cut(
+    tmp_path: Path,
+) -> None:
+    """kube-apiserver stopped between a create's write and its ResponseComplete audit entry:
+    the audit log says one creation fewer than the pods the watch saw."""
+    report, evidence = sound_run(tmp_path)
+    evidence.jobs["job-00"] = JobPlan("job-00", "succeed", 1, (1.0, 1.0))
+    history = evidence.history
+    history.pod_seen["job-00-scheduler-0"]["s0"] = [(1, "Running", 0)]
+    history.pod_created_rv["s0"] = 1
+    checked(report, evidence)
+    pods = report.invariants[1]
+    assert pods.ok, pods.problems  # job-00-scheduler-0 has no audit entry, but was seen
+    report, evidence = sound_run(tmp_path / "twice")
+    evidence.history.pod_seen["job-00-worker-0"]["u1"] = [(9, "Running", 0)]
+    evidence.history.pod_created_rv["u1"] = 9
+    checked(report, evidence)
+    assert "job-00-worker-0: created 2 times, scripted 1" in report.invariants[1].problems
