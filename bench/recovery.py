@@ -81,11 +81,13 @@ PHRASES: Final[dict[str, Callable[[Value], str]]] = {
 
 
 def cell(figure: Figure) -> str:
-    """One operator's outcome of one case: its values as phrases, in the order recorded."""
+    """One operator's outcome of one case: its values as phrases, in the order recorded; a
+    value recorded empty (a message never seen) says nothing."""
     missing = [key for key in figure.values if key not in PHRASES]
     if missing:
         raise ValueError(f"no phrase for {missing} of {figure.case!r} ({figure.test})")
-    return "; ".join(PHRASES[key](value) for key, value in figure.values.items())
+    said = {key: value for key, value in figure.values.items() if value not in ("", None)}
+    return "; ".join(PHRASES[key](value) for key, value in said.items())
 
 
 def rendered(figures: Sequence[Figure], name: str) -> list[str]:

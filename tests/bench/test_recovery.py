@@ -88,3 +88,9 @@ def test_every_phrase_reads_its_value() -> None:
     for key, phrase in PHRASES.items():
         sample = True if key in ("counted", "ended", "drained_after_end") else 3
         assert phrase(sample).strip(), key
+
+
+def test_a_value_recorded_empty_says_nothing() -> None:
+    lines = rendered([figure("pull", THEIRS, window_s=45.0, restarting_says="", ended=False)],
+                     "resume")  # fmt: skip
+    assert lines[2] == f"| pull | {ABSENT} | watched 45 s; no end |"
