@@ -87,6 +87,17 @@ def _run_policy() -> dict[str, Any]:
                 "type": "string",
                 "description": "The controller that manages this job; empty means this operator.",
             },
+            "progressDeadlineSeconds": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "description": "Opt-in hang detection, as a Deployment's: a Running job whose "
+                "pods sent no progress report (status.trainerStatus) for this many seconds gets "
+                "Progressing False (ProgressDeadlineExceeded) and is restarted as a whole, "
+                "counted against backoffLimit. The clock runs only once the job has reported "
+                "at least once, from the later of its newest report and its attempt's start: a "
+                "job that never reports is never restarted by it. Unset: no deadline.",
+            },
             "disruptionPolicy": _enum(
                 [p.value for p in DisruptionPolicy],
                 "Whether a restart caused by a disruption (a pod ended with the DisruptionTarget "
@@ -267,8 +278,15 @@ def _version_schema(version: str, template: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _column(name: str, kind: str, path: str, description: str) -> dict[str, str]:
-    return {"name": name, "type": kind, "jsonPath": path, "description": description}
+def _column(
+    name: str, kind: str, path: str, description: str, *, priority: int = 0
+) -> dict[str, Any]:
+    """A printer column; ``priority`` above 0 shows only with ``kubectl get -o wide``."""
+    column: dict[str, Any] = {"name": name, "type": kind, "jsonPath": path}
+    column["description"] = description
+    if priority:
+        column["priority"] = priority
+    return column
 
 
 PRINTER_COLUMNS = [
@@ -276,12 +294,25 @@ PRINTER_COLUMNS = [
     _column("Mode", "string", ".spec.jobMode", "MXTrain (training) or MXTune (TVM auto-tuning)."),
     _column("Restarts", "integer", ".status.restartCount", "Restarts so far."),
     _column(
+        "Progress",
+        "integer",
+        ".status.trainerStatus.progressPercentage",
+        "How far the job is, in percent, as its pods report it.",
+    ),
+    _column(
         "Waiting",
         "string",
         '.status.conditions[?(@.type=="Pending")].reason',
         "What holds the job back (Kueue, its gang, the scheduler), if anything.",
     ),
     _column("Age", "date", ".metadata.creationTimestamp", "Time since the MXJob was created."),
+    _column(
+        "ETA",
+        "integer",
+        ".status.trainerStatus.estimatedRemainingSeconds",
+        "Seconds left, as the job's reporter estimates them (kubectl get -o wide).",
+        priority=1,
+    ),
 ]
 
 

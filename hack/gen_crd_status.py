@@ -75,6 +75,44 @@ def _restart_entry() -> dict[str, Any]:
     }
 
 
+def _trainer_status() -> dict[str, Any]:
+    """Kubeflow Trainer's TrainJob ``status.trainerStatus`` (its progress proposal), field for
+    field: what the job's own pods report through the controller's progress endpoint."""
+    return {
+        "type": "object",
+        "description": "The job's progress as its pods report it (the controller's progress "
+        "endpoint writes it; docs/how-to/monitor.md). Absent until the first report.",
+        "properties": {
+            "progressPercentage": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 0,
+                "maximum": 100,
+                "description": "How far the job is, in percent.",
+            },
+            "estimatedRemainingSeconds": {
+                **non_negative("The reporter's estimate of the seconds left."),
+                "format": "int64",
+            },
+            "metrics": {
+                "type": "array",
+                "description": "The newest values the job reported (loss, accuracy, the best "
+                "latency of a tuning task...).",
+                "maxItems": 32,
+                "items": {
+                    "type": "object",
+                    "required": ["name", "value"],
+                    "properties": {
+                        "name": text("The metric's name."),
+                        "value": text("Its value, as the job printed it."),
+                    },
+                },
+            },
+            "lastUpdatedTime": timestamp("When the controller received the newest report."),
+        },
+    }
+
+
 def _condition() -> dict[str, Any]:
     types = [t.value for t in ConditionType]
     return {
@@ -147,5 +185,6 @@ def status_schema(*, replica_statuses_key: str) -> dict[str, Any]:
             ),
             "completionTime": timestamp("When the job succeeded or failed."),
             "lastReconcileTime": timestamp("When the controller last wrote this status."),
+            "trainerStatus": _trainer_status(),
         },
     }

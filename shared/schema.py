@@ -88,11 +88,12 @@ SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "properties": {
                         **RUN_POLICY_PROPERTIES,
-                        # v1's runPolicy only: the standalone shape never had it.
+                        # v1's runPolicy only: the standalone shape never had them.
                         "disruptionPolicy": {
                             "type": "string",
                             "enum": [p.value for p in DisruptionPolicy],
                         },
+                        "progressDeadlineSeconds": {"type": "integer", "minimum": 1},
                     },
                 },
                 "successPolicy": {"type": "string", "enum": [p.value for p in SuccessPolicy]},

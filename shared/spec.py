@@ -70,6 +70,7 @@ class RunPolicy(TypedDict, total=False):
     schedulingPolicy: dict[str, Any]
     managedBy: str
     disruptionPolicy: str
+    progressDeadlineSeconds: int
 
 
 def is_int(value: object) -> TypeGuard[int]:
@@ -282,6 +283,13 @@ def _optional_seconds(value: object) -> int | None:
 def active_deadline_seconds(job: Mapping[str, Any]) -> int | None:
     """`runPolicy.activeDeadlineSeconds`, None when unset (no deadline)."""
     return _optional_seconds(run_policy(job).get("activeDeadlineSeconds"))
+
+
+def progress_deadline_seconds(job: Mapping[str, Any]) -> int | None:
+    """`runPolicy.progressDeadlineSeconds` (v1's runPolicy only), None when unset: the job is
+    never restarted for a lack of progress reports."""
+    value = as_mapping(as_mapping(job.get("spec")).get("runPolicy")).get("progressDeadlineSeconds")
+    return value if is_int(value) and value >= 1 else None
 
 
 def pod_start_timeout_override(job: Mapping[str, Any]) -> int | None:
