@@ -36,12 +36,12 @@ content, surrounding whitespace stripped), ``Content-Type: application/json`` an
 Every field of ``trainerStatus`` is optional and left out while unknown (``{"trainerStatus":
 {}}`` is a heartbeat). ``progressPercentage`` is an integer from 0 to 100 (the fraction done,
 rounded down, so 100 means finished); ``estimatedRemainingSeconds`` an integer from 0 to
-2147483647; ``metrics`` at most 64 entries (:data:`MAX_METRICS`), each name and value a
-non-empty string of at most 128 characters (:data:`MAX_TEXT`). Each body is the reporter's
-whole current state: the latest progress and estimate, and the latest value of every metric
-reported so far, in the order first reported, so the server may replace
-``status.trainerStatus`` with it wholesale and stamp ``lastUpdatedTime`` itself (the client
-never sends one). A body stays under 32 KiB.
+2147483647; ``metrics`` at most 32 entries (:data:`MAX_METRICS`), each name a string of 1 to 63
+characters (:data:`MAX_NAME`) and each value a string of at most 256 characters
+(:data:`MAX_VALUE`). Each body is the reporter's whole current state: the latest progress and
+estimate, and the latest value of every metric reported so far, in the order first reported, so
+the server may replace ``status.trainerStatus`` with it wholesale and stamp ``lastUpdatedTime``
+itself (the client never sends one). A body stays within 64 KiB.
 
 Responses.
 
@@ -68,7 +68,7 @@ callback). None imports its framework before it is used.
 
 from __future__ import annotations
 
-from mxjob_progress._payload import MAX_METRICS, MAX_TEXT
+from mxjob_progress._payload import MAX_METRICS, MAX_NAME, MAX_VALUE
 from mxjob_progress.eta import EtaEstimator
 from mxjob_progress.reporter import (
     ENV_CA_CERT,
@@ -86,7 +86,8 @@ __all__ = [
     "ENV_TOKEN",
     "ENV_URL",
     "MAX_METRICS",
-    "MAX_TEXT",
+    "MAX_NAME",
+    "MAX_VALUE",
     "Endpoint",
     "EtaEstimator",
     "ProgressReporter",

@@ -2,7 +2,9 @@
 
 The status endpoint refuses a body it cannot store (an empty metric name, a field out of range,
 a body too large) with a 4xx, and a refused body is never retried: so the reporter shapes its
-state here, before sending, rather than learn of a mistake from the server.
+state here, before sending, rather than learn of a mistake from the server. The limits are the
+server's own (controller/progress/report.py and controller/progress/settings.py);
+tests/sdk/test_server_limits.py holds the two equal, as this package cannot import the server.
 """
 
 from __future__ import annotations
@@ -12,12 +14,16 @@ import math
 import numbers
 from collections.abc import Mapping
 
-MAX_METRICS = 64
+MAX_METRICS = 32
 """Metrics in one body; names reported after that many distinct ones are dropped."""
-MAX_TEXT = 128
-"""Characters of a metric's name or value; a longer one is dropped, not cut (a cut number lies)."""
-MAX_BODY = 32 * 1024
-"""Bytes of one encoded body; metrics are dropped from the end until it fits."""
+MAX_NAME = 63
+"""Characters of a metric's name (at least one); a longer one is dropped, not cut."""
+MAX_VALUE = 256
+"""Characters of a metric's value (it may be empty); a longer one is dropped, not cut (a cut
+number lies)."""
+MAX_BODY = 64 * 1024
+"""Bytes of one encoded body, the largest the endpoint reads; metrics are dropped from the end
+until it fits (with the limits above a body stays well under it)."""
 MAX_SECONDS = 2**31 - 1
 """The largest ``estimatedRemainingSeconds`` (the status field is a 32-bit integer)."""
 
@@ -108,8 +114,10 @@ class MetricTable:
         """Take each metric's latest value; return the names dropped, with why."""
         dropped = []
         for name, text in texts:
-            if not name or not text or len(name) > MAX_TEXT or len(text) > MAX_TEXT:
-                dropped.append(f"{name[:40]!r} (empty, or longer than {MAX_TEXT} characters)")
+            if not name or len(name) > MAX_NAME:
+                dropped.append(f"{name[:40]!r} (a name of 1 to {MAX_NAME} characters)")
+            elif len(text) > MAX_VALUE:
+                dropped.append(f"{name[:40]!r} (a value longer than {MAX_VALUE} characters)")
             elif name not in self.values and len(self.values) >= MAX_METRICS:
                 dropped.append(f"{name[:40]!r} (more than {MAX_METRICS} metrics)")
             else:

@@ -13,7 +13,14 @@ from pathlib import Path
 
 import mxjob_progress
 import pytest
-from mxjob_progress import ENV_CA_CERT, ENV_TOKEN, ENV_URL, MAX_METRICS, MAX_TEXT
+from mxjob_progress import (
+    ENV_CA_CERT,
+    ENV_TOKEN,
+    ENV_URL,
+    MAX_METRICS,
+    MAX_NAME,
+    MAX_VALUE,
+)
 
 SDK = Path(__file__).resolve().parents[2] / "sdk"
 PACKAGE = SDK / "mxjob_progress"
@@ -108,4 +115,5 @@ def test_the_contract_names_the_injected_variables() -> None:
             assert f"``{name}``" in text or f"`{name}`" in text, name
         assert "/apis/kubeflow.org/v1/namespaces/{" in text
     assert f"at most {MAX_METRICS} entries" in contract
-    assert f"at most {MAX_TEXT} characters" in contract
+    assert f"1 to {MAX_NAME}" in contract
+    assert f"at most {MAX_VALUE} characters" in contract

@@ -7,11 +7,13 @@ import json
 import math
 
 import pytest
+from mxjob_progress import _payload
 from mxjob_progress._payload import (
     MAX_BODY,
     MAX_METRICS,
+    MAX_NAME,
     MAX_SECONDS,
-    MAX_TEXT,
+    MAX_VALUE,
     MetricTable,
     encode,
     fraction,
@@ -101,8 +103,12 @@ def test_the_table_keeps_each_metrics_latest_value_in_first_reported_order() -> 
 
 def test_the_table_drops_what_the_status_cannot_hold() -> None:
     table = MetricTable()
-    dropped = table.update([("", "1"), ("empty", ""), ("long", "x" * (MAX_TEXT + 1))])
+    dropped = table.update(
+        [("", "1"), ("n" * (MAX_NAME + 1), "1"), ("long", "x" * (MAX_VALUE + 1))]
+    )
     assert len(dropped) == 3
+    assert table.update([("n" * MAX_NAME, "x" * MAX_VALUE), ("empty", "")]) == []
+    table = MetricTable()
     assert table.update([(f"m{i}", "1") for i in range(MAX_METRICS + 2)]) == [
         f"'m{MAX_METRICS}' (more than {MAX_METRICS} metrics)",
         f"'m{MAX_METRICS + 1}' (more than {MAX_METRICS} metrics)",
@@ -124,11 +130,24 @@ def test_a_body_leaves_out_what_is_unknown() -> None:
     }
 
 
-def test_a_body_too_large_drops_metrics_from_the_end() -> None:
-    wide = "\u6f22" * MAX_TEXT  # three bytes each in UTF-8
-    metrics = {f"{i:03d}{wide[3:]}": wide for i in range(MAX_METRICS)}
+def _widest_metrics() -> dict[str, str]:
+    """As many metrics as a body may carry, each name and value as long as allowed, in a
+    character of three bytes in UTF-8."""
+    wide = "\u6f22"
+    return {f"{i:03d}" + wide * (MAX_NAME - 3): wide * MAX_VALUE for i in range(MAX_METRICS)}
+
+
+def test_the_largest_state_the_limits_allow_fits_in_a_body() -> None:
+    body, left_out = encode(0.5, 12.0, _widest_metrics())
+    assert left_out == 0
+    assert len(body) <= MAX_BODY
+
+
+def test_a_body_too_large_drops_metrics_from_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_payload, "MAX_BODY", MAX_BODY // 4)
+    metrics = _widest_metrics()
     body, left_out = encode(0.5, None, metrics)
     assert 0 < left_out < MAX_METRICS
-    assert len(body) <= MAX_BODY
+    assert len(body) <= MAX_BODY // 4
     kept = json.loads(body)["trainerStatus"]["metrics"]
     assert [entry["name"] for entry in kept] == list(metrics)[: MAX_METRICS - left_out]
