@@ -34,10 +34,12 @@ def test_schema_enums_are_the_constants() -> None:
 def test_run_policy_fields_are_described_both_nested_and_under_spec() -> None:
     spec = SCHEMA["properties"]["spec"]["properties"]
     nested = dict(spec["runPolicy"]["properties"])
-    # v1's own: the standalone shape under spec never had it.
+    # v1's own: the standalone shape under spec never had them.
     assert nested.pop("disruptionPolicy") == {"type": "string", "enum": ["Ignore", "Count"]}
+    assert nested.pop("progressDeadlineSeconds") == {"type": "integer", "minimum": 1}
     assert nested == RUN_POLICY_PROPERTIES
     assert "disruptionPolicy" not in spec
+    assert "progressDeadlineSeconds" not in spec
     for field, schema in RUN_POLICY_PROPERTIES.items():
         assert spec[field] == schema
 
