@@ -4,9 +4,10 @@ The rules live in ``shared/`` (``validation.validate``, ``defaults.apply_default
 only decides which of them to run for a request and shapes the answer:
 
 - ``mutate`` denies what the rules refuse *before* defaulting (defaulting rewrites the owned env
-  and would hide a user's value otherwise), then defaults and answers with a base64 JSON Patch
-  from the object as sent to the defaulted one (no patch when nothing changes, which makes a
-  second pass a no-op).
+  and would hide a user's value otherwise), then defaults, writes what the pods need to report
+  progress (shared/progress_pods.py: admission only, as only the webhook knows the operator's
+  namespace), and answers with a base64 JSON Patch from the object as sent to the defaulted one
+  (no patch when nothing changes, which makes a second pass a no-op).
 - ``validate`` re-checks the final object, after every mutating webhook ran. The install sends
   it UPDATEs only (manifests/webhook/webhook-configurations.yaml): on CREATE ``mutate``'s
   refusal is the one call, and ``manifests/components/validate-on-create`` adds CREATE where
@@ -27,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any, Final, cast
 
 from shared import constants, conversion, defaults, queueing, validation
+from shared.progress_pods import inject_progress
 from webhook.reviews import AdmissionRequest, AdmissionResponse, JSONObject, JSONPatchOp, Status
 
 INVALID: Final = Status(code=422, reason="Invalid")
@@ -136,12 +138,19 @@ def _judge(
     return sent, job, version
 
 
-def mutate(request: AdmissionRequest, *, kueue_workloads: bool = False) -> AdmissionResponse:
+def mutate(
+    request: AdmissionRequest,
+    *,
+    kueue_workloads: bool = False,
+    progress_namespace: str | None = None,
+) -> AdmissionResponse:
     """The mutating webhook's answer: refuse an invalid MXJob, else patch in the defaults.
 
     With ``kueue_workloads``, a queued job is created suspended: it waits for Kueue to admit
     its Workload (controller/integrations/kueue/contract.py), as Kueue's own webhooks do for the
-    kinds they know.
+    kinds they know. With ``progress_namespace`` (the operator's namespace, where the
+    controller's progress Service is), every replica's template gets the env and the volume its
+    pods report progress with (shared/progress_pods.py); None: nothing of it.
     """
     judged = _judge(request, kueue_workloads=kueue_workloads)
     if not isinstance(judged, tuple):
@@ -154,6 +163,12 @@ def mutate(request: AdmissionRequest, *, kueue_workloads: bool = False) -> Admis
         and queueing.suspend_for_queue(defaulted)
     ):
         defaulted["spec"]["runPolicy"]["suspend"] = True
+    if progress_namespace is not None:
+        inject_progress(
+            defaulted,
+            operator_namespace=progress_namespace,
+            namespace=request.get("namespace") or "",
+        )
     # The defaulted object is not validated again here: defaulting a valid job yields a valid
     # one (tests/fuzz checks that property). Re-validating cost 40 % of a mutate review
     # (bench/findings.md). What another mutating webhook makes of the job afterwards is judged

@@ -164,7 +164,8 @@ def answer_conversion(body: bytes) -> Answer:
 
 
 class Decision(Protocol):
-    """``admission.mutate``, ``admission.validate`` or ``experiments.validate_experiment``."""
+    """``admission.mutate``, ``admission.validate`` or ``experiments.validate_experiment``
+    (``admission.mutate`` takes ``progress_namespace`` too: webhook/app.py's ``decision``)."""
 
     def __call__(
         self, request: AdmissionRequest, *, kueue_workloads: bool = False

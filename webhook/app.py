@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -39,6 +40,8 @@ from webhook.answers import (
 from webhook.apiserver import api_reviewer
 from webhook.metrics import CONTENT_TYPE, Endpoint, WebhookMetrics
 from webhook.reviews import (
+    AdmissionRequest,
+    AdmissionResponse,
     admission_review_response,
     conversion_review_response,
     decode_json,
@@ -164,6 +167,20 @@ def _add_listener_split(app: Flask, state: WebhookState) -> None:
         return None
 
 
+def decision(
+    endpoint: Endpoint, settings: WebhookSettings
+) -> Callable[[AdmissionRequest], AdmissionResponse]:
+    """What answers ``endpoint``'s reviews under ``settings``: its decision, told of Kueue's
+    route, and the mutating one of the progress env (``settings.progress_reports``)."""
+    options: dict[str, Any] = {}
+    if settings.kueue_workloads:
+        options["kueue_workloads"] = True
+    if endpoint == "mutate" and settings.progress_reports:
+        options["progress_namespace"] = settings.operator_namespace
+    decide = ENDPOINT_DECISIONS[endpoint]
+    return functools.partial(decide, **options) if options else decide
+
+
 def _add_review_routes(app: Flask, state: WebhookState) -> None:
     """The review endpoints: each reads its body within the size limit and answers."""
 
@@ -192,9 +209,7 @@ def _add_review_routes(app: Flask, state: WebhookState) -> None:
         if endpoint == "convert":
             answer = answer_conversion(body)
         else:
-            decide = ENDPOINT_DECISIONS[endpoint]
-            if state.settings.kueue_workloads:
-                decide = functools.partial(decide, kueue_workloads=True)
+            decide = decision(endpoint, state.settings)
             answer = answer_admission(body, endpoint=endpoint, decide=decide)
         return _finish(state, answer, started)
 

@@ -87,6 +87,16 @@ class WebhookSettings:
     ``kueue.x-k8s.io/queue-name`` label suspended, for Kueue ≥ v0.11 with MXJob among its
     ``integrations.externalFrameworks``. Off for Kueue ≤ v0.10, whose own webhook does it."""
 
+    progress_reports: bool = True
+    """Write into every MXJob's pod templates what its pods report progress with: the URL of the
+    controller's progress endpoint, a ServiceAccount token for it and the CA to verify it by
+    (shared/progress_pods.py; docs/how-to/monitor.md, "Progress"). Off: nothing is written, for
+    clusters whose controllers serve no progress (``--no-progress-reports``)."""
+
+    operator_namespace: str = "mxjob-system"
+    """The namespace of the controller's progress Service (``mxjob-controller-progress``), the
+    operator's own: the manifests set it from the webhook pod's namespace."""
+
     log_level: str = "info"
     """Level of the webhook's and gunicorn's loggers. At ``info`` one line per review is logged
     (uid, kind, namespace/name, operation, result, duration) and never object contents."""
@@ -138,6 +148,8 @@ class WebhookSettings:
             raise ValueError(f"max_body_bytes must be positive, got {self.max_body_bytes}")
         if self.log_format not in LOG_FORMATS:
             raise ValueError(f"log_format must be one of {LOG_FORMATS}, got {self.log_format!r}")
+        if self.progress_reports and not self.operator_namespace:
+            raise ValueError("operator_namespace must name the controller's namespace")
         if self.log_level.lower() not in LOG_LEVELS:
             raise ValueError(f"log_level must be one of {LOG_LEVELS}, got {self.log_level!r}")
 
@@ -216,6 +228,17 @@ def _parser() -> argparse.ArgumentParser:
         "(docs/how-to/queue-with-kueue.md)",
     )
     parser.add_argument(
+        "--progress-reports",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="write the progress env, token and CA into every MXJob's pod templates "
+        "(default on; docs/how-to/monitor.md)",
+    )
+    parser.add_argument(
+        "--operator-namespace",
+        help="namespace of the controller's progress Service (default mxjob-system)",
+    )
+    parser.add_argument(
         "--metrics-bind",
         help="host:port of a listener serving /metrics only (default: /metrics on --bind)",
     )
@@ -252,6 +275,8 @@ _CONVERTERS: Final[dict[str, Callable[..., Any]]] = {
     "log_format": str,
     "log_level": str,
     "kueue_workloads": parse_env_flag,
+    "progress_reports": parse_env_flag,
+    "operator_namespace": str,
     "metrics_bind": str,
     "metrics_secure": parse_env_flag,
     "metrics_auth_cache_seconds": float,

@@ -81,6 +81,24 @@ def test_mutate_is_idempotent(seed_job: Job, tune_job: Job) -> None:
         assert again == {"uid": "second", "allowed": True}
 
 
+def test_with_progress_every_replica_reports_and_a_second_pass_adds_nothing(
+    seed_job: Job, tune_job: Job
+) -> None:
+    for job in (seed_job, tune_job):
+        patched = _patched(job, mutate(_request(job), progress_namespace="ops"))
+        for replica_type in patched["spec"]["mxReplicaSpecs"]:
+            url = str(_env(patched, replica_type)["MXJOB_STATUS_URL"])
+            assert url.startswith("https://mxjob-controller-progress.ops.svc:8444/apis/")
+        assert validate(_request(patched))["allowed"] is True
+        again = mutate(_request(patched, uid="second"), progress_namespace="ops")
+        assert again == {"uid": "second", "allowed": True}
+
+
+def test_without_progress_nothing_of_it_is_written(seed_job: Job) -> None:
+    patched = _patched(seed_job, mutate(_request(seed_job)))
+    assert "MXJOB_STATUS_URL" not in _env(patched, "Worker")
+
+
 def test_mutate_stores_the_restart_scope_of_each_mode_and_the_disruption_policy(
     seed_job: Job, tune_job: Job
 ) -> None:
@@ -472,9 +490,11 @@ def _break(job: Job, breakage: str, draw: st.DrawFn) -> None:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_jobs())
-def test_what_mutation_allows_validation_allows_and_a_second_pass_keeps(job: Job) -> None:
-    response = mutate(_request(job))
+@given(_jobs(), st.sampled_from([None, "mxjob-system"]))
+def test_what_mutation_allows_validation_allows_and_a_second_pass_keeps(
+    job: Job, progress: str | None
+) -> None:
+    response = mutate(_request(job), progress_namespace=progress)
     assert response["uid"] == "uid-1"
     if not response["allowed"]:
         assert _message(response)
@@ -482,7 +502,8 @@ def test_what_mutation_allows_validation_allows_and_a_second_pass_keeps(job: Job
         return
     patched = _patched(job, response)
     assert validate(_request(patched))["allowed"] is True
-    assert mutate(_request(patched)) == {"uid": "uid-1", "allowed": True}
+    again = mutate(_request(patched), progress_namespace=progress)
+    assert again == {"uid": "uid-1", "allowed": True}
 
 
 # --- make_patch ---------------------------------------------------------------------------------

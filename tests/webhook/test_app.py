@@ -20,6 +20,7 @@ from werkzeug.wrappers import Request
 
 from certs import CertificateAuthority
 from shared.defaults import apply_defaults
+from shared.progress_pods import inject_progress
 from tests.webhook.reviews_samples import admission_review
 from tests.webhook.reviews_samples import conversion_review as make_conversion_review
 from webhook import answers, conversion_review
@@ -72,12 +73,42 @@ def test_mutating_the_seed_job_patches_in_its_defaults(
     assert response["uid"] == "uid-mutate-1"
     assert response["allowed"] is True
     patched = _apply(seed_job, response)
-    assert patched == apply_defaults(seed_job)
+    expected = apply_defaults(seed_job)
+    inject_progress(expected, operator_namespace="mxjob-system")
+    assert patched == expected
     worker = patched["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     env = {entry["name"]: entry for entry in worker["env"]}
     assert env["DMLC_ROLE"]["value"] == "worker"
     assert env["DMLC_PS_ROOT_URI"]["value"] == "mxnet-job-scheduler-0"
+    assert env["MXJOB_STATUS_URL"]["value"] == (
+        "https://mxjob-controller-progress.mxjob-system.svc:8444"
+        "/apis/kubeflow.org/v1/namespaces/default/mxjobs/mxnet-job/status"
+    )
     assert patched["spec"]["runPolicy"]["backoffLimit"] == 6
+
+
+@pytest.mark.parametrize(
+    ("settings", "url"),
+    [
+        (WebhookSettings(operator_namespace="ops"), "https://mxjob-controller-progress.ops.svc"),
+        (WebhookSettings(progress_reports=False), None),
+    ],
+    ids=["another-namespace", "off"],
+)
+def test_the_progress_env_follows_the_settings(
+    settings: WebhookSettings, url: str | None, seed_job: dict[str, Any]
+) -> None:
+    client = create_app(settings=settings).test_client()
+    response = _response(_post(client, MUTATE_PATH, admission_review(seed_job)))
+    patched = _apply(seed_job, response)
+    worker = patched["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]
+    env = {entry["name"]: entry.get("value") for entry in worker["containers"][0]["env"]}
+    if url is None:
+        assert patched == apply_defaults(seed_job)
+        assert "MXJOB_STATUS_URL" not in env
+        return
+    assert str(env["MXJOB_STATUS_URL"]).startswith(url + ":8444/")
+    assert [volume["name"] for volume in worker["volumes"]] == ["mxjob-status"]
 
 
 def test_a_second_mutation_yields_no_patch(client: FlaskClient, seed_job: dict[str, Any]) -> None:
@@ -223,7 +254,7 @@ def test_a_failing_decision_refuses_the_review_instead_of_a_500(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    def explode(request: Any) -> Any:
+    def explode(request: Any, **options: Any) -> Any:
         raise RuntimeError("decision bug")
 
     monkeypatch.setitem(answers.ENDPOINT_DECISIONS, "mutate", explode)

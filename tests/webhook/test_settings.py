@@ -113,8 +113,8 @@ SWITCHES = sorted(
 )
 
 
-def test_the_switches_are_kueue_workloads_and_metrics_secure() -> None:
-    assert SWITCHES == ["kueue_workloads", "metrics_secure"]
+def test_the_switches_are_kueue_workloads_metrics_secure_and_progress_reports() -> None:
+    assert SWITCHES == ["kueue_workloads", "metrics_secure", "progress_reports"]
 
 
 @pytest.mark.parametrize("name", SWITCHES)
@@ -146,3 +146,19 @@ def test_a_bad_number_in_the_environment_is_refused_by_its_variable(
     with pytest.raises(SystemExit):
         from_env_and_args([], environ={"MXJOB_WEBHOOK_WORKERS": "many"})
     assert "MXJOB_WEBHOOK_WORKERS='many' is not a valid workers value" in capsys.readouterr().err
+
+
+def test_progress_reports_are_on_and_name_the_operators_namespace_by_default() -> None:
+    settings = from_env_and_args([], environ={})
+    assert settings.progress_reports is True
+    assert settings.operator_namespace == "mxjob-system"
+    told = from_env_and_args(
+        ["--no-progress-reports"], environ={"MXJOB_WEBHOOK_OPERATOR_NAMESPACE": "ops"}
+    )
+    assert (told.progress_reports, told.operator_namespace) == (False, "ops")
+
+
+def test_progress_reports_need_a_namespace() -> None:
+    with pytest.raises(ValueError, match="operator_namespace"):
+        WebhookSettings(operator_namespace="")
+    assert WebhookSettings(progress_reports=False, operator_namespace="").operator_namespace == ""
