@@ -2,10 +2,12 @@
 
 ``python -m certs webhook --out manifests/overlays/self-signed`` makes a CA and a serving
 certificate for ``<service>.<namespace>.svc`` (the name the API server dials for a webhook
-``clientConfig.service``) and writes the ``kubernetes.io/tls`` Secret manifest the webhook
-Deployment mounts: ``tls.crt``, ``tls.key`` and the CA as ``ca.crt``. The overlay's kustomize
-``replacements`` copy that ``ca.crt`` into the caBundle of both webhook configurations and of the
-CRD conversion, so a caBundle can never disagree with the Secret it must verify.
+``clientConfig.service``) and for the controller's progress Service (the controller serves its
+jobs' progress reports with the same pair), and writes the ``kubernetes.io/tls`` Secret
+manifest the webhook Deployment mounts: ``tls.crt``, ``tls.key`` and the CA as ``ca.crt``. The
+overlay's kustomize ``replacements`` copy that ``ca.crt`` into the caBundle of both webhook
+configurations and of the CRD conversion, so a caBundle can never disagree with the Secret it
+must verify.
 
 Why ``--ca-dir``: without it every run makes a new CA, and re-applying swaps the caBundle and the
 Secret together; the kubelet updates a mounted Secret up to a minute later, so for that minute the
@@ -28,6 +30,7 @@ from typing import Any
 import yaml
 
 from certs.authority import CertificateAuthority, KeyPair
+from shared import progress
 
 DEFAULT_SERVICE = "mxjob-webhook"
 DEFAULT_NAMESPACE = "mxjob-system"
@@ -37,9 +40,18 @@ CA_CERT_FILE = "ca.crt"
 CA_KEY_FILE = "ca.key"
 
 
-def webhook_hosts(*, service: str, namespace: str) -> tuple[str, ...]:
-    """The names the API server may dial: ``<service>.<namespace>.svc`` first (also the CN)."""
-    return (f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local")
+def webhook_hosts(
+    *, service: str, namespace: str, progress_service: str = progress.SERVICE
+) -> tuple[str, ...]:
+    """The names the API server may dial: ``<service>.<namespace>.svc`` first (also the CN);
+    then those a job's pods reach the controller's progress Service by, as the controller serves
+    its pods' reports with the same pair (shared/progress.py)."""
+    return (
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+        f"{progress_service}.{namespace}.svc",
+        f"{progress_service}.{namespace}.svc.cluster.local",
+    )
 
 
 def tls_secret_manifest(
@@ -139,7 +151,8 @@ def _parser() -> argparse.ArgumentParser:
         "webhook",
         help="write the webhook's kubernetes.io/tls Secret manifest into a kustomize overlay",
         description=(
-            "Make a CA and a serving certificate for <service>.<namespace>.svc and write "
+            "Make a CA and a serving certificate for <service>.<namespace>.svc (and the "
+            "controller's progress Service) and write "
             f"{SECRET_FILE_NAME} (tls.crt, tls.key, ca.crt) into --out. The self-signed overlay "
             "copies its ca.crt into the caBundle of the webhook configurations and the CRD."
         ),

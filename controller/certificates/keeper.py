@@ -46,6 +46,7 @@ from controller.certificates.cabundles import (
 )
 from controller.runtime.client import JSON_PATCH, ApiError, KubeClient, NotFound, resource_path
 from controller.runtime.events import EventRecorder
+from shared import progress
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,9 @@ class CertificateTargets:
     ca_secret: str = "mxjob-webhook-ca"
     """The CA's certificate and key, apart from what the webhook and the scrapers read."""
     service: str = "mxjob-webhook"
+    progress_service: str = progress.SERVICE
+    """The controller's progress Service (shared/progress.py): the controller serves its pods'
+    reports with the same serving pair (controller/runtime/serving_tls.py)."""
     mutating: str = "zz-mxjob-operator-mutating"
     validating: str = "mxjob-operator-validating"
     crd: str = "mxjobs.kubeflow.org"
@@ -78,9 +82,12 @@ class CertificateTargets:
 
     @property
     def hosts(self) -> tuple[str, ...]:
-        """The names the API server and in-cluster clients reach the webhook Service by."""
+        """The names the API server and in-cluster clients reach the webhook Service by (the
+        first, the certificate's common name), then those a job's pods reach the controller's
+        progress Service by."""
         short = f"{self.service}.{self.namespace}.svc"
-        return (short, f"{short}.cluster.local")
+        progress_short = f"{self.progress_service}.{self.namespace}.svc"
+        return (short, f"{short}.cluster.local", progress_short, f"{progress_short}.cluster.local")
 
 
 def _secret_path(targets: CertificateTargets, *, name: str | None) -> str:

@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-AUDIENCE: Final = "mxjob.kubeflow.org"
+from shared import progress
+
+AUDIENCE: Final = progress.AUDIENCE
 """The audience of the projected ServiceAccount token a pod reports with. A token for this
 audience is no credential for the API server (its audience is another), so a leaked one can
 only report progress."""
-DEFAULT_PORT: Final = 8444
+DEFAULT_PORT: Final = progress.PORT
 """Beside ``/metrics`` (8443): the controller's second HTTPS port."""
 
 

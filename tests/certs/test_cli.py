@@ -35,7 +35,9 @@ def test_secret_is_a_tls_secret_for_the_service_dns_name_signed_by_its_ca(tmp_pa
     ca = x509.load_pem_x509_certificate(_decoded(secret, "ca.crt"))
     cert.verify_directly_issued_by(ca)
     san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert "mxjob-webhook.mxjob-system.svc" in san.get_values_for_type(x509.DNSName)
+    names = san.get_values_for_type(x509.DNSName)
+    assert "mxjob-webhook.mxjob-system.svc" in names
+    assert "mxjob-controller-progress.mxjob-system.svc" in names, "the controller serves with it"
     key = serialization.load_pem_private_key(_decoded(secret, "tls.key"), password=None)
     assert key.public_key() == cert.public_key()
 
@@ -46,7 +48,12 @@ def test_service_and_namespace_name_the_certificate_and_the_secret(tmp_path: Pat
     assert (secret["metadata"]["name"], secret["metadata"]["namespace"]) == ("hook-tls", "ops")
     cert = x509.load_pem_x509_certificate(_decoded(secret, "tls.crt"))
     san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert san.get_values_for_type(x509.DNSName) == ["hook.ops.svc", "hook.ops.svc.cluster.local"]
+    assert san.get_values_for_type(x509.DNSName) == [
+        "hook.ops.svc",
+        "hook.ops.svc.cluster.local",
+        "mxjob-controller-progress.ops.svc",
+        "mxjob-controller-progress.ops.svc.cluster.local",
+    ]
 
 
 def test_secret_file_is_readable_by_its_owner_only(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The reporter's limits are the endpoint's: a body the SDK shapes within its limits is never
-refused for its size, and the SDK never drops what the server would have taken.
+refused for its size, and the SDK never drops what the server would have taken. Its env names
+are the ones the webhook writes (shared/progress.py).
 
 mxjob_progress is the standard library only and ships apart from the operator, so it cannot
 import the server's numbers (controller/progress/report.py, controller/progress/settings.py);
@@ -8,10 +9,12 @@ this test imports both and holds them equal instead.
 
 from __future__ import annotations
 
+import mxjob_progress
 from mxjob_progress import _payload
 
 from controller.progress import report
 from controller.progress.settings import ProgressSettings
+from shared import progress
 
 
 def test_the_metric_limits_are_the_servers() -> None:
@@ -37,3 +40,8 @@ def test_a_body_the_sdk_shapes_at_its_limits_is_accepted_by_the_server() -> None
     parsed = report.parse_report(body)
     assert isinstance(parsed, report.TrainerReport), parsed
     assert len(parsed.metrics) == _payload.MAX_METRICS
+
+
+def test_the_env_the_sdk_reads_is_the_env_the_webhook_writes() -> None:
+    sdk = (mxjob_progress.ENV_URL, mxjob_progress.ENV_CA_CERT, mxjob_progress.ENV_TOKEN)
+    assert sdk == progress.ENV_NAMES

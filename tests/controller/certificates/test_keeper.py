@@ -280,3 +280,16 @@ def test_a_deleted_serving_secret_is_issued_again_by_the_kept_ca(
     assert data_of(remade, "ca.crt") == bundle
     assert issued_by(served_leaf(remade), parse_bundle(bundle)[0])
     assert live_bundles(api, targets) == [bundle] * 5
+
+
+def test_the_serving_certificate_names_the_webhook_first_and_the_progress_service() -> None:
+    """The controller serves its jobs' progress reports with the webhook's pair
+    (controller/runtime/serving_tls.py), so the pair names both Services; an older pair without
+    the progress names is re-issued, as any pair that does not cover the hosts is
+    (certs/rotation.py)."""
+    assert CertificateTargets(namespace="ops").hosts == (
+        "mxjob-webhook.ops.svc",
+        "mxjob-webhook.ops.svc.cluster.local",
+        "mxjob-controller-progress.ops.svc",
+        "mxjob-controller-progress.ops.svc.cluster.local",
+    )
