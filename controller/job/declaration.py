@@ -76,9 +76,9 @@ class Watch:
 
     @property
     def name(self) -> str:
-        """``plural.group``, as RBAC and the API server name it: the informer's name (logs,
-        thread names) and the store's key when bound."""
-        return f"{self.plural}.{self.group}"
+        """``plural.group`` (``plural`` alone in the core group), as RBAC and the API server
+        name it: the informer's name (logs, thread names) and the store's key when bound."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
 
     def path(self, namespace: str | None = None) -> str:
         """The collection, in all namespaces or one: the informer's ``path_for``."""

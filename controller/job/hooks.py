@@ -35,6 +35,10 @@ The points, in the order of one reconcile:
    goes on with the rest and then raises the first, so the job is retried with back-off. The
    integrations' answers are :func:`combined` into one.
 5. :meth:`~Integration.decorate_pod`: each pod as built, before it is sent.
+6. :meth:`~Integration.refresh`: instead of 4 and 5, when the reconcile creates no pod of a job
+   that runs (not finished, not suspended): bring what was made for the job's pods up to date
+   with what changed outside the job (the CA of the controller's progress endpoint, renewed
+   while the pods run). The writes that failed are returned, and join the reconcile's errors.
 """
 
 from __future__ import annotations
@@ -112,6 +116,8 @@ class Integration(Protocol):
 
     def decorate_pod(self, job: MXJobView, pod: Obj, *, replica: ReplicaView) -> None: ...
 
+    def refresh(self, job: MXJobView) -> Sequence[Exception]: ...
+
 
 class NoHooks:
     """Every point answered with "nothing to do": an integration overrides the points it uses."""
@@ -141,3 +147,6 @@ class NoHooks:
 
     def decorate_pod(self, job: MXJobView, pod: Obj, *, replica: ReplicaView) -> None:
         return None
+
+    def refresh(self, job: MXJobView) -> Sequence[Exception]:
+        return ()

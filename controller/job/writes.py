@@ -5,7 +5,8 @@ removed from the pods whose end status counts (controller/job/tracking.py), dele
 adopted, then creations. Each create and delete is recorded in the expectations first, so that
 a cache that has not yet seen it never causes a duplicate; a failed write is collected, the rest
 go on, and the reconcile raises the first error afterwards (the job is retried with back-off).
-The integrations prepare and decorate pods on the way (controller/job/hooks.py).
+The integrations prepare and decorate pods on the way, or refresh what they made for them when
+no pod is created (controller/job/hooks.py).
 """
 
 from __future__ import annotations
@@ -135,8 +136,14 @@ class JobWriter:
         deleted_services = self._delete(key, "services", plan.delete_services, errors)
         self._patch_services(plan.patch_services, errors)
         created_pods = []
-        if plan.create_pods and self._prepare_pods(job, errors):
-            created_pods = self._create_pods(job, plan.create_pods, errors, attempt=outcome.attempt)
+        if plan.create_pods:
+            if self._prepare_pods(job, errors):
+                created_pods = self._create_pods(
+                    job, plan.create_pods, errors, attempt=outcome.attempt
+                )
+        elif not (outcome.finished or outcome.suspended):
+            for integration in self.integrations:
+                errors.extend(integration.refresh(job))
         created_services = self._create_services(job, plan.create_services, errors)
         for names, reason, verb, kind in (
             (created_pods, ev.SUCCESSFUL_CREATE_POD, "Created", "pod"),

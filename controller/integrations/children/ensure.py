@@ -4,7 +4,8 @@ Every integration that makes an object per job (a PodDisruptionBudget, a Network
 PodGroup, a Workload: :mod:`controller.integrations.children.kind`) goes through
 :meth:`OwnedChildren.ensure`, just before the job's pods are created:
 
-- read the object of the job's name from the kind's cache, never the API server;
+- read the object of the job's name (with the kind's suffix) from the kind's cache, never the
+  API server;
 - none there: create it;
 - the job's own: compare what the controller owns of it (the kind's :data:`Revise`) and write
   only when it differs: an update with the version read (written through to the cache, so the
@@ -77,7 +78,7 @@ class OwnedChildren:
     def ensure(self, job: MXJobView, wanted: Mapping[str, Any], *, revise: Revise) -> Ensured:
         """Make the job's object stand as ``wanted`` (at most one write, besides a create that
         met a stale cache); a foreign one is returned as such, untouched."""
-        existing: Mapping[str, Any] | None = self.store.get(job.key)
+        existing: Mapping[str, Any] | None = self.store.get(self.kind.key_for(job))
         if existing is None:
             try:
                 created = self.client.request("POST", self.kind.path(job.namespace), body=wanted)
@@ -94,7 +95,7 @@ class OwnedChildren:
             return Ensured(existing)
         if isinstance(revision, Replace):
             self._replace(job, existing, revision)
-        updated = self.client.request("PUT", self.kind.path(job.namespace, job.name), body=revision)
+        updated = self.client.request("PUT", self._path(job), body=revision)
         self.store.write_through(updated)
         log.info("%s: %s updated to the job's", job.key, self.kind.kind)
         return Ensured(updated, wrote=UPDATED)
@@ -103,9 +104,7 @@ class OwnedChildren:
         """The object a create found in the way, read from the API server (the cache has not
         seen it yet): the one uncached read of this path."""
         try:
-            found: Mapping[str, Any] = self.client.request(
-                "GET", self.kind.path(job.namespace, job.name)
-            )
+            found: Mapping[str, Any] = self.client.request("GET", self._path(job))
         except NotFound as error:
             raise ChildNotReadyError(f"{self._where(job)} vanished; retrying") from error
         return found
@@ -115,19 +114,18 @@ class OwnedChildren:
         until the cache sees it gone and the next reconcile makes it anew."""
         uid = metadata_of(existing).get("uid")
         with contextlib.suppress(NotFound, Conflict):
-            self.client.request(
-                "DELETE",
-                self.kind.path(job.namespace, job.name),
-                body={"preconditions": {"uid": uid}},
-            )
+            self.client.request("DELETE", self._path(job), body={"preconditions": {"uid": uid}})
         log.info("%s: %s replaced, it no longer matches the job: %s", job.key, self.kind.kind,
                  revision.differs)  # fmt: skip
         raise ChildNotReadyError(
             f"{self._where(job)} replaced: it no longer matched ({revision.differs})"
         )
 
+    def _path(self, job: MXJobView) -> str:
+        return self.kind.path(job.namespace, self.kind.name_for(job.name))
+
     def _where(self, job: MXJobView) -> str:
-        return f"{self.kind.plural} {job.namespace}/{job.name}"
+        return f"{self.kind.plural} {job.namespace}/{self.kind.name_for(job.name)}"
 
     # -- what the job is told ------------------------------------------------------------------
     def foreign(self, job: MXJobView) -> Mapping[str, Any] | None:
@@ -135,7 +133,7 @@ class OwnedChildren:
         make pods (a finished or suspended job needs nothing)."""
         if job.finished or job.suspended:
             return None
-        cached = self.store.get(job.key)
+        cached = self.store.get(self.kind.key_for(job))
         return cached if cached is not None and is_foreign(cached, job) else None
 
     def wait(self, job: MXJobView) -> Wait | None:

@@ -38,7 +38,7 @@ def left_by_earlier_job(obj: Mapping[str, Any], job: MXJobView) -> bool:
 
 def foreign_message(kind: ChildKind, obj: Mapping[str, Any], job: MXJobView) -> str:
     """What the Warning and the ``Pending`` condition say: whose it is, and what follows."""
-    where = f"{kind.kind} {job.namespace}/{job.name}"
+    where = f"{kind.kind} {job.namespace}/{kind.name_for(job.name)}"
     if left_by_earlier_job(obj, job):
         whose = "was made for an earlier MXJob of this name; garbage collection deletes it"
     else:

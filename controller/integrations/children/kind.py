@@ -1,7 +1,8 @@
 """A kind of object an integration makes for each job, as data (pure).
 
-The disruption budget, the job's NetworkPolicy and the gang's PodGroups and Workload are each
-one object per job, named after it, in its namespace, controlled by it
+The disruption budget, the job's NetworkPolicy, the gang's PodGroups and Workload, and the CA
+ConfigMap of its pods are each one object per job, named after it (the job's name, or that with a
+suffix of the kind's), in its namespace, controlled by it
 (controller/job/ownership.py): one :class:`ChildKind` says where such objects live and what
 follows when another object holds the name; one path reads, creates and updates them all
 (:mod:`controller.integrations.children.ensure`). How a stored object is brought to the one
@@ -23,8 +24,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from controller.job.declaration import Rule, Watch
+from controller.job.declaration import JobOf, Rule, Watch
 from controller.job.ownership import controller_reference
+from controller.job.view import MXJobView
 from controller.runtime.client import resource_path
 from controller.runtime.informers import cached_object, compact
 from controller.runtime.store import Obj, metadata_of, object_key
@@ -47,6 +49,21 @@ class ChildKind:
     always_served: bool = False
     """A built-in API every supported cluster serves; otherwise the controller watches the kind
     only if the API server serves it when asked (a CRD, an alpha API)."""
+    suffix: str = ""
+    """What an object's name adds to its job's (``-status-ca``); none: named as the job."""
+
+    def name_for(self, job_name: str) -> str:
+        """The name of the object of MXJob ``job_name``."""
+        return f"{job_name}{self.suffix}"
+
+    def key_for(self, job: MXJobView) -> str:
+        """The cache key (``namespace/name``) of ``job``'s object."""
+        return f"{job.namespace}/{self.name_for(job.name)}"
+
+    @property
+    def job_of(self) -> JobOf:
+        """An object → the queue key of the MXJob whose object it would be, by its name."""
+        return JobBySuffix(self.suffix) if self.suffix else object_key
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
         """The collection (all namespaces, or one) or one object; an informer's ``path_for``."""
@@ -72,7 +89,7 @@ class ChildKind:
             group=self.group,
             version=self.version,
             plural=self.plural,
-            job_of=object_key,
+            job_of=self.job_of,
             transform=child_object,
             optional=not self.always_served,
         )
@@ -84,6 +101,19 @@ class ChildKind:
         to the job's (``update`` for a spec put back in place, ``delete`` for one replaced)."""
         verbs = ("get", "list", "watch", "create", *writes)
         return Rule(api_groups=(self.group,), resources=(self.plural,), verbs=verbs)
+
+
+@dataclass(frozen=True)
+class JobBySuffix:
+    """The job of an object named ``<job><suffix>`` (None for any other name); a value, so two
+    equal kinds declare equal watches."""
+
+    suffix: str
+
+    def __call__(self, obj: Mapping[str, Any]) -> str | None:
+        namespace, _, name = object_key(obj).partition("/")
+        job = name.removesuffix(self.suffix)
+        return f"{namespace}/{job}" if job and job != name else None
 
 
 @dataclass(frozen=True)

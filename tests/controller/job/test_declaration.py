@@ -38,6 +38,7 @@ def test_a_watch_is_named_and_found_as_the_api_server_names_its_resource() -> No
     assert THINGS.path("ns") == "/apis/example.com/v1/namespaces/ns/things"
     core = Watch(group="", version="v1", plural="configmaps", job_of=object_key)
     assert core.path("ns") == "/api/v1/namespaces/ns/configmaps"
+    assert core.name == "configmaps", "the core group's resources are named alone"
 
 
 def test_a_watch_caches_whole_objects_where_it_asks_for_nothing_else() -> None:

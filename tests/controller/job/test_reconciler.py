@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -472,11 +472,15 @@ def test_pods_of_a_job_being_deleted_are_released_without_a_lookup() -> None:
 class Recording(NoHooks):
     """Records the jobs it is told are gone, and answers ``prepared`` before pods are made."""
 
-    def __init__(self, name: str, prepared: Preparation = READY) -> None:
+    def __init__(
+        self, name: str, prepared: Preparation = READY, refreshed: Sequence[Exception] = ()
+    ) -> None:
         self.name = name
         self.prepared = prepared
+        self.refreshed = refreshed
         self.gone: list[tuple[str, str, str | None]] = []
         self.asked = 0
+        self.refreshes = 0
 
     def job_gone(self, namespace: str, name: str, *, uid: str | None) -> None:
         self.gone.append((namespace, name, uid))
@@ -484,6 +488,10 @@ class Recording(NoHooks):
     def prepare_pods(self, job: MXJobView, *, labels: Mapping[str, str]) -> Preparation:
         self.asked += 1
         return self.prepared
+
+    def refresh(self, job: MXJobView) -> Sequence[Exception]:
+        self.refreshes += 1
+        return self.refreshed
 
 
 def test_a_job_being_deleted_is_gone_by_its_cached_uid() -> None:
@@ -533,6 +541,32 @@ def test_every_integration_prepares_and_any_holds_the_pods_back_with_its_errors_
     assert (failing.asked, holding.asked) == (1, 1)
     assert not [w for w in world.api.writes() if w.path == pods_path("ns")], "no pod made"
     assert [w for w in world.api.writes() if w.path == services_path("ns")], "the rest goes on"
+
+
+def test_a_running_job_whose_pods_all_stand_is_refreshed_instead_of_prepared() -> None:
+    refused = Conflict(409, "Conflict", {"reason": "Conflict"})
+    recording = Recording("recording", refreshed=(refused,))
+    world = World(job(), hooks=lambda api: [recording])
+    world.reconciler.reconcile(KEY)
+    assert (recording.asked, recording.refreshes) == (1, 0), "pods made: prepared only"
+    world.sync_from_api()
+    with pytest.raises(Conflict) as raised:
+        world.reconciler.reconcile(KEY)
+    assert raised.value is refused, "a failed refresh is the reconcile's error"
+    assert (recording.asked, recording.refreshes) == (1, 1)
+
+
+def test_a_finished_job_is_not_refreshed() -> None:
+    recording = Recording("recording")
+    finished = job()
+    finished["status"] = compute_status(
+        view_of(finished),
+        JobPods.read([pod(finished, "scheduler-0", phase="Succeeded", exit_code=0)]),
+        now=NOW,
+    ).status
+    world = World(finished, hooks=lambda api: [recording])
+    world.reconciler.reconcile(KEY)
+    assert recording.refreshes == 0
 
 
 def test_pods_of_an_older_job_of_the_same_name_are_released() -> None:

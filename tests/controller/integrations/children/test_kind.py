@@ -77,3 +77,17 @@ def test_a_kinds_rule_covers_the_shared_path_and_the_writes_it_is_given() -> Non
     assert rule.grants() == {
         ("example.com", "things", verb) for verb in ("get", "list", "watch", "create", "delete")
     }
+
+
+def test_a_kind_named_with_a_suffix_maps_only_names_with_it_back_to_their_job() -> None:
+    suffixed = ChildKind(kind="Thing", group="example.com", version="v1", plural="things",
+                         pods_need_it=True, suffix="-x")  # fmt: skip
+    assert (suffixed.name_for("mnist"), suffixed.key_for(MNIST)) == ("mnist-x", "ns/mnist-x")
+    job_of = suffixed.watch.job_of
+    assert job_of({"metadata": {"namespace": "ns", "name": "mnist-x"}}) == "ns/mnist"
+    assert job_of({"metadata": {"namespace": "ns", "name": "mnist"}}) is None
+    assert job_of({"metadata": {"namespace": "ns", "name": "-x"}}) is None
+    again = ChildKind(kind="Thing", group="example.com", version="v1", plural="things",
+                      pods_need_it=True, suffix="-x")  # fmt: skip
+    assert again.watch == suffixed.watch, "equal kinds declare equal watches"
+    assert THINGS.key_for(MNIST) == MNIST.key and THINGS.name_for("mnist") == "mnist"
