@@ -27,6 +27,7 @@ so the threads of a gthread worker or an HTTP server share a reloader safely.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import ssl
@@ -38,7 +39,7 @@ from pathlib import Path
 
 from cryptography import x509
 
-from certs.serving import CertificateFiles, new_server_context, self_signed_context
+from certs.serving import CertificateFiles, SelfSigned, new_server_context, self_signed
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,11 @@ class CertificateReloader:
         self.files = files
         self.check_interval = check_interval
         self._clock = clock
-        self._fallback = self_signed_context(hosts=fallback_hosts) if fallback_hosts else None
+        fallback: SelfSigned | None = self_signed(hosts=fallback_hosts) if fallback_hosts else None
+        self._fallback = None if fallback is None else fallback.context
+        self.fallback_cert_pem = None if fallback is None else fallback.cert_pem
+        """The self-signed certificate presented until a pair loads (None without fallback
+        hosts): what a client must trust meanwhile, as it is its own CA."""
         self._lock = threading.Lock()
         self._context: ssl.SSLContext | None = None
         self._front: ssl.SSLContext | None = None
@@ -103,6 +108,13 @@ class CertificateReloader:
         self._last_error: str | None = None
         self.reloads = 0
         """How many times a changed pair was loaded after the first load."""
+
+    def presents_files(self) -> bool:
+        """Whether new handshakes get the pair of the files (checking them if it is time to),
+        rather than the fallback or nothing."""
+        with contextlib.suppress(CertificateUnavailableError):
+            self.current()
+        return self._context is not None
 
     @property
     def loaded(self) -> LoadedCertificate | None:

@@ -44,7 +44,16 @@ def new_server_context(*, cert_file: Path, key_file: Path) -> ssl.SSLContext:
     return context
 
 
-def self_signed_context(*, hosts: tuple[str, ...]) -> ssl.SSLContext:
+@dataclass(frozen=True)
+class SelfSigned:
+    """A self-signed server context, and its certificate (PEM): what a client that is to verify
+    it must trust, being its own CA."""
+
+    context: ssl.SSLContext
+    cert_pem: bytes
+
+
+def self_signed(*, hosts: tuple[str, ...]) -> SelfSigned:
     """A server context presenting a new self-signed certificate for ``hosts`` (the first is its
     common name), valid a year: what a server presents before it has been given a pair."""
     authority = CertificateAuthority.create(common_name=hosts[0], hosts=hosts, valid_days=365)
@@ -53,4 +62,10 @@ def self_signed_context(*, hosts: tuple[str, ...]) -> ssl.SSLContext:
         files.cert_file.write_bytes(authority.pair.cert_pem)
         files.key_file.touch(mode=0o600)
         files.key_file.write_bytes(authority.pair.key_pem)
-        return new_server_context(cert_file=files.cert_file, key_file=files.key_file)
+        context = new_server_context(cert_file=files.cert_file, key_file=files.key_file)
+    return SelfSigned(context, authority.pair.cert_pem)
+
+
+def self_signed_context(*, hosts: tuple[str, ...]) -> ssl.SSLContext:
+    """:func:`self_signed`'s context alone."""
+    return self_signed(hosts=hosts).context

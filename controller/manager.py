@@ -14,6 +14,14 @@ here knows one integration from another. Being built asks the API server (the ga
 which optional resources it serves), so the controller is built once it answers
 (controller/main.py).
 
+Every replica, the leader and the standbys alike, serves the progress endpoint beside its
+probes and ``/metrics`` (controller/progress/: a job's pods post their progress, and it is
+written to the job's status): a report needs the pods' and jobs' caches, which a standby keeps
+warm too, and no lease. Its certificate is the metrics server's pair, with a self-signed
+fallback of its own that names the progress Service (controller/runtime/serving_tls.py); the CA
+it chains to is what the status-CA integration hands the jobs' pods
+(controller/integrations/statusca/).
+
 Stopping (SIGTERM) is the reverse: the queue stops handing out keys, in-flight reconciles
 finish (bounded by ``shutdown_timeout``), the Lease is released so a standby takes over at
 once, then watches and the event writer stop.
@@ -34,6 +42,8 @@ from controller.integrations.registration import register
 from controller.job.job_writes import MXJobWrites
 from controller.job.reconciler import Reconciler, job_key
 from controller.job.tally import jobs_by_state
+from controller.progress.endpoint import ProgressEndpoint
+from controller.progress.process import progress_serving
 from controller.runtime.client import Conflict, KubeClient, mxjobs_path, pods_path, services_path
 from controller.runtime.election import ElectionSettings, LeaderElector
 from controller.runtime.endpoints import http_endpoints
@@ -125,6 +135,8 @@ class Controller:
             self.client, namespaces=namespaces, settings=informer_settings
         )
         self.metrics.track_jobs(self.jobs.store.objects, by_state=jobs_by_state)
+        self.progress_serving = progress_serving(settings)
+        self.progress: ProgressEndpoint | None = None
         # The one writer of MXJobs: the reconciler's, and Kueue's when it starts or stops one.
         job_writes = MXJobWrites(self.client, jobs=self.jobs.store)
         integrations = chosen_integrations(
@@ -134,6 +146,7 @@ class Controller:
             recorder=self.recorder,
             metrics=self.metrics,
             now=_utc_now,
+            status_ca=None if self.progress_serving is None else self.progress_serving.ca,
         )
         # What each integration declares it watches: informers like the job's own, their
         # events queueing the jobs their objects map back to, their stores bound to it.
@@ -174,14 +187,18 @@ class Controller:
         self._servers: list[HttpEndpoints] = []
         self._started = time.monotonic()
 
+    @property
+    def namespace(self) -> str:
+        """The operator's own namespace: its Secret's, Services' and Lease's."""
+        return self.settings.certificate_namespace or self.settings.lease_namespace
+
     def _certificate_keeper(self) -> WebhookCertificateKeeper | None:
         settings = self.settings
         if not settings.manage_webhook_certificates:
             return None
-        namespace = settings.certificate_namespace or settings.lease_namespace
         return WebhookCertificateKeeper(
             self.client,
-            targets=CertificateTargets(namespace=namespace),
+            targets=CertificateTargets(namespace=self.namespace),
             recorder=self.recorder,
             check_interval=settings.certificate_check_interval,
         )
@@ -192,7 +209,7 @@ class Controller:
             return None
         return CABundlePublisher(
             self.client,
-            namespace=settings.certificate_namespace or settings.lease_namespace,
+            namespace=self.namespace,
             configmap=settings.ca_bundle_configmap,
             check_interval=settings.certificate_check_interval,
         )
@@ -254,6 +271,15 @@ class Controller:
         )
         for server in self._servers:
             server.start()
+        if self.progress_serving is not None:
+            self.progress = self.progress_serving.endpoint(
+                client=self.client,
+                pods=self.pods.store,
+                jobs=self.jobs.store,
+                synced=lambda: self.jobs.has_synced() and self.pods.has_synced(),
+            )
+            self.metrics.track_progress(self.progress.counts)
+            self.progress.start()
 
     # -- workers --------------------------------------------------------------------------------
     def _work(self) -> None:
@@ -362,4 +388,6 @@ class Controller:
         self.recorder.stop(timeout=2.0)
         for server in self._servers:
             server.stop()
+        if self.progress is not None:
+            self.progress.stop()
         log.info("stopped")

@@ -4,6 +4,7 @@ reconciler calls them (controller/job/hooks.py).
 - Kueue first (``--kueue-workloads``): a job it writes (suspends, starts) is not looked at
   further.
 - With ``--job-network-policy``, the job's NetworkPolicy before anything else of its pods.
+- With ``--progress-reports`` (the default), the job's CA ConfigMap, which its pods mount.
 - The budget before the gang, so that a PodGroup that cannot be written still leaves its budget
   made.
 
@@ -25,6 +26,7 @@ from controller.integrations.gang.podgroups import GangScheduler
 from controller.integrations.kueue.integration import WORKLOADS, KueueIntegration
 from controller.integrations.kueue.workload_sync import WorkloadSync
 from controller.integrations.netpol.integration import NetworkPolicyIntegration
+from controller.integrations.statusca.integration import StatusCAIntegration
 from controller.job.hooks import Integration
 from controller.job.job_writes import MXJobWrites
 from controller.runtime.client import KubeClient
@@ -52,10 +54,13 @@ def chosen_integrations(
     recorder: EventRecorder,
     metrics: Metrics,
     now: Callable[[], datetime.datetime],
+    status_ca: Callable[[], bytes | None] | None = None,
 ) -> list[Integration]:
     """The integrations ``settings`` turn on, in the order a reconcile calls them, built over
     ``client`` once the gang scheduler is resolved (their caches bound later, by
-    controller/integrations/registration.py)."""
+    controller/integrations/registration.py). ``status_ca``: the CA the progress endpoint's
+    certificate chains to, read when asked (controller/manager.py gives it; without it the
+    status-CA integration has no CA to give, and makes no ConfigMap)."""
     scheduler = resolve_gang_scheduler(client, settings.gang_scheduler)
     kueue: list[Integration] = []
     if settings.kueue_workloads:
@@ -70,5 +75,12 @@ def chosen_integrations(
         kueue.append(KueueIntegration(sync))
     policy = settings.job_network_policy
     netpol: list[Integration] = [NetworkPolicyIntegration(client)] if policy else []
+    statusca: list[Integration] = []
+    if settings.progress_reports:
+        statusca.append(StatusCAIntegration(client, ca=status_ca or _no_ca))
     budget = BudgetIntegration(client, scheduler=scheduler)
-    return [*kueue, *netpol, budget, GangIntegration(client, scheduler=scheduler)]
+    return [*kueue, *netpol, *statusca, budget, GangIntegration(client, scheduler=scheduler)]
+
+
+def _no_ca() -> bytes | None:
+    return None

@@ -16,6 +16,10 @@ long jobs take to run and to end, why they restart, how long Kueue keeps them qu
 by state is given to :meth:`Metrics.track_jobs`); they are labelled by ``job_namespace`` and a
 state or an exit-code class only, never by a job's name. Only the leader reports jobs by state
 (the standby's cache holds the same jobs), so a sum over the controller's pods counts each once.
+
+The ``mxjob_controller_progress_*`` counters are the progress endpoint's (controller/progress/
+counters.py), read at scrape time from what :meth:`Metrics.track_progress` is given: every
+replica serves reports, so each counts its own and a sum over the pods counts them all.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from prometheus_client.registry import Collector
 
 from controller.runtime.events import QUEUE_FULL, WRITE_FAILED
 from controller.runtime.job_series import EXIT_CLASSES, JobTally
+from controller.runtime.progress_series import ProgressCounts, ProgressSeries
 
 FRAMEWORK: Final = "mxnet"
 LABELS: Final = ("job_namespace", "framework")
@@ -112,6 +117,8 @@ class Metrics:
         )
         for reason in EVENT_DROP_REASONS:
             self.events_dropped.labels(reason=reason)
+        self.progress = ProgressSeries()
+        self.registry.register(self.progress)
         self.is_leader = Gauge(
             "mxjob_controller_is_leader",
             "1 while this process holds the leader Lease (or runs without election).",
@@ -245,6 +252,10 @@ class Metrics:
         """
         self.job_states.jobs = jobs
         self.job_states.by_state = by_state
+
+    def track_progress(self, counts: Callable[[], ProgressCounts]) -> None:
+        """Export ``counts()`` (the progress endpoint's) at each scrape."""
+        self.progress.counts = counts
 
     def count_api_write(self, verb: str, resource: str) -> None:
         """One write sent to the API server; the client calls it for every write

@@ -70,6 +70,17 @@ class ControllerSettings:
     metrics_auth_cache_seconds: float = 60.0
     """Seconds a scraper's authentication and authorization is reused before it is asked
     again."""
+    progress_reports: bool = True
+    """Serve the progress endpoint, on every replica (controller/progress/): a job's pods post
+    their progress there and it is written to ``status.trainerStatus`` (docs/how-to/monitor.md,
+    "Progress"). With it, each job gets the ConfigMap ``<job>-status-ca`` holding the CA its pods
+    verify the endpoint by (controller/integrations/statusca/), which needs RBAC for
+    ``configmaps``. Off: nothing listens and no ConfigMap is made; turn the webhook's
+    ``--progress-reports`` off too, so that pods are not told of an endpoint that is not there."""
+    progress_bind_address: str = ":8444"
+    """``host:port`` of the progress endpoint (HTTPS, presenting the pair in
+    ``metrics_cert_dir``, or a self-signed certificate for the progress Service until it is
+    there)."""
     health_probe_bind_address: str = ":8081"
     """``host:port`` serving ``/healthz`` and ``/readyz`` (may equal ``metrics_bind_address``)."""
     log_format: LogFormat = "json"
@@ -131,7 +142,9 @@ class ControllerSettings:
     def pool_size(self) -> int:
         """HTTP connections to keep: one per worker and per watch, plus events and the lease."""
         watches = (4 if self.kueue_workloads else 3) * max(1, len(self.namespaces))
-        return self.workers + watches + 4
+        # The progress endpoint: its status writer, and the TokenReviews of its requests.
+        progress = 2 if self.progress_reports else 0
+        return self.workers + watches + 4 + progress
 
 
 DEPRECATED_FLAGS: Final = {
@@ -180,6 +193,23 @@ def _add_metrics_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_probe_and_progress_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--health-probe-bind-address",
+        help="host:port for /healthz and /readyz (default :8081)",
+    )
+    parser.add_argument(
+        "--progress-reports",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve the progress endpoint job pods report to, and give each job the CA "
+        "to verify it by (default on; docs/how-to/monitor.md)",
+    )
+    parser.add_argument(
+        "--progress-bind-address", help="host:port of the progress endpoint (default :8444)"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mxjob-controller",
@@ -208,10 +238,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--retry-period", type=float, help="seconds (default 2)")
     add("--identity", help="this process's identity in the Lease")
     _add_metrics_flags(parser)
-    add(
-        "--health-probe-bind-address",
-        help="host:port for /healthz and /readyz (default :8081)",
-    )
+    _add_probe_and_progress_flags(parser)
     for old, new in DEPRECATED_FLAGS.items():
         add(old, dest=new.removeprefix("--").replace("-", "_"), action=_Deprecated, help=SUPPRESS)
     add("--log-format", choices=["json", "text"], help="log format (default json)")
@@ -326,6 +353,16 @@ def from_args(
         raise SystemExit(
             "mxjob-controller: --metrics-secure serves /metrics apart from the probes: give "
             "--metrics-bind-address and --health-probe-bind-address different addresses"
+        )
+    if (
+        settings.progress_reports
+        and not settings.progress_bind_address.endswith(":0")  # any free port: no clash
+        and settings.progress_bind_address
+        in (settings.metrics_bind_address, settings.health_probe_bind_address)
+    ):
+        raise SystemExit(
+            "mxjob-controller: --progress-bind-address must differ from the metrics and probe "
+            "addresses: the progress endpoint is a server of its own"
         )
     if settings.gang_scheduler not in GANG_SCHEDULER_CHOICES:
         raise SystemExit(f"mxjob-controller: unknown gang scheduler {settings.gang_scheduler!r}")

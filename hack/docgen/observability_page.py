@@ -64,7 +64,8 @@ def metrics(registry: CollectorRegistry) -> Iterator[Metric]:
             continue
         for family in collector.collect():
             labels = tuple(getattr(family, "_labelnames", ()))
-            yield Metric(family.name, str(family.type), labels, family.documentation)
+            name = family.name + ("_total" if family.type == "counter" else "")
+            yield Metric(name, str(family.type), labels, family.documentation)
 
 
 def _labels(process: str, labels: tuple[str, ...]) -> str:

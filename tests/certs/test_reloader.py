@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from cryptography import x509
 
 from certs import CertificateAuthority, KeyPair
 from certs.reloader import CertificateReloader, CertificateUnavailableError
@@ -236,3 +237,19 @@ def test_threads_sharing_a_reloader_load_a_rotated_pair_once(
     assert len(seen) == 8 and len({id(context) for context in seen}) == 1
     assert reloader.reloads == 1
     assert reloader.loaded is not None and reloader.loaded.serial == second
+
+
+def test_the_fallbacks_certificate_is_what_a_client_trusts_until_the_files_load(
+    tmp_path: Path,
+) -> None:
+    reloader = CertificateReloader(
+        files=CertificateFiles.in_directory(tmp_path),
+        check_interval=0.0,
+        fallback_hosts=("fallback.ns.svc",),
+    )
+    assert reloader.fallback_cert_pem is not None
+    fallback = x509.load_pem_x509_certificate(reloader.fallback_cert_pem)
+    assert fallback.subject.rfc4514_string() == "CN=fallback.ns.svc"
+    assert reloader.presents_files() is False
+    write_pair(tmp_path, CertificateAuthority.create().issue_serving(hosts=("files.svc",)))
+    assert reloader.presents_files() is True

@@ -3,8 +3,9 @@ from a room below it, and no import circle exists between its modules.
 
 The rooms, lowest first, are :data:`LAYERS` (docs/development/code-map.md, "controller: the
 house of rooms", describes each module): ``runtime`` (the API client, caches, queue, election,
-metrics), ``certificates`` (the webhook certificate keeper), ``job`` (one MXJob's reconcile),
-then ``integrations`` (Kueue, gang scheduling, disruption budgets) and the two top modules,
+metrics), ``progress`` (the endpoint a job's pods report their progress to), ``certificates``
+(the webhook certificate keeper), ``job`` (one MXJob's reconcile), then ``integrations``
+(Kueue, gang scheduling, disruption budgets, the jobs' CA ConfigMaps) and the two top modules,
 ``manager.py`` (wires it all) and ``main.py`` (the process). Lazy imports inside functions count:
 they are imports all the same, and a circle through one breaks as soon as the function runs
 first. The same checks hold hack/localkube (tests/localkube/test_layers.py).
@@ -19,7 +20,7 @@ import pytest
 from tests.helpers.layers import House, doc_section, imports_of
 
 PACKAGE = Path(__file__).resolve().parents[2] / "controller"
-LAYERS = ("runtime", "certificates", "job", "integrations", "manager", "main")
+LAYERS = ("runtime", "progress", "certificates", "job", "integrations", "manager", "main")
 """The controller's rooms, lowest first: each may import from itself and from those before it."""
 
 HOUSE = House.of(PACKAGE)

@@ -4,7 +4,9 @@ fake API; nothing started)."""
 
 from __future__ import annotations
 
+import http.client
 import logging
+import ssl
 from typing import TypeVar
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from controller.integrations.budget.integration import BudgetIntegration
 from controller.integrations.gang.integration import GangIntegration
 from controller.integrations.kueue.integration import KueueIntegration
+from controller.integrations.statusca.integration import StatusCAIntegration
 from controller.manager import Controller
 from controller.runtime.settings import from_args
 from tests.controller.fakes import FakeApi
@@ -75,7 +78,10 @@ def test_auto_is_resolved_before_the_integrations_are_built_and_logged(
     names = informer_names(built)
     assert {"workloads.scheduling.k8s.io", "podgroups.scheduling.k8s.io"} <= set(names)
     assert "gang scheduler: native (asked: auto)" in caplog.messages
-    assert "integrations, in the order a reconcile calls them: budget, gang" in caplog.messages
+    assert (
+        "integrations, in the order a reconcile calls them: statusca, budget, gang"
+        in caplog.messages
+    )
 
 
 def test_without_a_gang_api_auto_is_none_and_no_gang_kind_is_cached() -> None:
@@ -91,3 +97,52 @@ def test_a_deleted_job_is_forgotten_and_its_uid_kept_for_its_reconcile() -> None
     assert built.reconciler.memory.take_gone("ns/mnist") == "job-uid"
     assert built.queue.get(timeout=1) == "ns/mnist"
     built.queue.shutdown()
+
+
+def _post(port: int, body: bytes) -> int:
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=context)
+    try:
+        connection.request(
+            "POST", "/apis/kubeflow.org/v1/namespaces/ns/mxjobs/mnist/status", body=body,
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_the_progress_endpoint_is_served_and_counted_and_its_ca_given_to_the_jobs() -> None:
+    built = controller(
+        "--progress-bind-address=127.0.0.1:0", "--metrics-bind-address=127.0.0.1:0",
+        "--health-probe-bind-address=localhost:0",
+    )  # fmt: skip
+    assert "configmaps" in informer_names(built)
+    assert built.progress_serving is not None
+    statusca = integration(built, StatusCAIntegration)
+    given = statusca.ca()
+    assert given is not None and given == built.progress_serving.ca()
+    assert given.startswith(b"-----BEGIN CERTIFICATE-----"), "the self-signed one: no files"
+    built._start_servers()
+    try:
+        assert built.progress is not None
+        assert _post(built.progress.port, b"{}") == 401, "no token"
+        text = built.metrics.exposition().decode()
+        assert 'mxjob_controller_progress_reports_total{code="401"} 1.0' in text
+    finally:
+        built.shutdown()
+
+
+def test_without_progress_reports_nothing_is_served_and_no_configmap_is_cached() -> None:
+    built = controller(
+        "--no-progress-reports", "--metrics-bind-address=127.0.0.1:0",
+        "--health-probe-bind-address=localhost:0",
+    )  # fmt: skip
+    assert "configmaps" not in informer_names(built)
+    assert not [i for i in built.reconciler.integrations if isinstance(i, StatusCAIntegration)]
+    built._start_servers()
+    try:
+        assert built.progress is None and built.progress_serving is None
+    finally:
+        built.shutdown()

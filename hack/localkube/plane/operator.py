@@ -229,6 +229,8 @@ class LocalOperator:
             f"--kubeconfig={self.plane.kubeconfig}",
             f"--metrics-bind-address=127.0.0.1:{metrics_port}",
             f"--health-probe-bind-address=127.0.0.1:{health_port}",
+            # Any free loopback port: several controllers run on this machine at once.
+            "--progress-bind-address=127.0.0.1:0",
             # Plain HTTP to anyone on loopback; a test that scrapes as a cluster would passes
             # --metrics-secure in ``extra`` (the last flag wins).
             "--no-metrics-secure",

@@ -13,6 +13,7 @@ import pytest
 
 from controller.integrations.chosen import chosen_integrations, resolve_gang_scheduler
 from controller.integrations.gang.integration import GangIntegration
+from controller.integrations.statusca.integration import StatusCAIntegration
 from controller.job.declaration import Declaration
 from controller.job.hooks import Integration
 from controller.job.job_writes import MXJobWrites
@@ -44,12 +45,25 @@ def names(*args: str) -> list[str]:
 
 
 def test_the_budget_then_the_gang_always_and_the_rest_only_with_their_flags_first() -> None:
-    assert names() == ["budget", "gang"]
-    assert names("--job-network-policy") == ["netpol", "budget", "gang"]
-    assert names("--kueue-workloads") == ["kueue", "budget", "gang"]
+    assert names() == ["statusca", "budget", "gang"]
+    assert names("--no-progress-reports") == ["budget", "gang"]
+    assert names("--job-network-policy") == ["netpol", "statusca", "budget", "gang"]
+    assert names("--kueue-workloads") == ["kueue", "statusca", "budget", "gang"]
     assert names("--kueue-workloads", "--job-network-policy") == [
-        "kueue", "netpol", "budget", "gang",
+        "kueue", "netpol", "statusca", "budget", "gang",
     ]  # fmt: skip
+
+
+def test_the_status_ca_integration_reads_the_ca_it_is_given() -> None:
+    client = FakeApi()
+    built = chosen_integrations(
+        from_args([], environ={}), client, jobs=Store(), recorder=EventRecorder(client),
+        metrics=METRICS, now=lambda: NOW, status_ca=lambda: b"PEM",
+    )  # fmt: skip
+    (statusca,) = [i for i in built if isinstance(i, StatusCAIntegration)]
+    assert statusca.ca() == b"PEM"
+    (without,) = [i for i in chosen() if isinstance(i, StatusCAIntegration)]
+    assert without.ca() is None, "no CA given: no ConfigMap is made"
 
 
 def test_auto_asks_the_api_server_and_logs_what_it_picked(

@@ -13,7 +13,7 @@ def test_defaults_suit_one_replica_in_a_cluster() -> None:
     settings = from_args([], environ={})
     assert settings.namespaces == () and settings.workers == 4
     assert not settings.leader_elect and settings.identity
-    assert settings.pool_size == 4 + 3 + 4
+    assert settings.pool_size == 4 + 3 + 4 + 2
 
 
 def test_flags_set_every_option() -> None:
@@ -58,7 +58,7 @@ def test_flags_set_every_option() -> None:
         log_format="text",
         identity="me",
     )
-    assert settings.pool_size == 8 + 6 + 4
+    assert settings.pool_size == 8 + 6 + 4 + 2
 
 
 def test_environment_fills_what_flags_leave_out() -> None:
@@ -141,6 +141,26 @@ def test_kueue_workloads_watches_workloads_too() -> None:
     plain = from_args([], environ={})
     routed = from_args(["--kueue-workloads"], environ={})
     assert routed.pool_size == plain.pool_size + 1
+
+
+def test_progress_reports_are_served_on_8444_unless_turned_off() -> None:
+    settings = from_args([], environ={})
+    assert (settings.progress_reports, settings.progress_bind_address) == (True, ":8444")
+    env = {
+        "MXJOB_CONTROLLER_PROGRESS_REPORTS": "false",
+        "MXJOB_CONTROLLER_PROGRESS_BIND_ADDRESS": "127.0.0.1:9444",
+    }
+    told = from_args([], environ=env)
+    assert (told.progress_reports, told.progress_bind_address) == (False, "127.0.0.1:9444")
+    assert told.pool_size == settings.pool_size - 2, "no status writer, no TokenReviews"
+    assert from_args(["--progress-reports"], environ=env).progress_reports is True
+
+
+def test_the_progress_endpoint_is_a_server_of_its_own() -> None:
+    with pytest.raises(SystemExit, match="--progress-bind-address must differ"):
+        from_args(["--progress-bind-address=:8443"], environ={})
+    off = from_args(["--progress-bind-address=:8443", "--no-progress-reports"], environ={})
+    assert off.progress_reports is False
 
 
 def test_webhook_certificates_are_managed_only_when_asked_with_their_own_check_interval() -> None:
