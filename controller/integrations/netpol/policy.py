@@ -11,7 +11,8 @@ NetworkPolicy that admits, on every port, only the job's own pods (same namespac
 Only ingress is restricted. Egress is left to the namespace's own policies: an egress rule here
 would either isolate the pods' egress (breaking the downloads and storage a job needs) or allow
 everything (undoing a namespace's default deny); a namespace that denies egress by default must
-allow its jobs' pods to reach one another (docs/how-to/harden.md, "Every job's
+allow its jobs' pods to reach one another, and the controller's progress port in the
+operator's namespace, where they report their progress (docs/how-to/harden.md, "Every job's
 pods"). Traffic from the node itself (the kubelet's probes) is not subject to NetworkPolicy
 on the implementations Kubernetes documents, so no rule is needed for it.
 

@@ -57,6 +57,14 @@ def test_ingress_is_admitted_on_every_port_only_from_the_jobs_own_pods() -> None
     assert rule["from"] == [{"podSelector": job_pods(MNIST)}]  # no namespaceSelector: same one
 
 
+def test_the_jobs_pods_still_reach_the_controllers_progress_port() -> None:
+    """The pods report their progress to the operator's namespace (shared/progress.py): the
+    policy restricts no egress, so it opens nothing new and closes nothing of that; the operator's
+    own policies admit them there (manifests/components/network-policies)."""
+    spec = build_policy(MNIST, labels={})["spec"]
+    assert "Egress" not in spec["policyTypes"] and "egress" not in spec
+
+
 def test_the_policy_is_named_after_the_job_and_owned_by_it_for_garbage_collection() -> None:
     policy = build_policy(MNIST, labels=job_labels(MNIST))
     assert policy["apiVersion"] == "networking.k8s.io/v1" and policy["kind"] == "NetworkPolicy"
