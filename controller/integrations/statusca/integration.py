@@ -20,7 +20,6 @@ condition and a ``ForeignObjectExists`` Warning say why
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from controller.integrations.children.ensure import OwnedChildren
 from controller.integrations.children.stores import ChildStores
@@ -28,6 +27,7 @@ from controller.integrations.statusca.ca_writes import CA_CONFIGMAPS, ensure_ca
 from controller.job.declaration import Declaration, Stores
 from controller.job.desired import job_labels
 from controller.job.hooks import READY, NoHooks, Notice, Preparation
+from controller.job.pods import JobPods
 from controller.job.status.outcome import Wait
 from controller.job.view import MXJobView
 from controller.runtime.client import KubeClient
@@ -79,11 +79,11 @@ class StatusCAIntegration(NoHooks):
             return (error,)
         return ()
 
-    def waits(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Wait | None:
+    def waits(self, job: MXJobView, pods: JobPods) -> Wait | None:
         """``Pending`` while a foreign object holds the ConfigMap's name."""
         return self.configmaps.wait(job)
 
-    def notices(self, job: MXJobView, pods: Sequence[Mapping[str, Any]]) -> Sequence[Notice]:
+    def notices(self, job: MXJobView, pods: JobPods) -> Sequence[Notice]:
         notice = self.configmaps.notice(job)
         return (notice,) if notice is not None else ()
 

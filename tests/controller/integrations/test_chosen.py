@@ -57,8 +57,8 @@ def test_the_budget_then_the_gang_always_and_the_rest_only_with_their_flags_firs
 def test_the_status_ca_integration_reads_the_ca_it_is_given() -> None:
     client = FakeApi()
     built = chosen_integrations(
-        from_args([], environ={}), client, jobs=Store(), recorder=EventRecorder(client),
-        metrics=METRICS, now=lambda: NOW, status_ca=lambda: b"PEM",
+        from_args([], environ={}), client, job_writes=MXJobWrites(client, jobs=Store()),
+        recorder=EventRecorder(client), metrics=METRICS, now=lambda: NOW, status_ca=lambda: b"PEM",
     )  # fmt: skip
     (statusca,) = [i for i in built if isinstance(i, StatusCAIntegration)]
     assert statusca.ca() == b"PEM"

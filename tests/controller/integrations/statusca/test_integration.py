@@ -9,6 +9,7 @@ from controller.integrations.statusca.ca_writes import CA_CONFIGMAPS
 from controller.integrations.statusca.integration import StatusCAIntegration
 from controller.job.desired import job_labels
 from controller.job.hooks import Integration
+from controller.job.pods import JobPods
 from controller.job.view import MXJobView
 from controller.runtime.client import error_for
 from controller.runtime.events import FOREIGN_OBJECT_EXISTS
@@ -88,13 +89,13 @@ def test_a_foreign_configmap_of_the_name_holds_the_pods_back_and_stays() -> None
     assert prepare(integration, MNIST) == (False, []), "held back, and not an error"
     assert integration.refresh(MNIST) == ()
     assert api.writes() == []
-    wait = integration.waits(MNIST, [])
+    wait = integration.waits(MNIST, JobPods())
     assert wait is not None and wait.reason == FOREIGN_OBJECT_EXISTS
     assert "ConfigMap ns/mnist-status-ca is not this job's" in wait.message
-    (notice,) = integration.notices(MNIST, [])
+    (notice,) = integration.notices(MNIST, JobPods())
     assert (notice.type, notice.reason) == ("Warning", FOREIGN_OBJECT_EXISTS)
     integration.job_gone("ns", "mnist", uid="job-uid")
-    (again,) = integration.notices(MNIST, [])
+    (again,) = integration.notices(MNIST, JobPods())
     assert again.reason == FOREIGN_OBJECT_EXISTS, "a gone job is forgotten"
 
 
