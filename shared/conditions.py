@@ -24,6 +24,10 @@ class ConditionType(StrEnum):
     """True while something outside the job holds it back (Kueue, its gang, an object of the
     name its pods need that is not its own, the scheduler), with that reason and message;
     absent otherwise (controller/job/status/waiting.py)."""
+    PROGRESSING = "Progressing"
+    """With ``runPolicy.progressDeadlineSeconds``: False once the job sent no progress report
+    for that long (it is restarted), True again at its next report
+    (controller/job/status/progress_deadline.py); absent otherwise."""
 
 
 class Reason(StrEnum):
@@ -37,6 +41,8 @@ class Reason(StrEnum):
     PENDING = "MXJobPending"
     BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
     DEADLINE_EXCEEDED = "DeadlineExceeded"
+    PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+    PROGRESS_REPORTED = "ProgressReported"
 
 
 TRUE = "True"

@@ -35,6 +35,8 @@ from shared.apitime import parse_time
 from shared.constants import RestartScope
 from shared.spec import is_int
 
+PROGRESS_DEADLINE_EXCEEDED: Final = "ProgressDeadlineExceeded"
+"""The reason of a restart for a lack of progress (shared.conditions.Reason's, as data here)."""
 HISTORY_LIMIT: Final = 10
 """Restarts kept in ``status.restarts`` (the newest; ``restartCount`` counts them all)."""
 
@@ -132,6 +134,18 @@ def history_entry(
     if view.disruption:
         entry["disruption"] = view.disruption
     return entry
+
+
+def stall_entry(*, attempt: int, counted: bool, stamp: str) -> dict[str, Any]:
+    """The ``status.restarts`` entry of a whole-job restart for a lack of progress: no pod
+    ended, so it names none (controller/job/status/progress_deadline.py)."""
+    return {
+        "time": stamp,
+        "scope": RestartScope.JOB.value,
+        "attempt": attempt,
+        "reason": PROGRESS_DEADLINE_EXCEEDED,
+        "countedAgainstBackoff": counted,
+    }
 
 
 def with_entries(

@@ -42,6 +42,7 @@ from shared.spec import (
     is_suspended,
     job_mode,
     pod_start_timeout_override,
+    progress_deadline_seconds,
     replica_port,
     replica_specs,
     restart_policy,
@@ -89,6 +90,8 @@ class RunPolicyView:
     ttl_seconds_after_finished: int | None
     suspend: bool
     disruption_policy: DisruptionPolicy
+    progress_deadline_seconds: int | None
+    """Opt-in: a Running job without a progress report for this long restarts as a whole."""
     scheduling_policy: Mapping[str, Any]
     managed_by: str
     """``spec.managedBy``, else ``runPolicy.managedBy`` (shared.queueing.manager); "" for us."""
@@ -220,6 +223,7 @@ def _run_policy(job: Mapping[str, Any]) -> RunPolicyView:
         ttl_seconds_after_finished=ttl_seconds_after_finished(job),
         suspend=is_suspended(job),
         disruption_policy=disruption_policy(job),
+        progress_deadline_seconds=progress_deadline_seconds(job),
         scheduling_policy=as_mapping(run_policy(job).get("schedulingPolicy")),
         managed_by=manager(job),
     )

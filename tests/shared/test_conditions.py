@@ -46,6 +46,8 @@ def test_reasons_are_spelled_as_in_the_api() -> None:
         "MXJobPending",
         "BackoffLimitExceeded",
         "DeadlineExceeded",
+        "ProgressDeadlineExceeded",
+        "ProgressReported",
     ]
     assert [t.value for t in ConditionType] == [
         "Created",
@@ -55,6 +57,7 @@ def test_reasons_are_spelled_as_in_the_api() -> None:
         "Failed",
         "Suspended",
         "Pending",
+        "Progressing",
     ]
 
 

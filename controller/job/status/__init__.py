@@ -44,6 +44,7 @@ from controller.job.status.outcome import (
     Wait,
 )
 from controller.job.status.progress import mark_running, progress
+from controller.job.status.progress_deadline import check_progress
 from controller.job.status.restart import restart
 from controller.job.status.suspension import resume, suspend
 from controller.job.status.sync import Phase, Sync, match_slots, only, sooner, start
@@ -78,6 +79,7 @@ PHASES: Final[tuple[Phase, ...]] = (
     only(match_slots),
     fail_permanent,
     succeed,
+    only(check_progress),
     fail_backoff,
     fail_unstartable,
     only(restart),

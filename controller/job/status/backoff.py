@@ -15,7 +15,13 @@ counts only under ``disruptionPolicy: Count`` (docs/how-to/survive-failures.md).
 from __future__ import annotations
 
 from controller.job.observed import PodView
-from controller.job.recovery import first_ended, history_entry, recorded_pods, with_entries
+from controller.job.recovery import (
+    first_ended,
+    history_entry,
+    recorded_pods,
+    stall_entry,
+    with_entries,
+)
 from controller.job.status.aftermath import finish
 from controller.job.status.failures import describe, exit_text, failure_kind
 from controller.job.status.outcome import EXITED_WITH_CODE, EventSpec, Outcome
@@ -35,6 +41,9 @@ def _found_restarts(sync: Sync) -> list[tuple[PodView, RestartScope, int]]:
     if sync.job_causes:
         sync.needed = sync.restarts_so_far + 1
         return [(first_ended(sync.job_causes), RestartScope.JOB, sync.attempt + 1)]
+    if sync.stalled:
+        sync.needed = sync.restarts_so_far + 1
+        return []
     sync.pending = [
         v
         for v in sync.by_slot.values()
@@ -53,14 +62,25 @@ def fail_backoff(sync: Sync) -> Outcome | None:
     ignore = _ignores_disruptions(sync)
     found = _found_restarts(sync)
     sync.disruptions += sum(1 for view, _, _ in found if view.disruption)
-    sync.history = with_entries(sync.history, [
+    entries = [
         history_entry(view, scope=scope, attempt=attempt, stamp=sync.stamp,
                       counted=not (ignore and view.disruption))
         for view, scope, attempt in found
-    ])  # fmt: skip
+    ]  # fmt: skip
+    if sync.stalled:
+        entries.append(stall_entry(attempt=sync.attempt + 1, counted=True, stamp=sync.stamp))
+    sync.history = with_entries(sync.history, entries)
     sync.limit = limit = sync.job.run_policy.backoff_limit
     if sync.needed - (sync.disruptions if ignore else 0) <= limit:
         return None
+    if sync.stalled:
+        message = (
+            f"MXJob {sync.job.name} has failed because it reported no progress for "
+            f"{sync.job.run_policy.progress_deadline_seconds} s (progressDeadlineSeconds) and "
+            f"has reached the specified backoff limit ({limit} restart{'s' if limit != 1 else ''})."
+        )
+        return finish(sync, ConditionType.FAILED, Reason.PROGRESS_DEADLINE_EXCEEDED, message,
+                      stop_active=True)  # fmt: skip
     ended = sync.pending or [view for view, _, _ in found]
     for view in ended:
         sync.events.append(

@@ -47,11 +47,32 @@ def _restart_job(sync: Sync) -> None:
     sync.attempt = attempt
 
 
+def _restart_stalled(sync: Sync) -> None:
+    """No progress for ``progressDeadlineSeconds``: the whole job restarts as the next attempt
+    (controller/job/status/progress_deadline.py), though no pod ended."""
+    attempt = sync.attempt + 1
+    _announce(
+        sync,
+        condition=(
+            f"MXJob {sync.job.name} is restarting as a whole (attempt {attempt}) because it "
+            f"reported no progress for {sync.job.run_policy.progress_deadline_seconds} s."
+        ),
+        event=f"Restarting the whole job as attempt {attempt}: every pod ends, then all are made "
+        f"again; {limit_text(sync, None)}",
+    )
+    sync.pending = [v for v in sync.views if v.replica_type is not None]
+    sync.stale = [*sync.stale, *sync.views]
+    sync.attempt = attempt
+
+
 def restart(sync: Sync) -> None:
     """Retryable failures are recreated (Restarting), or the whole job restarts; in-place
     restarts are reported."""
     if sync.job_causes:
         _restart_job(sync)
+        return
+    if sync.stalled:
+        _restart_stalled(sync)
         return
     for view in sync.pending:
         sync.events.append(

@@ -70,6 +70,9 @@ class Sync:
     """Pods of an earlier attempt (controller/job/recovery.py)."""
     scopes: dict[str, RestartScope] = field(default_factory=dict)
     """Each replica type's restart scope."""
+    stalled: bool = False
+    """The job reported no progress for its ``progressDeadlineSeconds``: it restarts as a
+    whole (controller/job/status/progress_deadline.py)."""
     job_causes: list[PodView] = field(default_factory=list)
     """Retryable ends of ``Job``-scoped replicas in this attempt: the job restarts as a whole."""
     disruptions: int = 0
