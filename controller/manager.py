@@ -30,6 +30,7 @@ once, then watches and the event writer stop.
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import threading
 import time
@@ -43,6 +44,7 @@ from controller.job.job_writes import MXJobWrites
 from controller.job.reconciler import Reconciler, job_key
 from controller.job.tally import jobs_by_state
 from controller.progress.endpoint import ProgressEndpoint
+from controller.progress.flusher import WRITE_TIMEOUT
 from controller.progress.process import progress_serving
 from controller.runtime.client import Conflict, KubeClient, mxjobs_path, pods_path, services_path
 from controller.runtime.election import ElectionSettings, LeaderElector
@@ -138,7 +140,7 @@ class Controller:
         self.progress_serving = progress_serving(settings)
         self.progress: ProgressEndpoint | None = None
         # The one writer of MXJobs: the reconciler's, and Kueue's when it starts or stops one.
-        job_writes = MXJobWrites(self.client, jobs=self.jobs.store)
+        job_writes = self.job_writes = MXJobWrites(self.client, jobs=self.jobs.store)
         integrations = chosen_integrations(
             settings,
             self.client,
@@ -277,6 +279,7 @@ class Controller:
                 pods=self.pods.store,
                 jobs=self.jobs.store,
                 synced=lambda: self.jobs.has_synced() and self.pods.has_synced(),
+                write=functools.partial(self.job_writes.trainer_status, timeout=WRITE_TIMEOUT),
             )
             self.metrics.track_progress(self.progress.counts)
             self.progress.start()

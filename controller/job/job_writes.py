@@ -1,13 +1,14 @@
 """Every write of an MXJob itself, through one writer: its status, its spec, its deletion.
 
-The reconciler writes the status and deletes a job whose TTL passed; Kueue's integration
-starts and stops a queued job by changing its spec (controller/integrations/kueue/
-workload_sync.py). They share :class:`MXJobWrites`, as Kueue's ``jobframework`` has one
-reconciler write the job, so every MXJob write is sent the same way: a replace carries the
-cached ``resourceVersion`` (a stale cache gets a conflict and a retry, never an overwrite of
-a newer write), and what the API server answers is written through to the job cache, so the
-next reconcile starts from it. Pods, Services and what integrations own are the writer's of
-controller/job/writes.py and of each integration.
+The reconciler writes the status and deletes a job whose TTL passed; Kueue's integration starts
+and stops a queued job by changing its spec (controller/integrations/kueue/ workload_sync.py);
+the progress endpoint writes what the job's pods report (controller/progress/flusher.py). They
+share :class:`MXJobWrites`, as Kueue's ``jobframework`` has one reconciler write the job, so
+every MXJob write is sent the same way: a replace carries the cached ``resourceVersion`` (a
+stale cache gets a conflict and a retry, never an overwrite of a newer write), and what the API
+server answers is written through to the job cache, so the next reconcile starts from it. Pods,
+Services and what integrations own are the writer's of controller/job/writes.py and of each
+integration.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from controller.runtime.client import Conflict, KubeClient, NotFound, mxjobs_path
+from controller.runtime.client import MERGE_PATCH, Conflict, KubeClient, NotFound, mxjobs_path
 from controller.runtime.store import Store
 from shared.spec import as_mapping
 
@@ -52,6 +53,20 @@ class MXJobWrites:
         namespace, name = _where(job)
         body = {k: v for k, v in job.items() if k != "status"}
         self._through(self.client.request("PUT", mxjobs_path(namespace, name), body=body))
+
+    def trainer_status(
+        self, namespace: str, name: str, trainer_status: Mapping[str, Any], *, timeout: float
+    ) -> None:
+        """Merge-patch ``status.trainerStatus`` alone: the reports never touch the fields the
+        reconciler writes, and the reconciler's replace of the status, at the version it read,
+        can never roll a report back (a report in between makes it conflict and retry)."""
+        self.client.request(
+            "PATCH",
+            mxjobs_path(namespace, name, subresource="status"),
+            body={"status": {"trainerStatus": dict(trainer_status)}},
+            content_type=MERGE_PATCH,
+            timeout=timeout,
+        )
 
     def delete(self, *, namespace: str, name: str, uid: str) -> bool:
         """Delete the job of ``uid`` (its dependents in the background); False when it is

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from controller.progress.counters import ProgressCounters, ProgressCounts
-from controller.progress.flusher import Flusher, status_writer
+from controller.progress.flusher import Flusher, StatusWriter
 from controller.progress.reviews import TokenReviews
 from controller.progress.server import ProgressServer
 from controller.progress.service import ObjectCache, ProgressService
@@ -70,6 +70,7 @@ def progress_endpoint(
     pods: ObjectCache,
     jobs: ObjectCache,
     tls: Callable[[], ssl.SSLContext],
+    write: StatusWriter,
     synced: Callable[[], bool] = lambda: True,
     clock: Callable[[], float] = time.time,
 ) -> ProgressEndpoint | None:
@@ -77,8 +78,10 @@ def progress_endpoint(
 
     ``pods`` and ``jobs`` are the informers' stores (``Informer.store``; the pods' informer must
     keep ``metadata`` whole, which ``slim_pod`` does); ``synced`` says whether both have
-    listed once, answering 503 until then; ``clock`` is wall time in seconds (tokens expire,
-    and ``lastUpdatedTime`` is stamped, by it)."""
+    listed once, answering 503 until then; ``write`` writes a job's ``trainerStatus`` (the
+    one MXJob writer's, controller/job/job_writes.py, which the manager hands over);
+    ``clock`` is wall time in seconds (tokens expire, and ``lastUpdatedTime`` is stamped, by
+    it)."""
     if not settings.enabled:
         return None
     counters = ProgressCounters()
@@ -89,9 +92,7 @@ def progress_endpoint(
         cache_size=settings.token_cache_size,
         clock=clock,
     )
-    flusher = Flusher(
-        status_writer(client), interval=settings.write_interval, counters=counters, clock=clock
-    )
+    flusher = Flusher(write, interval=settings.write_interval, counters=counters, clock=clock)
     service = ProgressService(
         identify=reviews.identify,
         pods=pods,

@@ -24,7 +24,7 @@ from typing import Any
 
 from controller.progress.coalescer import Coalescer, JobKey, Status
 from controller.progress.counters import ProgressCounters
-from controller.runtime.client import MERGE_PATCH, ApiError, KubeClient, NotFound, mxjobs_path
+from controller.runtime.client import ApiError, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -33,22 +33,6 @@ StatusWriter = Callable[[str, str, Mapping[str, Any]], None]
 WRITE_TIMEOUT = 10.0
 """Seconds one write may take: more than the API server's usual answer, less than an
 interval's worth of waiting reports going stale."""
-
-
-def status_writer(client: KubeClient) -> StatusWriter:
-    """Writes through the controller's client (counted among its API writes as a ``patch`` of
-    ``mxjobs/status``)."""
-
-    def write(namespace: str, name: str, status: Mapping[str, Any]) -> None:
-        client.request(
-            "PATCH",
-            mxjobs_path(namespace, name, subresource="status"),
-            body={"status": {"trainerStatus": dict(status)}},
-            content_type=MERGE_PATCH,
-            timeout=WRITE_TIMEOUT,
-        )
-
-    return write
 
 
 def is_permanent(error: ApiError) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controller.progress.endpoint import ProgressEndpoint, progress_endpoint
+from controller.progress.flusher import StatusWriter
 from controller.progress.service import ObjectCache
 from controller.progress.settings import ProgressSettings
 from controller.runtime.client import KubeClient
@@ -42,11 +43,13 @@ class ProgressServing:
         pods: ObjectCache,
         jobs: ObjectCache,
         synced: Callable[[], bool],
+        write: StatusWriter,
     ) -> ProgressEndpoint:
         """The endpoint over the informers' caches, bound (not started)."""
         built = progress_endpoint(
-            self.settings, client=client, pods=pods, jobs=jobs, tls=self.tls, synced=synced
-        )
+            self.settings, client=client, pods=pods, jobs=jobs, tls=self.tls, synced=synced,
+            write=write,
+        )  # fmt: skip
         assert built is not None, "ProgressServing is made only with the endpoint on"
         return built
 

@@ -6,6 +6,7 @@ patches, a clock the tests move, and an HTTPS client that speaks to the endpoint
 from __future__ import annotations
 
 import base64
+import functools
 import http.client
 import itertools
 import json
@@ -18,6 +19,8 @@ from typing import Any
 
 from certs.authority import CertificateAuthority
 from certs.serving import CertificateFiles, new_server_context
+from controller.job.job_writes import MXJobWrites
+from controller.progress.flusher import WRITE_TIMEOUT, StatusWriter
 from controller.progress.settings import AUDIENCE
 from controller.progress.tokens import POD_NAME_EXTRA, POD_UID_EXTRA
 from controller.runtime.client import JSON, KubeClient, Query
@@ -219,3 +222,8 @@ def post(
         return Answer(response.status, {k.lower(): v for k, v in response.getheaders()}, decoded)
     finally:
         connection.close()
+
+
+def writer(kube: KubeClient) -> StatusWriter:
+    """The one MXJob writer's ``trainerStatus`` patch over ``kube``, as the manager hands it."""
+    return functools.partial(MXJobWrites(kube, jobs=Store()).trainer_status, timeout=WRITE_TIMEOUT)

@@ -28,6 +28,7 @@ from tests.controller.progress.progress_samples import (
     report,
     serving_tls,
     stores,
+    writer,
 )
 from tests.helpers.waiting import wait_for
 
@@ -66,6 +67,7 @@ def _serve(tls: Tls, *, interval: float = 5.0) -> Served:
         pods=pods,
         jobs=jobs,
         tls=lambda: tls.server,
+        write=writer(kube),
         synced=lambda: synced[0],
         clock=clock,
     )
@@ -83,8 +85,9 @@ def served(tls: Tls) -> Iterator[Served]:
 def test_a_disabled_endpoint_is_not_built(tls: Tls) -> None:
     pods, jobs = stores()
     settings = ProgressSettings(enabled=False)
+    kube = FakeKube()
     built = progress_endpoint(
-        settings, client=FakeKube(), pods=pods, jobs=jobs, tls=lambda: tls.server
+        settings, client=kube, pods=pods, jobs=jobs, tls=lambda: tls.server, write=writer(kube)
     )
     assert built is None
 

@@ -9,9 +9,9 @@ import logging
 import pytest
 
 from controller.progress.counters import ProgressCounters
-from controller.progress.flusher import Flusher, status_writer
+from controller.progress.flusher import Flusher
 from controller.runtime.client import MERGE_PATCH, ApiError, error_for
-from tests.controller.progress.progress_samples import STATUS_PATH, FakeClock, FakeKube
+from tests.controller.progress.progress_samples import STATUS_PATH, FakeClock, FakeKube, writer
 from tests.helpers.waiting import wait_for
 
 JOB = ("team", "mnist")
@@ -20,7 +20,7 @@ STATUS = {"progressPercentage": 45, "lastUpdatedTime": "2025-06-15T15:06:40Z"}
 
 def _flusher(kube: FakeKube, clock: FakeClock) -> tuple[Flusher, ProgressCounters]:
     counters = ProgressCounters()
-    flusher = Flusher(status_writer(kube), interval=5.0, counters=counters, clock=clock)
+    flusher = Flusher(writer(kube), interval=5.0, counters=counters, clock=clock)
     return flusher, counters
 
 
