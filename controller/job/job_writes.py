@@ -1,7 +1,7 @@
 """Every write of an MXJob itself, through one writer: its status, its spec, its deletion.
 
 The reconciler writes the status and deletes a job whose TTL passed; Kueue's integration starts
-and stops a queued job by changing its spec (controller/integrations/kueue/ workload_sync.py);
+and stops a queued job by changing its spec (controller/integrations/kueue/workload_sync.py);
 the progress endpoint writes what the job's pods report (controller/progress/flusher.py). They
 share :class:`MXJobWrites`, as Kueue's ``jobframework`` has one reconciler write the job, so
 every MXJob write is sent the same way: a replace carries the cached ``resourceVersion`` (a
