@@ -139,7 +139,6 @@ class Controller:
         self.metrics.track_jobs(self.jobs.store.objects, by_state=jobs_by_state)
         self.progress_serving = progress_serving(settings)
         self.progress: ProgressEndpoint | None = None
-        # The one writer of MXJobs: the reconciler's, and Kueue's when it starts or stops one.
         job_writes = self.job_writes = MXJobWrites(self.client, jobs=self.jobs.store)
         integrations = chosen_integrations(
             settings,

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from gen_crd_columns import PRINTER_COLUMNS
 from gen_crd_openapi import Inliner
 from gen_crd_rules import spec_rules
 from gen_crd_status import non_negative as _non_negative
@@ -276,44 +277,6 @@ def _version_schema(version: str, template: dict[str, Any]) -> dict[str, Any]:
             },
         }
     }
-
-
-def _column(
-    name: str, kind: str, path: str, description: str, *, priority: int = 0
-) -> dict[str, Any]:
-    """A printer column; ``priority`` above 0 shows only with ``kubectl get -o wide``."""
-    column: dict[str, Any] = {"name": name, "type": kind, "jsonPath": path}
-    column["description"] = description
-    if priority:
-        column["priority"] = priority
-    return column
-
-
-PRINTER_COLUMNS = [
-    _column("State", "string", ".status.state", "The current state of the job."),
-    _column("Mode", "string", ".spec.jobMode", "MXTrain (training) or MXTune (TVM auto-tuning)."),
-    _column("Restarts", "integer", ".status.restartCount", "Restarts so far."),
-    _column(
-        "Progress",
-        "integer",
-        ".status.trainerStatus.progressPercentage",
-        "How far the job is, in percent, as its pods report it.",
-    ),
-    _column(
-        "Waiting",
-        "string",
-        '.status.conditions[?(@.type=="Pending")].reason',
-        "What holds the job back (Kueue, its gang, the scheduler), if anything.",
-    ),
-    _column("Age", "date", ".metadata.creationTimestamp", "Time since the MXJob was created."),
-    _column(
-        "ETA",
-        "integer",
-        ".status.trainerStatus.estimatedRemainingSeconds",
-        "Seconds left, as the job's reporter estimates them (kubectl get -o wide).",
-        priority=1,
-    ),
-]
 
 
 def build_crd(core_openapi: dict[str, Any]) -> dict[str, Any]:

@@ -53,6 +53,10 @@ REASON_TEXT = {
     "MXJobFailedValidation": "The job was stored without the validating webhook and is invalid.",
     "BackoffLimitExceeded": "More restarts than runPolicy.backoffLimit allows.",
     "DeadlineExceeded": "runPolicy.activeDeadlineSeconds passed.",
+    "ProgressDeadlineExceeded": "No progress report for runPolicy.progressDeadlineSeconds: the "
+    "job restarts as a whole (Progressing False), or fails once backoffLimit is spent.",
+    "ProgressReported": "A progress report came after a restart for a lack of progress "
+    "(Progressing True again).",
     "PodStartTimeout": "A pod could not start for the pod start timeout.",
     "ExitedWithCode": "How a replica's pod ended (its exit code) and what the controller does "
     "about it.",
