@@ -210,7 +210,8 @@ bench-compare: venv binaries ## this operator before/after against training-oper
 # the JSON (tests/helpers/figures.py), the tables into the page (bench/recovery.py).
 RECOVERY_CASES := tests/e2e/test_real_node_failures.py tests/e2e/test_real_node_restarts.py \
 	tests/e2e/test_real_node_recovery.py tests/e2e/test_real_node_disruptions.py \
-	tests/e2e/test_real_node_tune_recovery.py tests/e2e/bench_training_operator_failures.py
+	tests/e2e/test_real_node_tune_recovery.py tests/e2e/test_real_node_progress_deadline.py \
+	tests/e2e/bench_training_operator_failures.py
 bench-recovery: venv binaries node-packages images late-images-tvm-examples ## the real-node recovery cases and the same under training-operator v1.8.1 side by side (root, ~25 min); JSON in .local/bench/recovery.json, tables in docs/explanation/recovery.md
 	MXJOB_FIGURES=$(LOCAL)/bench/recovery.json $(VENV)/bin/pytest -p no:cacheprovider \
 		$(RECOVERY_CASES) $(PYTEST_ARGS)

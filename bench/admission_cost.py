@@ -30,6 +30,7 @@ import base64
 import collections
 import concurrent.futures
 import contextlib
+import functools
 import json
 import re
 import time
@@ -339,7 +340,11 @@ def segment(
 ) -> dict[str, Any]:
     """One candidate's create, label and delete of ``jobs`` jobs named ``<prefix><i>``."""
     names = [f"{prefix}{i}" for i in range(jobs)]
-    build = defaulted_scale_job if candidate.sent_defaulted else scale_job
+    build = (
+        functools.partial(defaulted_scale_job, namespace=namespace)
+        if candidate.sent_defaulted
+        else scale_job
+    )
     bodies = {name: build(name) for name in names}
     path = mxjobs_path(namespace)
     phases: dict[str, dict[str, Any]] = {phase: {} for phase in PHASES}

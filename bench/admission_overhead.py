@@ -22,6 +22,7 @@ one review per job with the webhooks registered and by none without them.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import ssl
 import time
 import urllib.request
@@ -35,6 +36,8 @@ from localkube.base.processes import stop_process
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import LocalOperator
 from shared.defaults import apply_defaults
+from shared.progress_pods import inject_progress
+from webhook.settings import WebhookSettings
 
 TARGET_RATIO = 1.3
 
@@ -76,9 +79,14 @@ def scale_job(name: str) -> dict[str, Any]:
     }
 
 
-def defaulted_scale_job(name: str) -> dict[str, Any]:
-    """The job of ``scale_job`` as the mutating webhook would store it."""
-    return apply_defaults(scale_job(name))
+def defaulted_scale_job(name: str, *, namespace: str) -> dict[str, Any]:
+    """The job of ``scale_job`` as the mutating webhook would store it in ``namespace``: the
+    defaults, and what its pods report progress with (the webhook's default settings)."""
+    job = apply_defaults(scale_job(name))
+    inject_progress(
+        job, operator_namespace=WebhookSettings().operator_namespace, namespace=namespace
+    )
+    return job
 
 
 def create_jobs(
@@ -162,7 +170,11 @@ def run(*, plane: ControlPlane, jobs: int = 500, threads: int = 4) -> dict[str, 
                 operator.unregister_webhooks()
             wait_registered(client, operator, port, namespace, registered)
             names = [f"j{number}-{configuration}-{i}" for i in range(half)]
-            build = defaulted_scale_job if configuration == "defaulted" else scale_job
+            build = (
+                functools.partial(defaulted_scale_job, namespace=namespace)
+                if configuration == "defaulted"
+                else scale_job
+            )
             before = webhook_reviews(operator, port)
             seconds = create_jobs(client, namespace, names, threads=threads, build=build)
             reviews = webhook_reviews(operator, port) - before

@@ -39,7 +39,9 @@ from localkube.plane.controlplane import ControlPlane
 TARGET_EXTRA_WRITES = 3
 TARGET_RSS_MIB = 200.0
 OBJECTS_PER_JOB = 8  # 4 pods + 4 Services
-RESOURCES = ("pods", "services", "events", "mxjobs")
+RESOURCES = ("pods", "services", "events", "mxjobs", "configmaps")
+"""What the controller reads and writes; configmaps: each job's CA for its progress reports
+(controller/integrations/statusca/)."""
 
 
 def lifecycle_job(name: str) -> dict[str, Any]:

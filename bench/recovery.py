@@ -77,6 +77,9 @@ PHRASES: Final[dict[str, Callable[[Value], str]]] = {
     "restart_count": plain("`restartCount` {}"),
     "restarting_says": plain("`Restarting` says {!r}"),
     "ended": either("ended", "no end"),
+    "restarted_after_stop_s": number("restarted {} s after the stop"),
+    "still_running_after_stop_s": number("still `Running` {} s after the stop"),
+    "progress_percentage": plain("its progress held at {} %"),
 }
 
 

@@ -42,7 +42,7 @@ from controller.integrations.chosen import chosen_integrations
 from controller.integrations.registration import register
 from controller.job.job_writes import MXJobWrites
 from controller.job.reconciler import Reconciler, job_key
-from controller.job.tally import jobs_by_state
+from controller.job.tally import job_gauges
 from controller.progress.endpoint import ProgressEndpoint
 from controller.progress.flusher import WRITE_TIMEOUT
 from controller.progress.process import progress_serving
@@ -136,7 +136,7 @@ class Controller:
         self.jobs, self.pods, self.services = _job_informers(
             self.client, namespaces=namespaces, settings=informer_settings
         )
-        self.metrics.track_jobs(self.jobs.store.objects, by_state=jobs_by_state)
+        self.metrics.track_jobs(self.jobs.store.objects, read=job_gauges)
         self.progress_serving = progress_serving(settings)
         self.progress: ProgressEndpoint | None = None
         job_writes = self.job_writes = MXJobWrites(self.client, jobs=self.jobs.store)

@@ -205,7 +205,7 @@ def test_the_readme_names_the_image_the_first_job_runs_and_how_it_is_built() -> 
     (image,) = images
     text = opening()
     assert image in text
-    assert f"docker build -t {image} examples/" in text
+    assert f"docker build -f examples/Dockerfile -t {image} ." in text
     assert "examples/Dockerfile" in text
     # make images builds examples/Dockerfile under the same name (docker.io/ added).
     assert f"docker.io/{image}" == EXAMPLES_REF

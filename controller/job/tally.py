@@ -9,7 +9,9 @@ the write and the count loses that one observation; none is ever counted twice.
 
 Labels are low-cardinality by design: the job's namespace (``job_namespace``, as
 training-operator's counters have it, so it does not clash with the ``namespace`` target label
-Prometheus gives the operator's own pod), a state, an exit-code class. Never a job's name.
+Prometheus gives the operator's own pod), a state, an exit-code class. Never a job's name, except
+in the progress of the jobs still going (:func:`jobs_progress`): a gauge read from the cache at
+each scrape, whose series go with their job's end, so there are no more than unfinished jobs.
 """
 
 from __future__ import annotations
@@ -20,16 +22,26 @@ from typing import Any, Final
 
 from controller.job.observed import PodView
 from controller.job.pods import JobPods
+from controller.job.recovery import PROGRESS_DEADLINE_EXCEEDED, persisted_history
 from controller.job.status import Outcome
 from controller.job.view import MXJobView
-from controller.runtime.job_series import JOB_STATES, NEW, UNKNOWN_EXIT_CLASS, JobTally
+from controller.runtime.job_series import (
+    DEADLINE_STATES,
+    JOB_STATES,
+    NEW,
+    UNKNOWN_EXIT_CLASS,
+    JobGaugeValues,
+    JobTally,
+)
 from shared.apitime import parse_time
 from shared.conditions import ConditionType, current_state, get_condition
 from shared.exitcodes import classify_exit
-from shared.spec import as_mapping
+from shared.spec import as_mapping, is_int
 
 REQUEUED: Final = "Requeued"
 """Kueue's Workload condition set when an evicted Workload is queued again."""
+FINISHED: Final = ("Succeeded", "Failed")
+"""The states a job never leaves (``shared.conditions.current_state``)."""
 
 
 def _conditions(status: object) -> list[Mapping[str, Any]]:
@@ -57,6 +69,55 @@ def jobs_by_state(jobs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], in
         key = (namespace, current_state(_conditions(cached.get("status"))) or NEW)
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def jobs_progress(jobs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
+    """(namespace, name) → ``status.trainerStatus.progressPercentage`` of each cached job that
+    reported one and has not finished.
+
+    A finished job keeps its last report in status, but its progress says nothing more: leaving
+    it out keeps the series (labelled by the job's name) to the jobs still going, however many
+    finished ones wait for their TTL. A report without a percentage (a heartbeat) has no value
+    to show. Read as stored, like :func:`jobs_by_state`."""
+    found: dict[tuple[str, str], int] = {}
+    for cached in jobs:
+        status = as_mapping(cached.get("status"))
+        percentage = as_mapping(status.get("trainerStatus")).get("progressPercentage")
+        if not is_int(percentage) or current_state(_conditions(status)) in FINISHED:
+            continue
+        metadata = as_mapping(cached.get("metadata"))
+        found[(str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))] = percentage
+    return found
+
+
+def job_gauges(jobs: Iterable[Mapping[str, Any]]) -> JobGaugeValues:
+    """What the leader's job gauges show of the cached jobs at one scrape
+    (``controller.runtime.metrics.Metrics.track_jobs``)."""
+    cached = list(jobs)
+    return JobGaugeValues(by_state=jobs_by_state(cached), progress=jobs_progress(cached))
+
+
+def _deadline_entries(status: object) -> set[tuple[object, object]]:
+    """The (attempt, time) of each ``status.restarts`` entry of an exceeded progress deadline
+    (controller/job/recovery.py's ``stall_entry``: it names no pod)."""
+    return {
+        (entry.get("attempt"), entry.get("time"))
+        for entry in persisted_history(as_mapping(status))
+        if entry.get("reason") == PROGRESS_DEADLINE_EXCEEDED and "pod" not in entry
+    }
+
+
+def exceeded_progress_deadline(old_status: object, new_status: object) -> bool:
+    """The new status records a progress deadline exceeded now: an entry of its restart history
+    the old one lacks.
+
+    The history, not the ``Progressing`` condition: an attempt that never reports stalls again
+    with the condition still False from the stall before, and every stall writes its own entry,
+    restarting the job or failing it (controller/job/status/backoff.py). Each entry has its own
+    attempt and time, so a status read back (the next reconcile, a restarted controller) holds
+    it already and counts nothing again; the newest entry is never the one the history's limit
+    drops."""
+    return bool(_deadline_entries(new_status) - _deadline_entries(old_status))
 
 
 def first_running(old_status: object, new_status: object) -> bool:
@@ -123,6 +184,10 @@ def tally(
             recreated=outcome.recreate,
             views=pods.views if in_place else (),
         )
+    deadline = None
+    if exceeded_progress_deadline(job.status, outcome.status):
+        restarting, failed = DEADLINE_STATES
+        deadline = failed if outcome.became == failed else restarting
     return JobTally(
         namespace=job.namespace,
         created=outcome.created,
@@ -130,6 +195,7 @@ def tally(
         started_after=seconds_since(created_at, now) if started else None,
         ended_after=seconds_since(created_at, now) if outcome.became else None,
         restarts=restarts,
+        progress_deadline=deadline,
     )
 
 

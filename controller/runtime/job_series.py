@@ -9,6 +9,7 @@ deciding side imports no metrics library.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -21,6 +22,21 @@ EXIT_CLASSES: Final = ("Succeeded", "Permanent", "Retryable", UNKNOWN_EXIT_CLASS
 """``shared.exitcodes.ExitClass`` values, and ``Unknown`` for an in-place restart whose run's
 exit code cannot be told apart from another pod's (``controller.job.tally``,
 ``restarts_by_exit_class``)."""
+DEADLINE_STATES: Final = ("Restarting", "Failed")
+"""What a job that exceeded its ``runPolicy.progressDeadlineSeconds`` became: it restarts as a
+whole, or fails once its ``backoffLimit`` is spent (controller/job/status/backoff.py). The
+values of ``mxjob_controller_job_progress_deadline_exceeded_total{state}``."""
+
+
+@dataclass(frozen=True)
+class JobGaugeValues:
+    """What the leader's job gauges show of the cached jobs at one scrape
+    (``controller.job.tally.job_gauges``)."""
+
+    by_state: Mapping[tuple[str, str], int]
+    """(namespace, state) → jobs, every state of :data:`JOB_STATES` for each namespace."""
+    progress: Mapping[tuple[str, str], int]
+    """(namespace, name) → percent done, of the unfinished jobs that report it."""
 
 
 @dataclass(frozen=True)
@@ -37,3 +53,6 @@ class JobTally:
     """Seconds from creation to the end, when the job finished now."""
     restarts: dict[str, int] = field(default_factory=dict)
     """New restarts by exit-code class."""
+    progress_deadline: str | None = None
+    """One of :data:`DEADLINE_STATES` when the job exceeded its progress deadline in this
+    reconcile: the state the deadline put the job in."""

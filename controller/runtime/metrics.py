@@ -12,10 +12,13 @@ global one) lets tests build as many controllers in one process as they like.
 The ``mxjob_controller_job*`` metrics say what users ask of a job system: jobs by state, how
 long jobs take to run and to end, why they restart, how long Kueue keeps them queued.
 ``controller.job.tally`` decides what they count, and hands it over as the data of
-``controller.runtime.job_series`` (this room does not import the job room: the counting of jobs
-by state is given to :meth:`Metrics.track_jobs`); they are labelled by ``job_namespace`` and a
-state or an exit-code class only, never by a job's name. Only the leader reports jobs by state
-(the standby's cache holds the same jobs), so a sum over the controller's pods counts each once.
+``controller.runtime.job_series`` (this room does not import the job room: the reading of the
+job cache is given to :meth:`Metrics.track_jobs`); they are labelled by ``job_namespace`` and a
+state or an exit-code class only, never by a job's name. The one exception is
+``mxjob_controller_job_progress_percentage``, a gauge per unfinished job that reports its
+progress: read from the cache at each scrape, a job's series ends with the job. Only the leader
+reports jobs by state and their progress (the standby's cache holds the same jobs), so a sum over
+the controller's pods counts each once.
 
 The ``mxjob_controller_progress_*`` counters are the progress endpoint's (controller/progress/
 counters.py), read at scrape time from what :meth:`Metrics.track_progress` is given: every
@@ -32,7 +35,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from controller.runtime.events import QUEUE_FULL, WRITE_FAILED
-from controller.runtime.job_series import EXIT_CLASSES, JobTally
+from controller.runtime.job_series import DEADLINE_STATES, EXIT_CLASSES, JobGaugeValues, JobTally
 from controller.runtime.progress_series import ProgressCounts, ProgressSeries
 
 FRAMEWORK: Final = "mxnet"
@@ -57,9 +60,10 @@ START_BUCKETS: Final = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600
 END_BUCKETS: Final = (10, 30, 60, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800)
 JOB_LABELS: Final = ("job_namespace",)
 JOB_STATES_NAME: Final = "mxjob_controller_jobs"
+JOB_PROGRESS_NAME: Final = "mxjob_controller_job_progress_percentage"
 
-JobCounter = Callable[[Iterable[Mapping[str, Any]]], Mapping[tuple[str, str], int]]
-"""Cached jobs → (namespace, state) → jobs (``controller.job.tally.jobs_by_state``)."""
+JobReader = Callable[[Iterable[Mapping[str, Any]]], JobGaugeValues]
+"""Cached jobs → what the job gauges show of them (``controller.job.tally.job_gauges``)."""
 
 
 class QueueState(Protocol):
@@ -72,26 +76,40 @@ class QueueState(Protocol):
     def processing_seconds(self) -> list[float]: ...
 
 
-class JobStates(Collector):
-    """``mxjob_controller_jobs{job_namespace, state}``, counted from the job cache at scrape
-    time (no thread keeps it current, and a restarted controller has it right at once)."""
+class JobGauges(Collector):
+    """``mxjob_controller_jobs{job_namespace, state}`` and
+    ``mxjob_controller_job_progress_percentage{job_namespace, job_name}``, read from the job
+    cache at scrape time (no thread keeps them current, and a restarted controller has them
+    right at once). Both families are described even without samples, so the standby's scrape
+    names them too."""
 
     def __init__(self) -> None:
         self.jobs: Callable[[], Iterable[Mapping[str, Any]]] = list
-        self.by_state: JobCounter = lambda jobs: {}
+        self.read: JobReader = lambda jobs: JobGaugeValues(by_state={}, progress={})
         self.leading = False
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        family = GaugeMetricFamily(
+        states = GaugeMetricFamily(
             JOB_STATES_NAME,
             "MXJobs in the leader's cache by namespace and state (status.state; New: no status "
             "yet). Reported by the leader only.",
             labels=["job_namespace", "state"],
         )
+        progress = GaugeMetricFamily(
+            JOB_PROGRESS_NAME,
+            "status.trainerStatus.progressPercentage of each MXJob that reports it, until the "
+            "job finishes (one series per such job, labelled by its name). Reported by the "
+            "leader only.",
+            labels=["job_namespace", "job_name"],
+        )
         if self.leading:
-            for (namespace, state), count in sorted(self.by_state(self.jobs()).items()):
-                family.add_metric([namespace, state], count)
-        yield family
+            values = self.read(self.jobs())
+            for (namespace, state), count in sorted(values.by_state.items()):
+                states.add_metric([namespace, state], count)
+            for (namespace, name), percentage in sorted(values.progress.items()):
+                progress.add_metric([namespace, name], percentage)
+        yield states
+        yield progress
 
 
 class Metrics:
@@ -148,8 +166,8 @@ class Metrics:
 
     def _add_job_metrics(self) -> None:
         """Jobs by state, their start and end times, restarts by exit class, Kueue's wait."""
-        self.job_states = JobStates()
-        self.registry.register(self.job_states)
+        self.job_gauges = JobGauges()
+        self.registry.register(self.job_gauges)
         self.job_start_time = Histogram(
             "mxjob_controller_job_start_seconds",
             "Seconds from an MXJob's creation to its first Running condition.",
@@ -165,6 +183,12 @@ class Metrics:
             "Replica restarts of MXJobs by the exit-code class of the run that ended "
             "(Succeeded, Permanent, Retryable; Unknown when the pods cannot tell).",
             (*JOB_LABELS, "exit_class"), registry=self.registry,
+        )  # fmt: skip
+        self.progress_deadlines = Counter(
+            "mxjob_controller_job_progress_deadline_exceeded",
+            "MXJobs that reported no progress for their runPolicy.progressDeadlineSeconds, by "
+            "what they became: Restarting (restarted as a whole) or Failed (backoffLimit spent).",
+            (*JOB_LABELS, "state"), registry=self.registry,
         )  # fmt: skip
         self.admission_wait = Histogram(
             "mxjob_controller_job_admission_wait_seconds",
@@ -240,18 +264,18 @@ class Metrics:
     def set_leading(self, leading: bool) -> None:
         """This process holds the Lease (or runs without election), or no longer does."""
         self.is_leader.set(1 if leading else 0)
-        self.job_states.leading = leading
+        self.job_gauges.leading = leading
 
     def track_jobs(
-        self, jobs: Callable[[], Iterable[Mapping[str, Any]]], *, by_state: JobCounter
+        self, jobs: Callable[[], Iterable[Mapping[str, Any]]], *, read: JobReader
     ) -> None:
-        """Count ``jobs()`` (the job cache) with ``by_state`` at each scrape, while leading.
+        """Read ``jobs()`` (the job cache) with ``read`` at each scrape, while leading.
 
-        The counting is given, not imported: what a job's state is belongs to the job room
-        (``controller.job.tally.jobs_by_state``), which sits above this one.
+        The reading is given, not imported: what a job's state and progress are belongs to the
+        job room (``controller.job.tally.job_gauges``), which sits above this one.
         """
-        self.job_states.jobs = jobs
-        self.job_states.by_state = by_state
+        self.job_gauges.jobs = jobs
+        self.job_gauges.read = read
 
     def track_progress(self, counts: Callable[[], ProgressCounts]) -> None:
         """Export ``counts()`` (the progress endpoint's) at each scrape."""
@@ -276,6 +300,10 @@ class Metrics:
             self.job_counter_inc(self.jobs_restarted, namespace, sum(tally.restarts.values()))
         for exit_class, count in tally.restarts.items():
             self.job_restarts.labels(job_namespace=namespace, exit_class=exit_class).inc(count)
+        if tally.progress_deadline:
+            self.progress_deadlines.labels(
+                job_namespace=namespace, state=tally.progress_deadline
+            ).inc()
         if tally.started_after is not None:
             self.job_start_time.labels(job_namespace=namespace).observe(tally.started_after)
         if tally.ended and tally.ended_after is not None:
@@ -299,6 +327,8 @@ class Metrics:
             counter.labels(job_namespace=namespace, framework=FRAMEWORK)
         for exit_class in EXIT_CLASSES:
             self.job_restarts.labels(job_namespace=namespace, exit_class=exit_class)
+        for state in DEADLINE_STATES:
+            self.progress_deadlines.labels(job_namespace=namespace, state=state)
         # The histograms too: a rate() of buckets whose first sample already holds the first
         # observation is 0, and the dashboard's quantiles would have nothing to show.
         self.job_start_time.labels(job_namespace=namespace)

@@ -17,6 +17,11 @@ job as a whole when a replica ends retryably (ps-lite cannot take a lone replace
 every worker of the new attempt reads the same checkpoint and they go on together. Every
 worker ends with ``final accuracy ...`` over its shard.
 
+Worker 0 reports the job's progress to the operator (``status.trainerStatus``: the percentage
+done, its estimate of the time left, the epoch's loss and accuracy) through the reporter of
+``sdk/`` (``mxjob_progress``), which the example image installs; without the operator's
+environment the reporter does nothing. A resumed worker reports from its checkpoint's epoch on.
+
 ``--fail-at-epoch`` makes worker ``--fail-rank`` end itself during that epoch, once (not in an
 attempt that resumed past it), the way ``--fail-with`` says: ``sigkill`` (exit 137, as the OOM
 killer or a lost node would end it) or ``oom`` (it allocates until its memory limit's OOM kill):
@@ -39,6 +44,8 @@ import time
 from typing import Any
 
 import numpy as np
+from mxjob_progress import ProgressReporter
+from mxjob_progress.gluon import GluonProgress
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -187,6 +194,12 @@ def train(args: argparse.Namespace) -> None:
         print(f"resumed from checkpoint epoch {done}", flush=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": args.lr}, kvstore=kv)
+    # One worker speaks for the job: every worker of dist_sync is at the same step.
+    progress = GluonProgress(
+        ProgressReporter.from_env(enabled=rank == 0),
+        epochs=args.epochs,
+        batches_per_epoch=len(loader),
+    )
     for epoch in range(first, args.epochs + 1):
         total, count, correct = 0.0, 0, 0
         for batch, (data, label) in enumerate(loader):
@@ -200,6 +213,8 @@ def train(args: argparse.Namespace) -> None:
             total += float(loss.sum().asscalar())
             count += data.shape[0]
             correct += int((output.argmax(axis=1) == label).sum().asscalar())
+            progress.batch(epoch - 1, batch, loss=loss.mean())
+        progress.epoch_end(epoch - 1, loss=total / count, accuracy=correct / count)
         print(
             f"epoch {epoch}/{args.epochs} loss {total / count:.4f} accuracy {correct / count:.3f}",
             flush=True,
@@ -211,6 +226,7 @@ def train(args: argparse.Namespace) -> None:
     mx.nd.waitall()
     print(f"final accuracy {shard_accuracy(mx, net, features[shard], labels[shard]):.4f}")
     print(f"final parameters sha256 {parameter_digest(net.collect_params())}", flush=True)
+    progress.reporter.close()
 
 
 def main(argv: list[str] | None = None) -> int:

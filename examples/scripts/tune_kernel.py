@@ -21,6 +21,10 @@ Choices, and why:
 - a measurement that fails (a server killed mid-session) is an error run for MetaSchedule, not
   a crash; opening a session is retried for ``--retry-seconds`` (a tracker being replaced), so
   a replaced replica costs at most the measurements in flight;
+- the search's progress (trials measured of ``--trials``, the best latency so far) goes to the
+  operator's ``status.trainerStatus`` through the reporter of ``sdk/`` (``mxjob_progress``, in
+  the example image), fed by its MetaSchedule measure callback; it reports 100 % when the
+  search ends early (every candidate of the space measured);
 - which server measured which trial: TVM's tracker client connects to the address the tracker
   hands out and keeps no record of it, so :func:`create_session` notes it while connecting and
   :func:`upload_module` writes it beside the candidate, where :class:`TrialLog` reads it.
@@ -43,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from mxjob_progress import ProgressReporter
+from mxjob_progress.tvm import TuningProgress, measure_callback
 
 NOTE = "measured-on"
 """The file, beside a built candidate, naming the server that measured it."""
@@ -279,6 +285,7 @@ def search(settings: TuneSettings, runner: Any, func: Any, target: Any) -> tuple
     """MetaSchedule's search over ``func``: the database and the trials it measured."""
     ms = tvm_module("tvm.s_tir.meta_schedule")
     trials = Trials()
+    progress = TuningProgress(ProgressReporter.from_env(), total_trials=settings.trials)
     started = time.monotonic()
     database = ms.tune_tir(
         mod=func,
@@ -289,9 +296,15 @@ def search(settings: TuneSettings, runner: Any, func: Any, target: Any) -> tuple
         builder=ms.builder.LocalBuilder(f_build=build, timeout_sec=120),
         runner=runner,
         cost_model="random",
-        measure_callbacks=[trial_log(trials), *ms.MeasureCallback.create("default")],
+        measure_callbacks=[
+            trial_log(trials),
+            measure_callback(progress),
+            *ms.MeasureCallback.create("default"),
+        ],
         seed=0,
     )
+    progress.finish()
+    progress.reporter.close()
     measured = trials.measured()
     servers = sorted({t.server for t in measured})
     per_server = {server: sum(t.server == server for t in measured) for server in servers}

@@ -117,6 +117,8 @@ def test_a_tiny_run_goes_running_succeeded_and_cleaned_on_kwok_nodes() -> None:
     # cleanPodPolicy Running: the server and both workers of every job, deleted once.
     assert writes["DELETE pods"] == SMOKE_JOBS * 3
     assert writes["PATCH pods"] == pods  # the tracking finalizer, once per pod
+    # Each job's CA ConfigMap for its progress reports (controller/integrations/statusca/).
+    assert writes["CREATE configmaps"] == SMOKE_JOBS
     assert run["controller_writes_per_job"] == sum(writes.values()) / SMOKE_JOBS
     assert run["controller_events_dropped"] == 0
     # Each job at least once per change it went through: created, Running, Succeeded, cleaned.

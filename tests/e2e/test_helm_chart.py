@@ -30,10 +30,13 @@ What Helm adds is left out of the comparison, exactly this:
 - the ``helm test`` hook's objects (templates/tests/), which exist only while ``helm test`` runs
   and have no kustomize counterpart; they are checked on their own below.
 
-The module also checks the chart's ``kubeVersion`` floor, its Artifact Hub annotations and the
-values ``values.schema.json`` refuses. That the chart's copies of manifests/ (``files/``) are
-current is not checked here: ``make generate`` writes them (hack/chartsync.py) and
-tests/hack/test_chartsync.py fails when one is stale.
+The module also checks the chart's ``kubeVersion`` floor, its Artifact Hub annotations, the
+values ``values.schema.json`` refuses, and that ``progress.enabled=false`` renders the chart
+exactly as it was without progress reports: the two ``--no-progress-reports`` flags added, and
+nothing else of the feature (which has no kustomize counterpart: the manifests always serve it).
+That the chart's copies of manifests/ (``files/``) are current is not checked here: ``make
+generate`` writes them (hack/chartsync.py) and tests/hack/test_chartsync.py fails when one is
+stale.
 """
 
 from __future__ import annotations
@@ -373,7 +376,11 @@ def test_every_object_goes_into_the_release_namespace(helm_binary: Path, tmp_pat
     docs = parse(text)
     assert {d["metadata"].get("namespace") for d in docs} == {None, "ml-ops"}
     certificate = one(docs, "Certificate", "mxjob-webhook")
-    assert certificate["spec"]["dnsNames"][0] == "mxjob-webhook.ml-ops.svc"
+    assert certificate["spec"]["dnsNames"] == [
+        "mxjob-webhook.ml-ops.svc", "mxjob-webhook.ml-ops.svc.cluster.local",
+        *progress_hosts("ml-ops"),
+    ]  # fmt: skip
+    assert container(docs, "mxjob-webhook")["env"] == [OPERATOR_NAMESPACE_ENV]
     webhook = one(docs, "ValidatingWebhookConfiguration", "mxjob-operator-validating")
     assert webhook["webhooks"][0]["clientConfig"]["service"]["namespace"] == "ml-ops"
     # Kueue's own manager keeps its namespace, as the kustomize component has it.
@@ -578,6 +585,147 @@ def test_option_flags_come_before_extra_args(helm_binary: Path, tmp_path: Path) 
     assert container(docs, "mxjob-webhook")["args"][-2:] == ["--kueue-workloads", "--threads=8"]
     assert container(docs, "mxjob-controller")["args"][-3:] == [
         "--manage-webhook-certificates", "--kueue-workloads", "--log-level=debug"]  # fmt: skip
+    off = template(helm_binary, tmp_path, {**values, **PROGRESS_OFF})
+    assert container(off, "mxjob-webhook")["args"][-3:] == [
+        "--kueue-workloads", "--no-progress-reports", "--threads=8"]  # fmt: skip
+    assert container(off, "mxjob-controller")["args"][-3:] == [
+        "--manage-webhook-certificates", "--kueue-workloads", "--log-level=debug"]  # fmt: skip
+
+
+# -- progress reports ---------------------------------------------------------------------------
+PROGRESS_OFF: Values = {"progress": {"enabled": False}}
+CONTROLLER_LABELS = {"app.kubernetes.io/name": "mxjob-operator",
+                     "app.kubernetes.io/component": "controller"}  # fmt: skip
+PROGRESS_SERVICE_SPEC = {
+    "selector": CONTROLLER_LABELS,
+    "ports": [{"name": "https-progress", "port": 8444, "targetPort": "https-progress",
+               "protocol": "TCP"}],
+}  # fmt: skip
+"""Service mxjob-controller-progress: every controller replica's progress port."""
+PROGRESS_POLICY_SPEC = {
+    "podSelector": {"matchLabels": CONTROLLER_LABELS},
+    "policyTypes": ["Ingress"],
+    "ingress": [{
+        "from": [{
+            "namespaceSelector": {},
+            "podSelector": {
+                "matchLabels": {"training.kubeflow.org/operator-name": "mxjob-operator"},
+                "matchExpressions": [{"key": "training.kubeflow.org/job-name",
+                                      "operator": "Exists"}],
+            },
+        }],
+        "ports": [{"port": "https-progress", "protocol": "TCP"}],
+    }],
+}  # fmt: skip
+"""NetworkPolicy mxjob-controller-progress: the pods of MXJobs of any namespace, on that port."""
+PROGRESS_RULES = [
+    {"apiGroups": [""], "resources": ["configmaps"],
+     "verbs": ["get", "list", "watch", "create", "update"]},
+    {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+]  # fmt: skip
+"""The controller's rules for each job's <job>-status-ca and the reports' TokenReviews."""
+PROGRESS_PORT = {"name": "https-progress", "containerPort": 8444, "protocol": "TCP"}
+CERT_DIR_ARG = "--metrics-cert-dir=/etc/mxjob-controller/metrics-tls"
+TMP_VOLUME = {"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}}
+TMP_MOUNT = {"name": "tmp", "mountPath": "/tmp"}
+METRICS_TLS_MOUNT = {"name": "metrics-tls", "mountPath": "/etc/mxjob-controller/metrics-tls",
+                     "readOnly": True}  # fmt: skip
+CA_ITEM = {"key": "ca.crt", "path": "ca.crt"}
+METRICS_TLS_VOLUME = {
+    "name": "metrics-tls",
+    "secret": {"secretName": "mxjob-webhook-tls", "optional": True, "defaultMode": 0o440,
+               "items": [{"key": "tls.crt", "path": "tls.crt"},
+                         {"key": "tls.key", "path": "tls.key"}, CA_ITEM]},
+}  # fmt: skip
+"""The serving pair with its CA, which the controller hands the jobs' pods."""
+OPERATOR_NAMESPACE_ENV = {
+    "name": "MXJOB_WEBHOOK_OPERATOR_NAMESPACE",
+    "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+}
+"""The webhook's: the progress URL it writes into the jobs' pods names the release namespace."""
+
+
+def progress_hosts(namespace: str) -> list[str]:
+    return [f"mxjob-controller-progress.{namespace}.svc",
+            f"mxjob-controller-progress.{namespace}.svc.cluster.local"]  # fmt: skip
+
+
+def take(items: list[Any], item: Any) -> None:
+    """Remove ``item`` from ``items``, which must hold it once."""
+    assert items.count(item) == 1, (item, items)
+    items.remove(item)
+
+
+def _controller_without_progress(pod: dict[str, Any], *, metrics_secure: bool) -> None:
+    """The controller's pod less its progress port, its flag turned off, and the pair's CA (the
+    whole pair when only the progress endpoint mounted it)."""
+    (controller,) = pod["containers"]
+    args = controller["args"]
+    args[args.index("--progress-bind-address=:8444")] = "--no-progress-reports"
+    take(controller["ports"], PROGRESS_PORT)
+    if metrics_secure:
+        (tls,) = [v for v in pod["volumes"] if v["name"] == "metrics-tls"]
+        take(tls["secret"]["items"], CA_ITEM)
+    else:
+        take(pod["volumes"], METRICS_TLS_VOLUME)
+        take(controller["volumeMounts"], METRICS_TLS_MOUNT)
+        take(args, CERT_DIR_ARG)
+
+
+def without_progress(docs: Docs, values: Values) -> dict[Key, dict[str, Any]]:
+    """The render of ``values`` less exactly what progress reports add to it, each piece as it
+    must be, with the two ``--no-progress-reports`` flags that turn them off."""
+    objects = keyed(copy.deepcopy(docs))
+    service = objects.pop(("Service", NAMESPACE, "mxjob-controller-progress"))
+    assert service["spec"] == PROGRESS_SERVICE_SPEC
+    assert service["metadata"]["labels"].items() >= CONTROLLER_LABELS.items()
+    policy = objects.pop(("NetworkPolicy", NAMESPACE, "mxjob-controller-progress"), None)
+    assert (policy is not None) == bool(values.get("networkPolicy", {}).get("enabled"))
+    assert policy is None or policy["spec"] == PROGRESS_POLICY_SPEC
+    rules = objects[("ClusterRole", None, "mxjob-controller")]["rules"]
+    for rule in PROGRESS_RULES:
+        take(rules, rule)
+    (status_rule,) = [r for r in rules if r["resources"] == ["mxjobs/status"]]
+    take(status_rule["verbs"], "patch")
+    pod = objects[("Deployment", NAMESPACE, "mxjob-controller")]["spec"]["template"]["spec"]
+    metrics_secure = values.get("metrics", {}).get("secure", True)
+    _controller_without_progress(pod, metrics_secure=metrics_secure)
+    webhook = objects[("Deployment", NAMESPACE, "mxjob-webhook")]["spec"]["template"]["spec"]
+    (webhook_container,) = webhook["containers"]
+    assert webhook_container.pop("env") == [OPERATOR_NAMESPACE_ENV]
+    webhook_container["args"].append("--no-progress-reports")  # none of values' extraArgs
+    certificate = objects.get(("Certificate", NAMESPACE, "mxjob-webhook"))
+    cert_manager = values.get("certificates", {}).get("mode") == "cert-manager"
+    assert (certificate is not None) == cert_manager
+    if certificate is not None:
+        for host in progress_hosts(NAMESPACE):
+            take(certificate["spec"]["dnsNames"], host)
+    return objects
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{}, {"metrics": {"secure": False}}, {"certificates": {"mode": "cert-manager"}},
+     {**EVERY_OPTION, "networkPolicy": {"enabled": True, "jobs": True}}],
+    ids=["defaults", "metrics-insecure", "cert-manager", "every-option"],
+)  # fmt: skip
+def test_progress_disabled_renders_the_chart_without_the_feature_and_its_flags_off(
+    helm_binary: Path, tmp_path: Path, values: Values
+) -> None:
+    """What progress.enabled=true adds is exactly its Service, its NetworkPolicy, the
+    controller's port, flag, rules and the pair's CA, the webhook's namespace env and the
+    certificate's names; with false, none of it is rendered and both processes are told
+    ``--no-progress-reports``."""
+    on = template(helm_binary, tmp_path, values)
+    off = template(helm_binary, tmp_path, {**values, **PROGRESS_OFF})
+    assert_same_objects(keyed(off), without_progress(on, values))
+    policies = bool(values.get("networkPolicy", {}).get("enabled"))
+    assert len(keyed(on)) == len(keyed(off)) + (2 if policies else 1)
+    # Nothing else of it is left: the CRD (the API, served either way) aside, "progress" is in
+    # the two flags alone.
+    text = json.dumps([d for d in off if d["kind"] != "CustomResourceDefinition"])
+    assert text.count("progress") == text.count('"--no-progress-reports"') == 2
+    assert "8444" not in text and "status-ca" not in text
 
 
 # -- metrics ------------------------------------------------------------------------------------
@@ -650,7 +798,7 @@ def test_metrics_services_can_be_turned_off_with_their_monitors(
                           "serviceMonitor": {"enabled": True}}}  # fmt: skip
     docs = template(helm_binary, tmp_path, values)
     assert [s["metadata"]["name"] for s in services(docs)] == [
-        "mxjob-controller-metrics", "mxjob-webhook"]  # fmt: skip
+        "mxjob-controller-metrics", "mxjob-controller-progress", "mxjob-webhook"]  # fmt: skip
     monitors = [d["metadata"]["name"] for d in docs if d["kind"] == "ServiceMonitor"]
     assert monitors == ["mxjob-controller-metrics"]
 
@@ -740,6 +888,14 @@ REFUSED: dict[str, Refusal] = {
     "namespace-unknown-key": (
         {"namespace": {"create": True, "name": "ml-ops"}},
         lambda said: "/namespace" in said and "'name' not allowed" in said,
+    ),
+    "progress-enabled-not-a-boolean": (
+        {"progress": {"enabled": "false"}},
+        lambda said: "/progress/enabled" in said and "want boolean" in said,
+    ),
+    "progress-unknown-key": (
+        {"progress": {"enabled": True, "port": 9444}},
+        lambda said: "/progress" in said and "'port' not allowed" in said,
     ),
     "existing-secret-without-ca": (
         {"certificates": {"mode": "existingSecret"}},
@@ -953,12 +1109,24 @@ def test_artifact_hub_crd_examples_are_examples_the_crd_and_the_webhook_admit() 
 def test_metrics_secure_off_serves_the_controller_over_http_and_sends_no_token(
     helm_binary: Path, tmp_path: Path
 ) -> None:
+    """/metrics over HTTP; the serving pair is still mounted for the progress endpoint, and
+    only for it: with progress.enabled=false the controller mounts no certificate."""
     values = {"metrics": {"secure": False, "serviceMonitor": {"enabled": True}}}
     docs = template(helm_binary, tmp_path, values)
     controller = one(docs, "Deployment", "mxjob-controller")["spec"]["template"]["spec"]
     (container,) = controller["containers"]
-    assert {"--metrics-bind-address=:8080", "--no-metrics-secure"} <= set(container["args"])
-    assert "metrics-tls" not in {v["name"] for v in controller["volumes"]}
+    assert container["args"][1:5] == [
+        "--metrics-bind-address=:8080", "--no-metrics-secure", CERT_DIR_ARG,
+        "--progress-bind-address=:8444"]  # fmt: skip
+    assert controller["volumes"] == [TMP_VOLUME, METRICS_TLS_VOLUME]
+    assert container["volumeMounts"] == [TMP_MOUNT, METRICS_TLS_MOUNT]
+    off = template(helm_binary, tmp_path, {**values, **PROGRESS_OFF})
+    pod = one(off, "Deployment", "mxjob-controller")["spec"]["template"]["spec"]
+    (plain,) = pod["containers"]
+    assert plain["args"][1:4] == [
+        "--metrics-bind-address=:8080", "--no-metrics-secure", "--no-progress-reports"]  # fmt: skip
+    assert not [arg for arg in plain["args"] if arg.startswith("--metrics-cert-dir")]
+    assert (pod["volumes"], plain["volumeMounts"]) == ([TMP_VOLUME], [TMP_MOUNT])
     webhook = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]["spec"]
     assert "--no-metrics-secure" in webhook["containers"][0]["args"]
     assert webhook["automountServiceAccountToken"] is False

@@ -6,13 +6,16 @@ plane's CA with the user and groups the API server gives that account's tokens
 (``system:serviceaccount:<ns>:<name>``; ``system:serviceaccounts``,
 ``system:serviceaccounts:<ns>``), so RBAC sees exactly the identity a pod of the Deployment has.
 The controller runs as in the cluster (all namespaces, leader election on its Lease) and takes a
-job through a restart to Succeeded and its TTL deletion, which uses every rule it is given.
+job through its CA ConfigMap, a progress report from one of its pods (a TokenReview and a patch of
+the job's status), a restart to Succeeded and its TTL deletion, which uses every rule it is given.
 """
 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
+import socket
 import ssl
 import urllib.error
 import urllib.request
@@ -30,6 +33,8 @@ from localkube.base.processes import stop_process
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import RunningOperator
+from shared import progress
+from shared.constants import LABEL_JOB_NAME
 from tests.e2e.controller_fixtures import (
     create_job,
     event_reasons,
@@ -144,6 +149,64 @@ def _allowed(api: Api, *, verb: str, resource: str, group: str = "", **extra: st
     return bool(review["status"]["allowed"])
 
 
+def _pod_token(api: Api, pod: dict[str, Any]) -> str:
+    """What the kubelet projects into ``pod`` (shared/progress_pods.py): a token of its
+    ServiceAccount bound to the pod, for the progress endpoint's audience."""
+    meta = pod["metadata"]
+    account = pod["spec"].get("serviceAccountName") or "default"
+    bound = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+    answer = api.request(
+        "POST",
+        f"/api/v1/namespaces/{meta['namespace']}/serviceaccounts/{account}/token",
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+              "spec": {"audiences": [progress.AUDIENCE], "expirationSeconds": 600,
+                       "boundObjectRef": bound}},
+    )  # fmt: skip
+    return str(answer["status"]["token"])
+
+
+def _report_progress(api: Api, pod: dict[str, Any], *, port: int, ca: str, percent: int) -> int:
+    """One report of ``pod``'s, as its reporter sends it: to the controller's progress port on
+    loopback, verified by the job's CA for the progress Service's name; the answer's code."""
+    namespace, job = pod["metadata"]["namespace"], pod["metadata"]["labels"][LABEL_JOB_NAME]
+    host = progress.service_hosts(SYSTEM)[0]
+    context = ssl.create_default_context(cadata=ca)
+    connection = http.client.HTTPSConnection(host, port, timeout=15)
+    connection.sock = context.wrap_socket(
+        socket.create_connection(("127.0.0.1", port), timeout=15), server_hostname=host
+    )
+    try:
+        connection.request(
+            "POST",
+            progress.status_path(namespace=namespace, name=job),
+            body=json.dumps({"trainerStatus": {"progressPercentage": percent}}),
+            headers={"Content-Type": "application/json",
+                     "Authorization": f"Bearer {_pod_token(api, pod)}"},
+        )  # fmt: skip
+        response = connection.getresponse()
+        response.read()
+        return int(response.status)
+    finally:
+        connection.close()
+
+
+def _assert_job_ca_configmap(api: Api, job: dict[str, Any]) -> str:
+    """The job's ``<job>-status-ca``, which the controller made before its pods: owned by the
+    job, ``ca.crt`` alone; that CA."""
+    meta = job["metadata"]
+    name = progress.ca_configmap_name(meta["name"])
+    configmap = api.request("GET", f"/api/v1/namespaces/{meta['namespace']}/configmaps/{name}")
+    (owner,) = configmap["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "MXJob", meta["name"], meta["uid"], True
+    )  # fmt: skip
+    assert list(configmap["data"]) == [progress.CA_FILE]
+    assert "binaryData" not in configmap
+    ca = str(configmap["data"][progress.CA_FILE])
+    assert ca.startswith("-----BEGIN CERTIFICATE-----"), ca
+    return ca
+
+
 def test_controller_takes_a_job_to_succeeded_and_deletes_it_under_its_service_account(
     api: Api,
     namespace: str,
@@ -152,6 +215,7 @@ def test_controller_takes_a_job_to_succeeded_and_deletes_it_under_its_service_ac
     kubelet: TestKubelet,
 ) -> None:
     log_name = f"controller-rbac-{namespace}.log"
+    progress_port = free_port()
     process, _, _ = local_operator.local.start_controller(
         f"--kubeconfig={identities['mxjob-controller']}",
         "--leader-elect",
@@ -159,6 +223,7 @@ def test_controller_takes_a_job_to_succeeded_and_deletes_it_under_its_service_ac
         "--lease-name=mxjob-controller",
         f"--identity=rbac-{namespace}",
         "--workers=2",
+        f"--progress-bind-address=127.0.0.1:{progress_port}",
         log_name=log_name,
     )
     try:
@@ -172,9 +237,20 @@ def test_controller_takes_a_job_to_succeeded_and_deletes_it_under_its_service_ac
         # completionTime has second resolution, so a TTL of 1 s may delete the job within a
         # fraction of a second of finishing (as for a batch Job): 3 s leaves time to see it.
         job["spec"]["runPolicy"] = {"ttlSecondsAfterFinished": 3}
-        create_job(api, namespace, job)
+        created = create_job(api, namespace, job)
         all_pods = names("rbac", "scheduler-0", "server-0", "worker-0", "worker-1")
         running = wait_pods_running(api, namespace, "rbac", all_pods)
+        ca = _assert_job_ca_configmap(api, created)
+        # The endpoint asks the API server whose token it is (TokenReview), then patches the
+        # job's status.trainerStatus.
+        reporter = running["rbac-worker-1"]
+        assert _report_progress(api, reporter, port=progress_port, ca=ca, percent=42) == 202
+        wait_for(
+            "the report in the status",
+            lambda: status(api, namespace, "rbac").get("trainerStatus", {}),
+            lambda trainer: trainer.get("progressPercentage") == 42,
+            timeout=15,
+        )
         old_uid = running["rbac-worker-0"]["metadata"]["uid"]
         kubelet.terminate(namespace, "rbac-worker-0", exit_code=137)  # retryable: recreated
         recreated = wait_pods_running(api, namespace, "rbac", all_pods)
@@ -221,6 +297,15 @@ def test_requests_outside_the_controllers_rules_are_forbidden(
         ("delete", "services", ""),
         ("watch", "mxjobs", "kubeflow.org"),
         ("update", "mxjobs/status", "kubeflow.org"),
+        # Progress reports: the endpoint's merge patch of status.trainerStatus, the TokenReview
+        # of the token a report comes with, and each job's <job>-status-ca ConfigMap.
+        ("patch", "mxjobs/status", "kubeflow.org"),
+        ("create", "tokenreviews", "authentication.k8s.io"),
+        ("get", "configmaps", ""),
+        ("list", "configmaps", ""),
+        ("watch", "configmaps", ""),
+        ("create", "configmaps", ""),
+        ("update", "configmaps", ""),
         ("patch", "events", ""),
         ("patch", "pods", ""),
         ("get", "mxjobs", "kubeflow.org"),
@@ -237,7 +322,11 @@ def test_requests_outside_the_controllers_rules_are_forbidden(
     ]
     forbidden = [
         ("list", "secrets", ""),
-        ("get", "configmaps", ""),
+        # A foreign ConfigMap of a job's CA ConfigMap's name is never deleted nor overwritten.
+        ("delete", "configmaps", ""),
+        ("deletecollection", "configmaps", ""),
+        ("patch", "configmaps", ""),
+        ("patch", "mxjobs", "kubeflow.org"),
         ("patch", "services", ""),
         ("update", "pods", ""),
         ("update", "pods/status", ""),
@@ -560,18 +649,22 @@ def test_the_webhooks_rbac_lets_it_answer_only_scrapers_bound_to_the_reader_role
         stop_process(pid)
 
 
-def test_controller_may_publish_only_the_ca_bundle_configmap_and_read_only_the_validating_one(
+def test_controller_may_make_and_update_configmaps_but_never_delete_one_and_read_one_webhook(
     identities: Identities, namespace: str
 ) -> None:
+    """ConfigMaps: the CA bundle it publishes (mxjob-webhook-ca-bundle) and every job's
+    ``<job>-status-ca``, in any namespace, read, made and updated, never patched nor deleted."""
     controller = Api.from_kubeconfig(identities["mxjob-controller"])
     configmaps = {"resource": "configmaps"}
     bundle = {"namespace": SYSTEM, "name": "mxjob-webhook-ca-bundle"}
     assert _allowed(controller, verb="get", **configmaps, **bundle)
     assert _allowed(controller, verb="update", **configmaps, **bundle)
     assert not _allowed(controller, verb="delete", **configmaps, **bundle)
-    assert not _allowed(controller, verb="get", namespace=SYSTEM, name="other", **configmaps)
-    assert not _allowed(controller, verb="create", namespace=SYSTEM, **configmaps)
-    assert not _allowed(controller, verb="get", namespace=namespace, name="x", **configmaps)
+    for scope in (SYSTEM, namespace, ""):  # "" asks cluster-wide
+        for verb in ("get", "list", "watch", "create", "update"):
+            assert _allowed(controller, verb=verb, namespace=scope, **configmaps), (verb, scope)
+        for verb in ("patch", "delete", "deletecollection"):
+            assert not _allowed(controller, verb=verb, namespace=scope, **configmaps), (verb, scope)
     hooks = {"resource": "validatingwebhookconfigurations",
              "group": "admissionregistration.k8s.io"}  # fmt: skip
     assert _allowed(controller, verb="get", name="mxjob-operator-validating", **hooks)

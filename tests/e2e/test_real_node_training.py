@@ -55,6 +55,16 @@ def test_the_demo_runs_the_cpu_train_example_in_containers_to_equal_parameters(
         assert re.search(rf"worker-{index} \| epoch 5/5 loss", shown), shown
     assert f"$ kubectl logs -n {namespace} {JOB}-worker-1 --tail=5" in shown
     assert re.search(rf"^{JOB}\s.*\bSucceeded\b", shown, re.MULTILINE), shown  # get mxjobs
+    # Worker 0 reported its progress (examples/scripts/train_dist.py, sdk/mxjob_progress) to the
+    # controller's endpoint: the demo's live line showed it, kubectl's PROGRESS column ends at
+    # 100, and status.trainerStatus keeps the last epoch's metrics.
+    assert re.search(r"progress  \| 100% .*epoch 5/5 loss=", shown), shown
+    assert re.search(rf"^{JOB}\s+Succeeded\s+MXTrain\s+0\s+100\s", shown, re.MULTILINE), shown
+    trainer = status.get("trainerStatus") or {}
+    assert trainer.get("progressPercentage") == 100 and trainer.get("lastUpdatedTime"), trainer
+    reported = {metric["name"]: metric["value"] for metric in trainer.get("metrics", [])}
+    assert reported.get("currentEpoch") == reported.get("totalEpochs") == "5", reported
+    assert float(reported["loss"]) > 0 and 0 < float(reported["accuracy"]) <= 1, reported
     logs = {
         index: kubectl("logs", "-n", namespace, f"{JOB}-worker-{index}").stdout for index in (0, 1)
     }

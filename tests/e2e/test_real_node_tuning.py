@@ -111,4 +111,13 @@ def test_the_tune_example_tunes_with_metaschedule_on_both_servers_through_the_tr
     # The database went to the example's volume, not a temporary directory.
     assert "tuning database in /tuning" in tuner and "no volume" not in tuner, tuner
     assert f"database in /tuning: {count} tuning records" in tuner, tuner
+
+    # The Tuner reported the search (examples/scripts/tune_kernel.py, sdk/mxjob_progress's
+    # MetaSchedule callback) to the controller's endpoint: every trial, the best latency.
+    trainer = final.get("trainerStatus") or {}
+    assert trainer.get("progressPercentage") == 100 and trainer.get("lastUpdatedTime"), trainer
+    reported = {metric["name"]: metric["value"] for metric in trainer.get("metrics", [])}
+    assert reported.get("trials") == reported.get("totalTrials") == str(count), reported
+    assert reported.get("failedTrials") == "0", reported
+    assert float(reported["bestLatencyUs/main"]) > 0, reported
     remove_namespace(real_cluster, namespace)

@@ -18,6 +18,8 @@ from localkube.base.paths import PROJECT_ROOT
 
 EXAMPLES = PROJECT_ROOT / "examples"
 SCRIPTS = EXAMPLES / "scripts"
+SDK = PROJECT_ROOT / "sdk"
+"""Where the progress reporter the scripts import lives; the example images install it."""
 CPU_TRAIN_JOB = EXAMPLES / "v1" / "train" / "mx_job_dist_cpu.yaml"
 KATIB_EXPERIMENT = EXAMPLES / "katib" / "mxjob-cpu-train.yaml"
 

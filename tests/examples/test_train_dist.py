@@ -19,7 +19,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.examples.example_files import KATIB_DEFAULT_FILTER, SCRIPTS, load_script
+from tests.examples.example_files import KATIB_DEFAULT_FILTER, SCRIPTS, SDK, load_script
 
 # The end-to-end tests' patterns (tests/e2e/test_fidelity_examples.py, test_real_node_training.py).
 HUMAN_EPOCH = re.compile(r"^epoch (\d+)/(\d+) loss ([0-9.]+) accuracy ([0-9.]+)$")
@@ -105,7 +105,7 @@ def run_worker(argv: list[str]) -> subprocess.CompletedProcess[str]:
     pytest.importorskip("mxnet")
     env = {
         **os.environ,
-        "PYTHONPATH": str(SCRIPTS),
+        "PYTHONPATH": os.pathsep.join((str(SCRIPTS), str(SDK))),
         "OMP_NUM_THREADS": "1",
         "DMLC_ROLE": "worker",
         "DMLC_PS_ROOT_URI": "localhost",

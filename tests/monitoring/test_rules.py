@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.runtime.metrics import Metrics
+from controller.runtime.metrics import JOB_PROGRESS_NAME, Metrics
 from localkube.base.builds import BuildError
 from localkube.thirdparty import prometheus
+from localkube.thirdparty.dashboard_picture import query_of
 from tests.e2e.real_node_fixtures import require
 from webhook.metrics import WebhookMetrics
 
@@ -71,6 +72,22 @@ def queried_names(expr: str) -> set[str]:
     other identifier that looks like one of the operator's metrics."""
     selected = set(SELECTOR.findall(expr)) - {"by", "on", "without", "ignoring"}
     return selected | {word for word in IDENTIFIER.findall(expr) if word.startswith(PREFIXES)}
+
+
+def load_dashboard() -> Obj:
+    loaded: Obj = json.loads((COMPONENT / "dashboard.json").read_text())
+    return loaded
+
+
+def panel_of(metric: str) -> Obj:
+    """The one dashboard panel that queries ``metric``."""
+    panel: Obj
+    [panel] = [
+        panel
+        for panel in load_dashboard()["panels"]
+        if any(metric in queried_names(t["expr"]) for t in panel.get("targets", []))
+    ]
+    return panel
 
 
 def dashboard_queries(dashboard: Obj) -> Iterator[str]:
@@ -218,4 +235,46 @@ def test_promtool_checks_the_rules(promtool: Path, rule_dir: Path) -> None:
 
 def test_promtool_unit_tests_pass(promtool: Path, rule_dir: Path) -> None:
     done = prometheus.promtool(promtool, "test", "rules", RULE_TESTS.name, cwd=rule_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_dashboard_shows_the_deadlines_its_alert_fires_on() -> None:
+    alerted = queried_names(rules()["MXJobProgressDeadlineExceeded"]["expr"])
+    assert alerted == {"mxjob_controller_job_progress_deadline_exceeded_total"}
+    [target] = panel_of(*alerted)["targets"]
+    assert "{{state}}" in target["legendFormat"]  # Restarting apart from Failed
+
+
+def test_promtool_the_progress_panel_draws_a_line_per_job_whichever_pod_exported_it(
+    promtool: Path, tmp_path: Path
+) -> None:
+    """Each controller pod exports its own series (the pod's labels differ): across a change of
+    leader a job is still one line, named by its namespace and name, on the 0-100 scale."""
+    panel = panel_of(JOB_PROGRESS_NAME)
+    [target] = panel["targets"]
+    assert target["legendFormat"] == "{{job_namespace}}/{{job_name}}"
+    assert panel["fieldConfig"]["defaults"]["unit"] == "percent"
+    labels = 'job="mxjob-controller-metrics", job_namespace="ns"'
+
+    def series(instance: str, name: str) -> str:
+        return f'{JOB_PROGRESS_NAME}{{{labels}, instance="{instance}", job_name="{name}"}}'
+
+    case = {
+        "interval": "1m",
+        "input_series": [
+            {"series": series("old-leader", "train"), "values": "10 20 30"},
+            {"series": series("new-leader", "train"), "values": "_ _ 35"},
+            {"series": series("new-leader", "tune"), "values": "_ _ 5"},
+        ],
+        "promql_expr_test": [{
+            "expr": query_of(target["expr"]),
+            "eval_time": "2m",
+            "exp_samples": [
+                {"labels": '{job_namespace="ns", job_name="train"}', "value": 35},
+                {"labels": '{job_namespace="ns", job_name="tune"}', "value": 5},
+            ],
+        }],
+    }  # fmt: skip
+    (tmp_path / "panel.test.yaml").write_text(yaml.safe_dump({"tests": [case]}))
+    done = prometheus.promtool(promtool, "test", "rules", "panel.test.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

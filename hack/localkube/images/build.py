@@ -103,7 +103,7 @@ DOCKERFILE_IMAGES = (
     DockerfileImage(
         name="examples",
         dockerfile=PROJECT_ROOT / "examples" / "Dockerfile",
-        context=PROJECT_ROOT / "examples",
+        context=PROJECT_ROOT,
         ignore_file=PROJECT_ROOT / "examples" / "Dockerfile.dockerignore",
         repository=EXAMPLES_REF.rsplit(":", 1)[0],
         fixed_tag=EXAMPLES_REF.rsplit(":", 1)[1],
@@ -114,7 +114,7 @@ DOCKERFILE_IMAGES = (
 TVM_EXAMPLES = DockerfileImage(
     name="tvm-examples",
     dockerfile=PROJECT_ROOT / "examples" / "Dockerfile.tvm",
-    context=PROJECT_ROOT / "examples",
+    context=PROJECT_ROOT,
     ignore_file=PROJECT_ROOT / "examples" / "Dockerfile.tvm.dockerignore",
     repository=TVM_EXAMPLES_REF.rsplit(":", 1)[0],
     fixed_tag=TVM_EXAMPLES_REF.rsplit(":", 1)[1],

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -39,6 +40,7 @@ from localkube.scenarios.jobwatch import (
     DEFAULT_JOB,
     DEMO_NAMESPACE,
     SCRIPTS,
+    SDK,
     LogFollower,
     Progress,
     delete_previous,
@@ -58,7 +60,8 @@ KUBELET_LOG = "demo-kubelet.log"
 def example_exec_settings(log_dir: Path) -> ExecSettings:
     """How the exec-mode kubelet runs the examples: the env the example image would carry.
 
-    The image puts ``examples/scripts`` on PYTHONPATH and its python (with mxnet and TVM) first
+    The image puts ``examples/scripts`` on PYTHONPATH, installs the progress reporter and its
+    python (with mxnet and TVM) first
     on PATH. ``DMLC_INTERFACE=lo`` belongs to this node, not to the job: every pod here shares
     the host's loopback, and ps-lite would otherwise announce the host's first non-loopback
     address; in a cluster the pod's own interface is the right one, so the examples do not set it.
@@ -66,7 +69,7 @@ def example_exec_settings(log_dir: Path) -> ExecSettings:
     return ExecSettings(
         log_dir=log_dir,
         path_prefix=(str(Path(sys.executable).parent),),
-        extra_env={"PYTHONPATH": str(SCRIPTS), "DMLC_INTERFACE": "lo"},
+        extra_env={"PYTHONPATH": os.pathsep.join((str(SCRIPTS), str(SDK))), "DMLC_INTERFACE": "lo"},
     )
 
 

@@ -19,11 +19,16 @@ from localkube.base.api import Api, NotFound
 from localkube.base.paths import PROJECT_ROOT
 from localkube.base.ports import free_port
 from localkube.plane.controlplane import ControlPlane
+from localkube.scenarios.trainer_line import trainer_line
 
 EXAMPLES = PROJECT_ROOT / "examples"
 
 
 SCRIPTS = EXAMPLES / "scripts"
+
+
+SDK = PROJECT_ROOT / "sdk"
+"""The progress reporter the scripts import (``mxjob_progress``); the example images install it."""
 
 
 DEFAULT_JOB = EXAMPLES / "v1" / "train" / "mx_job_dist_cpu.yaml"
@@ -234,8 +239,11 @@ def watch_job(
     progress: Progress,
     timeout: float,
 ) -> dict[str, Any]:
-    """Report state, pod phases and pod output until the job finishes; return its status."""
+    """Report state, pod phases, progress and pod output until the job finishes; return its
+    status. The progress (``status.trainerStatus``) is in the live line, and a line of its own
+    whenever it changes."""
     last_state: str | None = None
+    last_progress = ""
     last_pods: dict[str, str] = {}
     deadline = time.monotonic() + timeout
     status: dict[str, Any] = {}
@@ -256,6 +264,10 @@ def watch_job(
             replicas = "  ".join(f"{k}: {v}" for k, v in sorted(shown.items())) or "no pods yet"
             progress.event(f"MXJob {state:<9} | {replicas}")
             last_state, last_pods = state, {k: v for k, v in shown.items() if v != "deleted"}
+        reported = trainer_line(status)
+        if reported and reported != last_progress:
+            progress.event(f"progress  | {reported}")
+            last_progress = reported
         if state in ("Succeeded", "Failed"):
             progress.done()
             return status
@@ -263,7 +275,7 @@ def watch_job(
             progress.done()
             progress.event(f"gave up after {timeout:.0f} s: the MXJob is still {state}")
             return status
-        progress.tick(f"MXJob {name} {state}")
+        progress.tick(f"MXJob {name} {state} {last_progress}".rstrip())
         time.sleep(0.25)
 
 

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from controller.job.observed import observe
 from controller.job.pods import JobPods
+from controller.job.recovery import HISTORY_LIMIT, stall_entry
 from controller.job.status import Outcome, compute_status
 from controller.job.tally import (
     admission_wait_seconds,
+    exceeded_progress_deadline,
     first_running,
+    job_gauges,
     job_state,
     jobs_by_state,
+    jobs_progress,
     restarts_by_exit_class,
     seconds_since,
     tally,
 )
 from controller.runtime.job_series import JOB_STATES, NEW, UNKNOWN_EXIT_CLASS, JobTally
+from shared.apitime import format_time
+from tests.controller.job.status.status_samples import step
 from tests.controller.samples import NOW, NOW_TEXT, job, later, pod, pods_all, view_of
 
 
@@ -162,3 +169,84 @@ def test_jobs_are_counted_from_their_metadata_and_conditions_as_stored() -> None
     bare = {"metadata": {"namespace": "ns"}, "status": {"conditions": [_condition("Running")]}}
     counts = jobs_by_state([bare, {"metadata": {"namespace": "ns"}}])
     assert counts[("ns", "Running")] == 1 and counts[("ns", NEW)] == 1
+
+
+# -- progress ------------------------------------------------------------------------------------
+def _reporting(percentage: int | None, *conditions: dict[str, str], name: str = "j") -> Any:
+    return job(name=name, status={
+        "conditions": list(conditions),
+        "trainerStatus": {"progressPercentage": percentage, "lastUpdatedTime": NOW_TEXT},
+    })  # fmt: skip
+
+
+def test_the_progress_of_unfinished_jobs_that_report_a_percentage_is_read() -> None:
+    running = _reporting(40, _condition("Running"), name="running")
+    restarting = _reporting(10, _condition("Restarting"), name="restarting")
+    finished = _reporting(100, _condition("Running", "False"), _condition("Succeeded"), name="done")
+    heartbeat = _reporting(None, _condition("Running"), name="heartbeat")
+    found = jobs_progress([running, restarting, finished, heartbeat, job(name="silent")])
+    assert found == {("ns", "running"): 40, ("ns", "restarting"): 10}
+
+
+def test_one_scrape_reads_the_states_and_the_progress_from_one_pass_over_the_cache() -> None:
+    running = _reporting(40, _condition("Running"), name="running")
+    values = job_gauges(iter([running, job(name="new")]))  # the cache, read once
+    assert values.progress == {("ns", "running"): 40}
+    assert values.by_state[("ns", "Running")] == 1 and values.by_state[("ns", NEW)] == 1
+
+
+# -- an exceeded progress deadline ---------------------------------------------------------------
+def _stalling(*, backoff: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A Running job with ``progressDeadlineSeconds`` 60 that reported 30 s after ``NOW``,
+    and its pods."""
+    policy = {"backoffLimit": backoff, "progressDeadlineSeconds": 60}
+    stored, _ = step(job(run_policy=policy), [])
+    stored, _ = step(stored, pods_all(stored))
+    stored["status"]["trainerStatus"] = {"lastUpdatedTime": format_time(later(30))}
+    return stored, pods_all(stored)
+
+
+def _tallied(stored: dict[str, Any], pods: list[dict[str, Any]], seconds: float) -> Any:
+    """One reconcile ``seconds`` after ``NOW``: the job as written, and its tally."""
+    read = JobPods.read(pods)
+    outcome = compute_status(view_of(stored), read, now=later(seconds))
+    written = {**stored, "status": outcome.status}
+    return written, tally(view_of(stored), outcome, read, now=later(seconds))
+
+
+def test_each_deadline_restart_is_tallied_once_even_while_progressing_stays_false() -> None:
+    stored, pods = _stalling(backoff=6)
+    stored, found = _tallied(stored, pods, 91)
+    assert found.progress_deadline == "Restarting"
+    # The restart is also a retryable restart, as any whole-job restart is.
+    assert found.restarts == {"Retryable": 1}
+    # Read back (the next reconcile, or a restarted controller): counted already.
+    stored, found = _tallied(stored, pods, 92)
+    assert found.progress_deadline is None
+    # The next attempt runs and never reports: it stalls again, and that stall counts too.
+    new = pods_all(stored, attempt=1, uid=None)
+    for index, pod_obj in enumerate(new):
+        pod_obj["metadata"]["uid"] = f"attempt-1-{index}"
+    stored, found = _tallied(stored, new, 100)
+    assert stored["status"]["state"] == "Running" and found.progress_deadline is None
+    stored, found = _tallied(stored, new, 152)
+    assert found.progress_deadline == "Restarting"
+    assert stored["status"]["attempt"] == 2
+
+
+def test_a_deadline_that_spends_the_backoff_limit_is_tallied_as_failed() -> None:
+    stored, pods = _stalling(backoff=0)
+    stored, found = _tallied(stored, pods, 91)
+    assert (found.progress_deadline, found.ended) == ("Failed", "Failed")
+    _, found = _tallied(stored, pods, 200)
+    assert found.progress_deadline is None and found.ended is None
+
+
+def test_a_new_deadline_entry_counts_though_the_history_limit_drops_an_old_one() -> None:
+    full = [stall_entry(attempt=n, counted=True, stamp=NOW_TEXT) for n in range(HISTORY_LIMIT)]
+    newest = stall_entry(attempt=HISTORY_LIMIT, counted=True, stamp=format_time(later(1)))
+    assert exceeded_progress_deadline({"restarts": full}, {"restarts": [*full[1:], newest]})
+    assert not exceeded_progress_deadline({"restarts": full}, {"restarts": full})
+    # A replica's end whose pod reason reads the same is not a deadline.
+    ended = {**newest, "pod": "mnist-worker-0", "podUID": "u"}
+    assert not exceeded_progress_deadline({}, {"restarts": [ended]})

@@ -80,6 +80,10 @@ and ``nosy`` (bound to nothing)."""
 METRICS_PORT = 8443
 SERVER_NAME = "mxjob-webhook.mxjob-system.svc"
 CA_BUNDLE = "mxjob-webhook-ca-bundle"
+NEEDS_A_REPORTING_JOB = frozenset({"Job progress"})
+"""Panels with data only while a job reports its progress (the gauge of
+controller/runtime/metrics.py keeps the unfinished reporting jobs only): the watched job reports
+none, so their queries are asked (Prometheus must accept them) but may answer nothing."""
 
 
 @dataclass
@@ -375,7 +379,11 @@ def test_every_dashboard_query_returns_data_after_a_queued_job_has_run(watched: 
     assert len(queries) >= 20
     empty = wait_for(
         "every dashboard query to return data",
-        lambda: [(title, expr) for title, expr in queries if not watched.server.query(expr)],
+        lambda: [
+            (title, expr)
+            for title, expr in queries
+            if not watched.server.query(expr) and title not in NEEDS_A_REPORTING_JOB
+        ],
         lambda left: not left,
         timeout=60,
     )
@@ -479,5 +487,5 @@ def test_the_dashboard_drawn_from_the_whole_run_has_data_in_every_panel(watched:
     _, series = draw_dashboard(watched, since=watched.started)
     panels = [p["title"] for p in json.loads(DASHBOARD.read_text())["panels"] if p["type"] != "row"]
     assert sorted(series) == sorted(panels)
-    empty = [title for title, count in series.items() if not count]
-    assert not empty, (empty, series)
+    empty = {title for title, count in series.items() if not count}
+    assert empty <= NEEDS_A_REPORTING_JOB, (empty, series)
