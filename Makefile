@@ -25,7 +25,7 @@ DEV_ARGS ?=
 # Debian packages, containerd and CoreDNS, and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages build-node-binaries images)
 
-.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign node-packages images test-compiles test-preparations release third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd generate lint typecheck docs unit e2e test bench bench-compare bench-recovery fuzz chaos clean
+.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign node-packages images test-compiles test-preparations release third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd generate lint typecheck docs unit e2e test bench bench-compare bench-recovery bench-progress fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -216,6 +216,11 @@ bench-recovery: venv binaries node-packages images late-images-tvm-examples ## t
 	MXJOB_FIGURES=$(LOCAL)/bench/recovery.json $(VENV)/bin/pytest -p no:cacheprovider \
 		$(RECOVERY_CASES) $(PYTEST_ARGS)
 	$(PY) -m bench.recovery $(LOCAL)/bench/recovery.json --page docs/explanation/recovery.md
+
+bench-progress: venv binaries ## the progress endpoint flooded by 8 pods' real tokens against a real kube-apiserver (a minute); JSON in .local/bench/progress.json, the table in docs/how-to/monitor.md
+	MXJOB_FIGURES=$(LOCAL)/bench/progress.json $(VENV)/bin/pytest -p no:cacheprovider \
+		tests/e2e/test_progress_endpoint.py $(PYTEST_ARGS)
+	$(PY) -m bench.recovery $(LOCAL)/bench/progress.json --page docs/how-to/monitor.md
 
 # The address-space cap turns an input that makes the webhook allocate without bound into a
 # MemoryError the property reports, instead of the kernel's OOM killer on a shared machine.

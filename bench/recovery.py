@@ -1,5 +1,5 @@
-"""docs/explanation/recovery.md's measured tables, from the figures file of
-``make bench-recovery``.
+"""The measured tables of docs/explanation/recovery.md (``make bench-recovery``) and of
+docs/how-to/monitor.md's progress reports (``make bench-progress``), from their figures files.
 
 The real-node recovery tests record what they measured (tests/helpers/figures.py), and the
 bench-only runs of the same cases under training-operator v1.8.1
@@ -26,6 +26,9 @@ from bench.recovery_figures import OURS, THEIRS, Figure, Value, read
 from bench.report_tables import table
 
 OPERATORS: Final = (OURS, THEIRS)
+COMPARED: Final = frozenset({"resume", "node"})
+"""The tables with a column for training-operator v1.8.1; the others show what it has no
+counterpart of (a hang's deadline, progress reports), this operator's column alone."""
 ABSENT: Final = "not run side by side"
 
 
@@ -80,6 +83,18 @@ PHRASES: Final[dict[str, Callable[[Value], str]]] = {
     "restarted_after_stop_s": number("restarted {} s after the stop"),
     "still_running_after_stop_s": number("still `Running` {} s after the stop"),
     "progress_percentage": plain("its progress held at {} %"),
+    "reports_sent": counted("report", " sent"),
+    "reports_per_s": number("{} a second"),
+    "status_writes": counted("status write"),
+    "writes_per_report": number("{} writes per report", digits=4),
+    "token_reviews": counted("TokenReview"),
+    "last_written_after_s": number("the last report written {} s after the first"),
+    "write_bound": plain("at most {} allowed"),
+    "in_place_restarts": counted("in-place restart"),
+    "reconciler_writes": plain("{} of the reconciler's status writes with a report present"),
+    "report_writes": plain("{} of them written"),
+    "status_updates_sent": counted("status update", " sent by the reconciler"),
+    "reconcile_errors": counted("reconcile error"),
 }
 
 
@@ -100,9 +115,10 @@ def rendered(figures: Sequence[Figure], name: str) -> list[str]:
     for figure in figures:
         if figure.table == name:
             cells.setdefault(figure.case, {})[figure.operator] = cell(figure)
-    rows = [[case, *(by.get(operator, ABSENT) for operator in OPERATORS)]
+    operators = OPERATORS if name in COMPARED else (OURS,)
+    rows = [[case, *(by.get(operator, ABSENT) for operator in operators)]
             for case, by in cells.items()]  # fmt: skip
-    return table(["case", "this operator", THEIRS], rows)
+    return table(["case", "this operator", *operators[1:]], rows)
 
 
 def markers(name: str) -> tuple[str, str]:

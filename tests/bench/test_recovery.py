@@ -10,7 +10,8 @@ import pytest
 from bench.recovery import ABSENT, PHRASES, main, markers, rendered, spliced
 from bench.recovery_figures import OURS, THEIRS, Figure, read, write
 
-PAGE = Path(__file__).parents[2] / "docs" / "explanation" / "recovery.md"
+DOCS = Path(__file__).parents[2] / "docs"
+PAGE = DOCS / "explanation" / "recovery.md"
 
 
 def figure(case: str, operator: str = OURS, table: str = "resume", **values: object) -> Figure:
@@ -58,11 +59,23 @@ def test_a_page_without_the_markers_of_a_table_is_refused() -> None:
         spliced("no markers here\n", [figure("pull", table="node")])
 
 
-def test_the_recovery_page_has_the_markers_of_every_table_the_tests_record() -> None:
-    text = PAGE.read_text(encoding="utf-8")
-    for name in ("resume", "node"):
+@pytest.mark.parametrize(
+    ("page", "names"),
+    [(PAGE, ("resume", "node", "hang")), (DOCS / "how-to" / "monitor.md", ("progress",))],
+)
+def test_the_pages_have_the_markers_of_every_table_the_tests_record(
+    page: Path, names: tuple[str, ...]
+) -> None:
+    text = page.read_text(encoding="utf-8")
+    for name in names:
         begin, end = markers(name)
         assert text.index(begin) < text.index(end), name
+
+
+def test_a_table_without_a_counterpart_in_training_operator_has_one_operator_column() -> None:
+    lines = rendered([figure("stopped", table="hang", restarts=1)], "hang")
+    assert lines[0] == "| case | this operator |"
+    assert lines[2] == "| stopped | 1 restart |"
 
 
 def test_main_renders_a_written_figures_file_into_the_page(tmp_path: Path) -> None:

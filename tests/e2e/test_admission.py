@@ -1,7 +1,8 @@
 """Admission end to end: the API server calls the webhook (gunicorn, TLS, caBundle by ``certs``).
 
 Everything goes through the real ``kubectl`` and kube-apiserver: validation messages, defaults
-and env visible in ``kubectl get -o yaml``, v1beta1 ⇄ v1 conversion, printer columns, explain.
+and env visible in ``kubectl get -o yaml`` (what the pods report progress with included),
+v1beta1 ⇄ v1 conversion, printer columns, explain.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from localkube.base.api import Api
 from localkube.base.paths import PROJECT_ROOT
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import RunningOperator
+from tests.e2e.progress_wiring import STATUS_MOUNT, status_env, status_volume
 from tests.helpers import mxjobs
 
 EXAMPLES = PROJECT_ROOT / "examples"
@@ -75,6 +77,43 @@ def test_seed_v1beta1_job_applies_and_reads_back_as_defaulted_v1(
     assert "DMLC_WORKER_ID" not in _env(replicas["Server"]["template"])
     worker = replicas["Worker"]["template"]["spec"]["containers"][0]
     assert worker["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    # What every replica's pods report progress with, last, and nothing else of it.
+    for replica in replicas.values():
+        (container,) = replica["template"]["spec"]["containers"]
+        assert container["env"][-3:] == status_env(namespace, "mxnet-job")
+        assert [e for e in container["env"] if e["name"].startswith("MXJOB_STATUS_")] == (
+            status_env(namespace, "mxnet-job")
+        )
+        assert container["volumeMounts"] == [STATUS_MOUNT]
+        assert replica["template"]["spec"]["volumes"] == [status_volume("mxnet-job")]
+
+
+def test_a_users_own_progress_entries_win_piece_by_piece_and_ours_fill_the_rest(
+    control_plane: ControlPlane, local_operator: RunningOperator, namespace: str
+) -> None:
+    """A URL of a proxy and a volume of one's own named mxjob-status are kept as written, and
+    only the missing pieces are added; an update (a second pass) adds nothing more."""
+    proxy = {"name": "MXJOB_STATUS_URL", "value": "https://progress-proxy.example:8443/r"}
+    own_volume = {"name": "mxjob-status", "emptyDir": {}}
+    mxnet = mxjobs.container(env=[proxy])
+    replica = mxjobs.replica(1, containers=[mxnet])
+    replica["template"]["spec"]["volumes"] = [own_volume]
+    job = mxjobs.mxjob("own-status", mode=None, replicas={"Worker": replica})
+    control_plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
+    control_plane.kubectl("label", "mxjob", "own-status", "-n", namespace, "team=vision")
+    suspend = {"spec": {"runPolicy": {"suspend": True}}}  # a spec update: mutated again
+    control_plane.kubectl("patch", "mxjob", "own-status", "-n", namespace, "--type=merge",
+                          "-p", json.dumps(suspend))  # fmt: skip
+    template = _get(control_plane, namespace, "own-status")["spec"]["mxReplicaSpecs"]["Worker"][
+        "template"
+    ]
+    (container,) = template["spec"]["containers"]
+    ours = status_env(namespace, "own-status")
+    assert [e for e in container["env"] if e["name"].startswith("MXJOB_STATUS_")] == [
+        proxy, *ours[1:]
+    ]  # fmt: skip
+    assert container["volumeMounts"] == [STATUS_MOUNT]
+    assert template["spec"]["volumes"] == [own_volume]
 
 
 @pytest.mark.parametrize("path", INVALID, ids=[p.stem for p in INVALID])
@@ -93,13 +132,14 @@ def test_every_invalid_example_is_refused_with_a_message_naming_its_field(
     assert listed.strip() == ""
 
 
-def test_get_mxjobs_shows_state_mode_restarts_waiting_and_age_columns_from_status(
+def test_get_mxjobs_shows_state_mode_restarts_progress_waiting_age_and_wide_eta_from_status(
     control_plane: ControlPlane, local_operator: RunningOperator, api: Api, namespace: str
 ) -> None:
     control_plane.kubectl("apply", "-n", namespace, "-f", str(SEED_JOB))
+    status_path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/mxnet-job/status"
     api.request(
         "PATCH",
-        f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/mxnet-job/status",
+        status_path,
         body={
             "status": {
                 "state": "Running",
@@ -109,14 +149,32 @@ def test_get_mxjobs_shows_state_mode_restarts_waiting_and_age_columns_from_statu
         },
         content_type="application/merge-patch+json",
     )
+    header = ["NAME", "STATE", "MODE", "RESTARTS", "PROGRESS", "WAITING", "AGE"]
     table = control_plane.kubectl("get", "mxjobs", "-n", namespace).stdout.splitlines()
-    assert table[0].split() == ["NAME", "STATE", "MODE", "RESTARTS", "WAITING", "AGE"]
-    # Nothing holds the job back: the Waiting cell is empty, the age follows the restarts.
+    assert table[0].split() == header
+    # No report yet and nothing holds the job back: the Progress and Waiting cells are empty,
+    # the age follows the restarts.
     assert table[1].split()[:4] == ["mxnet-job", "Running", "MXTrain", "2"]
     assert len(table[1].split()) == 5
+    # What the progress endpoint writes (status.trainerStatus): the Progress column, and the
+    # ETA of -o wide.
     api.request(
         "PATCH",
-        f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/mxnet-job/status",
+        status_path,
+        body={"status": {"trainerStatus": {"progressPercentage": 40,
+                                           "estimatedRemainingSeconds": 1200}}},
+        content_type="application/merge-patch+json",
+    )  # fmt: skip
+    table = control_plane.kubectl("get", "mxjobs", "-n", namespace).stdout.splitlines()
+    assert table[1].split()[:5] == ["mxnet-job", "Running", "MXTrain", "2", "40"]
+    assert len(table[1].split()) == 6
+    wide = control_plane.kubectl("get", "mxjobs", "-n", namespace, "-o", "wide").stdout
+    (wide_header, wide_row) = wide.splitlines()
+    assert wide_header.split() == [*header, "ETA"]
+    assert wide_row.split()[-1] == "1200"
+    api.request(
+        "PATCH",
+        status_path,
         body={"status": {"state": "Suspended", "conditions": [
             {"type": "Suspended", "status": "True", "reason": "MXJobSuspended"},
             {"type": "Pending", "status": "True", "reason": "WaitingForQuota",
@@ -125,7 +183,9 @@ def test_get_mxjobs_shows_state_mode_restarts_waiting_and_age_columns_from_statu
         content_type="application/merge-patch+json",
     )  # fmt: skip
     table = control_plane.kubectl("get", "mxjobs", "-n", namespace).stdout.splitlines()
-    assert table[1].split()[:5] == ["mxnet-job", "Suspended", "MXTrain", "2", "WaitingForQuota"]
+    assert table[1].split()[:6] == [
+        "mxnet-job", "Suspended", "MXTrain", "2", "40", "WaitingForQuota"
+    ]  # fmt: skip
     short = control_plane.kubectl("get", "mxj", "-n", namespace, "-o", "name").stdout
     assert short.strip() == "mxjob.kubeflow.org/mxnet-job"
     category = control_plane.kubectl("get", "kubeflow", "-n", namespace, "-o", "name").stdout

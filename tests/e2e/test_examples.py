@@ -3,7 +3,8 @@
 ``kubectl apply --dry-run=server`` runs the whole admission chain (schema, conversion for
 v1beta1, the mutating and validating webhooks) without storing anything, so an example that
 drifted from the API fails here. The response is the defaulted object: it shows the webhook
-injected the env, and that GPU limits reach the pod templates untouched (the test kubelet's node
+injected the env and exactly what the pods report progress with (after the example's own mounts
+and volumes), and that GPU limits reach the pod templates untouched (the test kubelet's node
 advertises ``nvidia.com/gpu``, so the same jobs would schedule on it).
 """
 
@@ -17,6 +18,7 @@ import pytest
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import RunningOperator
 from localkube.scenarios.jobwatch import EXAMPLES, load_job
+from tests.e2e.progress_wiring import STATUS_MOUNT, status_env, status_volume
 
 EXAMPLE_FILES = sorted([*EXAMPLES.glob("v1/*/*.yaml"), *EXAMPLES.glob("v1beta1/*/*.yaml")])
 OWNED_BY_MODE = {
@@ -55,17 +57,21 @@ def test_example_passes_server_side_admission_and_gets_the_operator_env(
     written = load_job(path)
     assert admitted["apiVersion"] == written["apiVersion"]
     mode = admitted["spec"]["jobMode"]
+    name = admitted["metadata"]["name"]
     for rtype, replica in admitted["spec"]["mxReplicaSpecs"].items():
         containers = replica["template"]["spec"]["containers"]
         mxnet = next(c for c in containers if c["name"] == "mxnet")
         env = {e["name"] for e in mxnet.get("env", [])}
         assert OWNED_BY_MODE[mode] <= env, f"{rtype}: webhook env missing, got {sorted(env)}"
         assert ("TVM_TRACKER_KEY" in env) == (rtype in TRACKER_CLIENTS), (rtype, sorted(env))
-        original = next(
-            c
-            for c in written["spec"]["mxReplicaSpecs"][rtype]["template"]["spec"]["containers"]
-            if c["name"] == "mxnet"
-        )
+        pod = written["spec"]["mxReplicaSpecs"][rtype]["template"]["spec"]
+        original = next(c for c in pod["containers"] if c["name"] == "mxnet")
+        progress_env = [e for e in mxnet["env"] if e["name"].startswith("MXJOB_STATUS_")]
+        assert progress_env == mxnet["env"][-3:] == status_env(namespace, name), rtype
+        assert mxnet["volumeMounts"] == [*original.get("volumeMounts", []), STATUS_MOUNT], rtype
+        assert replica["template"]["spec"]["volumes"] == [
+            *pod.get("volumes", []), status_volume(name)
+        ], rtype  # fmt: skip
         gpus = (original.get("resources") or {}).get("limits", {}).get("nvidia.com/gpu")
         if gpus is not None:
             admitted_gpus = mxnet["resources"]["limits"]["nvidia.com/gpu"]

@@ -721,9 +721,12 @@ def test_progress_disabled_renders_the_chart_without_the_feature_and_its_flags_o
     assert_same_objects(keyed(off), without_progress(on, values))
     policies = bool(values.get("networkPolicy", {}).get("enabled"))
     assert len(keyed(on)) == len(keyed(off)) + (2 if policies else 1)
-    # Nothing else of it is left: the CRD (the API, served either way) aside, "progress" is in
-    # the two flags alone.
-    text = json.dumps([d for d in off if d["kind"] != "CustomResourceDefinition"])
+    # Nothing else of it is left: "progress" is in the two flags alone, but for the CRD (the
+    # API, served either way) and the monitoring component's rule and dashboard (which read
+    # the controller's series, whatever it serves).
+    monitoring = {("PrometheusRule", "mxjob-operator"), ("ConfigMap", "mxjob-operator-dashboard")}
+    text = json.dumps([d for d in off if d["kind"] != "CustomResourceDefinition"
+                       and (d["kind"], d["metadata"]["name"]) not in monitoring])  # fmt: skip
     assert text.count("progress") == text.count('"--no-progress-reports"') == 2
     assert "8444" not in text and "status-ca" not in text
 
@@ -1115,16 +1118,17 @@ def test_metrics_secure_off_serves_the_controller_over_http_and_sends_no_token(
     docs = template(helm_binary, tmp_path, values)
     controller = one(docs, "Deployment", "mxjob-controller")["spec"]["template"]["spec"]
     (container,) = controller["containers"]
-    assert container["args"][1:5] == [
+    assert container["args"][1:6] == [
         "--metrics-bind-address=:8080", "--no-metrics-secure", CERT_DIR_ARG,
-        "--progress-bind-address=:8444"]  # fmt: skip
+        "--health-probe-bind-address=:8081", "--progress-bind-address=:8444"]  # fmt: skip
     assert controller["volumes"] == [TMP_VOLUME, METRICS_TLS_VOLUME]
     assert container["volumeMounts"] == [TMP_MOUNT, METRICS_TLS_MOUNT]
     off = template(helm_binary, tmp_path, {**values, **PROGRESS_OFF})
     pod = one(off, "Deployment", "mxjob-controller")["spec"]["template"]["spec"]
     (plain,) = pod["containers"]
-    assert plain["args"][1:4] == [
-        "--metrics-bind-address=:8080", "--no-metrics-secure", "--no-progress-reports"]  # fmt: skip
+    assert plain["args"][1:5] == [
+        "--metrics-bind-address=:8080", "--no-metrics-secure",
+        "--health-probe-bind-address=:8081", "--no-progress-reports"]  # fmt: skip
     assert not [arg for arg in plain["args"] if arg.startswith("--metrics-cert-dir")]
     assert (pod["volumes"], plain["volumeMounts"]) == ([TMP_VOLUME], [TMP_MOUNT])
     webhook = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]["spec"]

@@ -44,6 +44,13 @@ MANIFESTS = PROJECT_ROOT / "manifests"
 NAMESPACE = "mxjob-system"
 OVERLAYS = ("in-cluster", "cert-manager", "self-signed")
 Docs = list[dict[str, Any]]
+SERVING_NAMES = [
+    f"mxjob-webhook.{NAMESPACE}.svc", f"mxjob-webhook.{NAMESPACE}.svc.cluster.local",
+    f"mxjob-controller-progress.{NAMESPACE}.svc",
+    f"mxjob-controller-progress.{NAMESPACE}.svc.cluster.local",
+]  # fmt: skip
+"""The serving certificate's names: the webhook's Service, then the controller's progress
+Service (the controller serves its jobs' progress reports with the same pair)."""
 
 
 def render(plane: ControlPlane, path: Path) -> Docs:
@@ -419,6 +426,13 @@ def test_webhook_runs_two_drained_replicas_probed_over_https_behind_a_pdb(
     assert drain + graceful < pod["spec"]["terminationGracePeriodSeconds"]
     mount = next(m for m in container["volumeMounts"] if m["name"] == "tls")
     assert f"--cert-dir={mount['mountPath']}" in container["args"]
+    # The progress URL it writes into every job's pods names the namespace it runs in.
+    assert container["env"] == [
+        {
+            "name": "MXJOB_WEBHOOK_OPERATOR_NAMESPACE",
+            "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        }
+    ]
     pdb = one(docs, "PodDisruptionBudget", "mxjob-webhook")
     assert pdb["spec"]["minAvailable"] == 1
     assert pdb["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
@@ -427,7 +441,7 @@ def test_webhook_runs_two_drained_replicas_probed_over_https_behind_a_pdb(
     assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [(443, "https")]
 
 
-def test_controller_runs_two_leader_elected_replicas_with_a_metrics_service(
+def test_controller_runs_two_leader_elected_replicas_with_a_metrics_and_a_progress_service(
     rendered: dict[str, Docs],
 ) -> None:
     docs = rendered["self-signed"]
@@ -444,6 +458,24 @@ def test_controller_runs_two_leader_elected_replicas_with_a_metrics_service(
     assert metrics["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
     assert metrics["spec"]["ports"][0]["targetPort"] == "https-metrics"
     assert "--metrics-bind-address=:8443" in container["args"]
+    # Every replica serves its jobs' progress reports, behind a Service of their own, with the
+    # metrics server's pair and its CA (which the controller hands the jobs' pods).
+    assert "--progress-bind-address=:8444" in container["args"]
+    assert container["ports"] == [
+        {"name": "https-metrics", "containerPort": 8443, "protocol": "TCP"},
+        {"name": "health", "containerPort": 8081, "protocol": "TCP"},
+        {"name": "https-progress", "containerPort": 8444, "protocol": "TCP"},
+    ]
+    progress = one(docs, "Service", "mxjob-controller-progress")
+    assert progress["spec"] == {
+        "selector": pod["metadata"]["labels"],
+        "ports": [{"name": "https-progress", "port": 8444, "targetPort": "https-progress",
+                   "protocol": "TCP"}],
+    }  # fmt: skip
+    (tls,) = [v for v in pod["spec"]["volumes"] if v["name"] == "metrics-tls"]
+    assert tls["secret"]["items"] == [{"key": key, "path": key}
+                                      for key in ("tls.crt", "tls.key", "ca.crt")]  # fmt: skip
+    assert tls["secret"]["optional"] is True
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
 
@@ -500,8 +532,9 @@ def test_self_signed_overlay_trusts_exactly_the_ca_of_its_generated_secret(
     cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
     cert.verify_directly_issued_by(ca)
     names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == SERVING_NAMES
     for ref in _webhook_services(docs):
-        assert f"{ref['name']}.{ref['namespace']}.svc" in names.get_values_for_type(x509.DNSName)
+        assert f"{ref['name']}.{ref['namespace']}.svc" in SERVING_NAMES
     volumes = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]["spec"]["volumes"]
     # Only the serving pair is mounted: the in-cluster Secret also holds the CA's key.
     pair = [{"key": key, "path": key} for key in ("tls.crt", "tls.key")]
@@ -534,8 +567,9 @@ def test_cert_manager_overlay_injects_its_ca_into_webhooks_and_conversion(
     ):
         annotations = one(docs, kind, name)["metadata"]["annotations"]
         assert annotations["cert-manager.io/inject-ca-from"] == source
+    assert certificate["spec"]["dnsNames"] == SERVING_NAMES
     for ref in _webhook_services(docs):
-        assert f"{ref['name']}.{ref['namespace']}.svc" in certificate["spec"]["dnsNames"]
+        assert f"{ref['name']}.{ref['namespace']}.svc" in SERVING_NAMES
     volumes = one(docs, "Deployment", "mxjob-webhook")["spec"]["template"]["spec"]["volumes"]
     secret_names = [v["secret"]["secretName"] for v in volumes if "secret" in v]
     assert secret_names == [certificate["spec"]["secretName"]]

@@ -16,9 +16,11 @@ from __future__ import annotations
 import atexit
 import datetime
 import functools
+import http.client
 import json
 import re
 import shutil
+import socket
 import ssl
 import subprocess
 import sys
@@ -38,12 +40,15 @@ from localkube.kubelet.core import TestKubelet
 from localkube.kubelet.profile.operator_node import operator_kubelet
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.settings import INSTALL_CONTROLLERS, ControlPlaneSettings
+from tests.e2e.progress_wiring import status_env, status_volume
 from tests.helpers import mxjobs
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
 
 SYSTEM = "mxjob-system"
 METRICS_PORT = 8443
+PROGRESS_PORT = 8444
+PROGRESS_HOST = f"mxjob-controller-progress.{SYSTEM}.svc"
 
 
 @dataclass
@@ -207,6 +212,34 @@ def test_the_install_rolls_out_with_each_pod_on_its_own_address_behind_its_servi
         "GET", f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/mxjob-controller"
     )
     assert lease["spec"]["holderIdentity"] in {p["metadata"]["name"] for p in controllers}
+    # Every controller replica, the standby too, takes progress reports behind their Service,
+    # with the installed certificate for the Service's name.
+    controller_ips = {p["status"]["podIP"] for p in controllers}
+    wait_for(
+        "the progress Service's EndpointSlice to list both controller pods",
+        lambda: endpoint_addresses(install, "mxjob-controller-progress"),
+        lambda found: found == controller_ips,
+        timeout=30,
+    )
+    for address in sorted(controller_ips):
+        assert unauthenticated_report(install, address) == 401, address
+
+
+def unauthenticated_report(install: Install, address: str) -> int:
+    """A report without a token to one controller pod's progress port, which must present the
+    installed certificate for the progress Service's name: the answer's status."""
+    context = ssl.create_default_context(cafile=str(install.ca_file))
+    raw = socket.create_connection((address, PROGRESS_PORT), timeout=10)
+    connection = http.client.HTTPSConnection(PROGRESS_HOST, PROGRESS_PORT, timeout=10)
+    connection.sock = context.wrap_socket(raw, server_hostname=PROGRESS_HOST)
+    try:
+        path = f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs/any/status"
+        connection.request("POST", path, body=b"{}", headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        response.read()
+        return int(response.status)
+    finally:
+        connection.close()
 
 
 def test_a_bad_spec_is_refused_at_kubectl_apply_by_the_webhook_pods(install: Install) -> None:
@@ -227,6 +260,19 @@ def test_a_job_applied_is_defaulted_and_run_to_success_by_the_controller_pods(
     path = f"/apis/kubeflow.org/v1/namespaces/{install.namespace}/mxjobs/runs"
     job = install.api.request("GET", path)
     assert job["spec"]["runPolicy"]["backoffLimit"] == 6  # the mutating webhook's default
+    # The progress wiring, the webhook told its namespace by its Deployment; the CA the job's
+    # pods verify the endpoint by is the installed one (ca.crt mounted beside the pair).
+    template = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]
+    (container,) = template["spec"]["containers"]
+    assert container["env"][-3:] == status_env(install.namespace, "runs")
+    assert template["spec"]["volumes"] == [status_volume("runs")]
+    configmap = f"/api/v1/namespaces/{install.namespace}/configmaps/runs-status-ca"
+    wait_for(
+        "the job's CA ConfigMap to hold the installed CA",
+        lambda: install.api.request("GET", configmap).get("data"),
+        lambda data: data == {"ca.crt": install.ca_file.read_text()},
+        timeout=30,
+    )
     done = wait_for(
         "the job to succeed",
         lambda: install.api.request("GET", path),

@@ -277,7 +277,8 @@ def test_eight_pods_reporting_100_a_second_cost_one_status_write_per_interval(
         table="progress", case=f"{REPORTERS} pods, {RATE:g} reports/s for {FLOOD_SECONDS:g} s",
         reports_sent=sent, reports_per_s=round(len(answered) / flood_seconds, 1),
         status_writes=spent["patches"], writes_per_report=round(spent["patches"] / sent, 4),
-        token_reviews=spent["reviews"], window_s=round(window, 1), write_bound=bound,
+        token_reviews=spent["reviews"], last_written_after_s=round(window, 1),
+        write_bound=bound,
     )  # fmt: skip
     log.info("rate: %d reports (%.1f s of flood), %.1f s to the last written: %s, bound %d",
              sent, flood_seconds, window, spent, bound)  # fmt: skip

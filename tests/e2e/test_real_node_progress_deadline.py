@@ -47,6 +47,9 @@ pytestmark = pytest.mark.timeout(600)
 DEADLINE = 45
 """Seconds without a report: above the longest gap a healthy attempt leaves (a restart's pods
 ended and made again, MXNet imported, the first batch), well under the test's patience."""
+EPOCH_PAUSE = 5.0
+"""Seconds after each of the 6 epochs: the jobs still train after checkpoint 2 and a written
+report (the reporter sends every 5 s, the endpoint writes every 5 s)."""
 STOPPED = "worker 1 SIGSTOPped after checkpoint 2"
 
 
@@ -81,9 +84,18 @@ def progress_of(status: dict[str, Any]) -> int | None:
     return found if isinstance(found, int) else None
 
 
+def reported_past_zero(installed: InstalledCluster, name: str) -> None:
+    """Wait for a written report past 0 %: the stop then freezes a progress the job made."""
+    wait_for(
+        f"{name}'s progress past 0 %", lambda: status_of(installed, name, name),
+        lambda status: (progress_of(status) or 0) > 0, timeout=30,
+    )  # fmt: skip
+
+
 def start(installed: InstalledCluster, namespace: str, name: str, *, deadline: int | None) -> Any:
     """The halved resumable job ``name`` created in ``namespace``."""
-    job = halved(installed, resumable_job(installed, name, claim_name=f"{name}-checkpoints"))
+    job = halved(installed, resumable_job(
+        installed, name, claim_name=f"{name}-checkpoints", epoch_pause=EPOCH_PAUSE))  # fmt: skip
     if deadline is not None:
         job["spec"]["runPolicy"]["progressDeadlineSeconds"] = deadline
     installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
@@ -110,6 +122,7 @@ def test_a_hung_worker_restarts_the_job_with_a_progress_deadline_and_holds_it_wi
         stopped_pids: dict[str, list[int]] = {}
         for key, name in watched.items():
             wait_for(f"{name}'s checkpoint 2", claims[key].epoch, lambda e: e >= 2, timeout=240)
+            reported_past_zero(real_cluster, name)
             stopped_pids[key] = stop_container(f"{name}-worker-1")
         stack.callback(kill, stopped_pids)
         stopped = time.monotonic()

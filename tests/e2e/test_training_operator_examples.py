@@ -4,7 +4,9 @@ The files are read from the pinned module's source in the Go module cache
 (``localkube.thirdparty.training_operator.examples_dir``: ``examples/mxnet`` of
 github.com/kubeflow/training-operator@v1.8.1), not copied. Each is applied with ``kubectl apply``
 as its README says, through the real API server and this project's webhooks, and read back:
-what the user wrote is kept, the operator's env is added.
+what the user wrote is kept, the operator's env is added, and so are exactly the env, volume and
+mount its pods report progress with (tests/e2e/progress_wiring.py): a file written for
+training-operator needs no change for them.
 
 None of them can run on this machine, which is why none is run here (docs/migrating.md):
 ``mxjob_dist_v1.yaml`` trains with ``--gpus 0`` and ``dist_device_sync`` on ``nvidia.com/gpu``,
@@ -26,7 +28,9 @@ from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import RunningOperator
 from localkube.scenarios.jobwatch import load_job
 from localkube.thirdparty.training_operator import examples_dir
+from shared.defaults import apply_defaults
 from shared.env import resolve_env
+from tests.e2e.progress_wiring import with_progress
 
 EXAMPLES = examples_dir()
 FILES = sorted(EXAMPLES.rglob("*.yaml"))
@@ -51,11 +55,11 @@ def test_its_example_is_accepted_as_written_and_gets_the_operator_env(
     applied = control_plane.kubectl("apply", "-n", namespace, "-f", str(path), check=False)
     assert applied.returncode == 0, applied.stderr
     written = load_job(path)
+    name = written["metadata"]["name"]
     stored = json.loads(
-        control_plane.kubectl(
-            "get", "mxjob", written["metadata"]["name"], "-n", namespace, "-o", "json"
-        ).stdout
+        control_plane.kubectl("get", "mxjob", name, "-n", namespace, "-o", "json").stdout
     )
+    defaulted = apply_defaults(written)["spec"]["mxReplicaSpecs"]
     assert stored["spec"]["jobMode"] == written["spec"]["jobMode"]
     if "runPolicy" in written["spec"]:
         assert written["spec"]["runPolicy"].items() <= stored["spec"]["runPolicy"].items()
@@ -65,8 +69,15 @@ def test_its_example_is_accepted_as_written_and_gets_the_operator_env(
         assert kept["restartPolicy"] == replica["restartPolicy"]
         mine = replica["template"]["spec"]["containers"][0]
         theirs = kept["template"]["spec"]["containers"][0]
-        for field in ("name", "image", "command", "args", "resources", "volumeMounts"):
+        for field in ("name", "image", "command", "args", "resources"):
             assert theirs.get(field) == mine.get(field), f"{rtype}.{field}"
+        # The operator's env (shared/defaults.py), then the progress env; the user's mounts and
+        # volumes, then the progress volume's.
+        expected = with_progress(defaulted[rtype]["template"], namespace=namespace, job=name)
+        (container,) = expected["spec"]["containers"]
+        assert theirs["env"] == container["env"], rtype
+        assert theirs["volumeMounts"] == container["volumeMounts"], rtype
+        assert kept["template"]["spec"]["volumes"] == expected["spec"]["volumes"], rtype
         for port in mine.get("ports", []):  # the protocol defaulted, as in a Pod
             assert {"protocol": "TCP", **port} in theirs["ports"]
         env = {e["name"]: e.get("value") for e in theirs.get("env", [])}

@@ -11,6 +11,7 @@ that way, so a port stays ours between a stop and the next start.
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import time
@@ -67,16 +68,58 @@ def free_port() -> int:
     raise OSError(f"no free port found in {candidates.start}-{candidates.stop - 1}")
 
 
-def is_listened_on(port: int) -> bool:
-    """True when a socket listens on ``port`` on some IPv4 address (TIME_WAIT does not count)."""
+def is_listened_on(port: int, *, host: str = "0.0.0.0") -> bool:
+    """True when a socket listens on ``port`` on some IPv4 address (TIME_WAIT does not count);
+    with ``host``, only a listener in the way of binding that address counts (one on it, or on
+    every address)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         # SO_REUSEADDR, as the Go and Python servers set it: only a listener is in the way.
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(("0.0.0.0", port))
+            probe.bind((host, port))
         except OSError:
             return True
     return False
+
+
+_LISTEN = "0A"
+_LOOPBACK_OR_ANY = {"00000000", "0100007F", "0" * 32, "0000000000000000FFFF00000100007F"}
+"""``/proc/net/tcp{,6}`` addresses (hex, host order) of 0.0.0.0, 127.0.0.1, :: and the
+v4-mapped 127.0.0.1: the listeners that keep a program from binding ``127.0.0.1:port``."""
+
+
+def _listening_inodes(port: int) -> set[str]:
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            address, _, hex_port = fields[1].partition(":")
+            if fields[3] == _LISTEN and int(hex_port, 16) == port and address in _LOOPBACK_OR_ANY:
+                inodes.add(fields[9])
+    return inodes
+
+
+def loopback_listeners(port: int) -> list[str]:
+    """Who listens on ``127.0.0.1:port`` (or on every address at it): ``pid N: command line``
+    for each process holding such a socket that this user may see, so an error can say whom to
+    stop."""
+    sockets = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    found: list[str] = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or not sockets:
+            continue
+        try:
+            held = any(os.readlink(fd) in sockets for fd in (proc / "fd").iterdir())
+            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if held:
+            found.append(f"pid {proc.name}: {argv.strip()}")
+    return found
 
 
 def wait_released(ports: Iterable[int], *, timeout: float = 10.0) -> None:

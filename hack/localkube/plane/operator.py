@@ -19,14 +19,14 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
 from certs import CertificateAuthority
 from localkube.base import processes, programs
 from localkube.base.paths import PROJECT_ROOT
-from localkube.base.ports import free_port
+from localkube.base.ports import free_port, is_listened_on, loopback_listeners
 from localkube.base.programs import Program, Running
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.install_choices import InstallChoices, apply_choices
@@ -34,6 +34,11 @@ from localkube.plane.install_choices import InstallChoices, apply_choices
 CRD_FILE = PROJECT_ROOT / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
 WEBHOOK_CONFIGURATIONS = PROJECT_ROOT / "manifests" / "webhook" / "webhook-configurations.yaml"
 CRD_NAME = "mxjobs.kubeflow.org"
+OPERATOR_NAMESPACE: Final = "mxjob-system"
+"""What the local webhook is told is the operator's namespace (``--operator-namespace``): the
+progress URL it writes into the pods names ``mxjob-controller-progress.<this>.svc``, so a
+controller that takes those reports must present a certificate for that name
+(``--certificate-namespace``, :meth:`LocalOperator.progress_args`)."""
 
 
 class OperatorError(RuntimeError):
@@ -49,6 +54,9 @@ class OperatorState:
     controller_pid: int = 0
     controller_metrics_port: int = 0
     controller_health_port: int = 0
+    controller_progress_port: int = 0
+    """The loopback port the controller serves progress reports on when it was asked for one
+    (``make demo``: the port of the progress URL its pods are given); 0: any free port."""
     kubelet_pid: int = 0
     """``make demo``'s exec-mode test kubelet (:mod:`localkube.kubelet.daemon`), left running
     after the demo so that ``kubectl logs`` of its pods keeps working; 0 when none runs."""
@@ -216,6 +224,7 @@ class LocalOperator:
             f"--workers={workers}",
             "--log-format=text",
             f"--log-level={log_level}",
+            f"--operator-namespace={OPERATOR_NAMESPACE}",
             *extra,
         ]
         webhook = programs.start(Program("mxjob-webhook", argv, log=self.logs / log_name))
@@ -237,6 +246,16 @@ class LocalOperator:
             "--log-format=text",
             *extra,
         ]
+
+    @staticmethod
+    def progress_args(port: int) -> tuple[str, ...]:
+        """The controller's flags to take the reports of pods on this machine: the progress
+        endpoint on ``127.0.0.1:port``, whose certificate names the Service the webhook's URL
+        names (the exec-mode kubelet points that name at 127.0.0.1)."""
+        return (
+            f"--progress-bind-address=127.0.0.1:{port}",
+            f"--certificate-namespace={OPERATOR_NAMESPACE}",
+        )
 
     def start_controller(
         self,
@@ -266,8 +285,12 @@ class LocalOperator:
         return controller.process, metrics_port, health_port
 
     # -- all together (make dev-up / dev-down) -------------------------------------------------
-    def up(self, *, with_controller: bool = True) -> OperatorState:
-        """Idempotent: start what is not running, leave what runs alone."""
+    def up(self, *, with_controller: bool = True, progress_port: int | None = None) -> OperatorState:
+        """Idempotent: start what is not running, leave what runs alone.
+
+        ``progress_port``: the controller serves progress reports on ``127.0.0.1:<port>`` (a
+        running controller serving another port is restarted); None: on any free port.
+        """
         self.plane.up()
         self.dir.mkdir(parents=True, exist_ok=True)
         state = self.state()
@@ -278,13 +301,27 @@ class LocalOperator:
         self._ensure_certs()
         self.install_crd(webhook_port=state.webhook_port)
         self.register_webhooks(webhook_port=state.webhook_port)
-        if with_controller and not processes.running(state.controller_pid):
-            process, state.controller_metrics_port, state.controller_health_port = (
-                self.start_controller("--leader-elect")
-            )
-            state.controller_pid = process.pid
+        if with_controller:
+            self._ensure_controller(state, progress_port=progress_port)
         self._save(state)
         return state
+
+    def _ensure_controller(self, state: OperatorState, *, progress_port: int | None) -> None:
+        """Start the controller unless one runs as asked; a port taken by another program is an
+        :class:`OperatorError` naming it (the controller would otherwise fail to listen)."""
+        running = processes.running(state.controller_pid)
+        if running and progress_port in (None, state.controller_progress_port):
+            return
+        processes.stop_process(state.controller_pid)
+        extra = ["--leader-elect"]
+        if progress_port is not None:
+            _ensure_loopback_port_free(progress_port)
+            extra += self.progress_args(progress_port)
+        process, state.controller_metrics_port, state.controller_health_port = (
+            self.start_controller(*extra)
+        )
+        state.controller_pid = process.pid
+        state.controller_progress_port = progress_port or 0
 
     def record_kubelet(self, pid: int, *, module: str) -> None:
         """Keep the background test kubelet's pid and the module it runs as, for
@@ -312,6 +349,19 @@ class LocalOperator:
         for pid in state.extra_pids:
             processes.stop_process(pid)
         self._state_file.unlink(missing_ok=True)
+
+
+def _ensure_loopback_port_free(port: int) -> None:
+    """Raise :class:`OperatorError` naming the holder when something listens on
+    ``127.0.0.1:port`` (or on every address at that port)."""
+    if not is_listened_on(port, host="127.0.0.1"):
+        return
+    holders = "; ".join(loopback_listeners(port)) or "a program of another user"
+    raise OperatorError(
+        f"127.0.0.1:{port} is taken, by {holders}: the controller must take the "
+        "progress reports of the job's pods there. Stop it (another demo's operator: "
+        "`python -m localkube dev-down --state-dir <its state dir>`) and run again."
+    )
 
 
 def _await(running: Running, ready: Callable[[], bool], *, what: str, timeout: float = 30) -> None:

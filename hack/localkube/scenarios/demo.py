@@ -51,6 +51,7 @@ from localkube.scenarios.jobwatch import (
     stop_command,
     watch_job,
 )
+from shared.progress import PORT as PROGRESS_PORT
 
 DEMO_NODE = "demo-node"
 KUBELET_LOG = "demo-kubelet.log"
@@ -187,13 +188,16 @@ def run(
     )
     local = LocalOperator(plane)
     try:
-        operator = local.up()
+        # The port of the progress URL the webhook gives the pods, whose Service name the
+        # exec-mode kubelet points at 127.0.0.1: the controller takes their reports there.
+        operator = local.up(progress_port=PROGRESS_PORT)
     except (ControlPlaneError, OperatorError) as error:
         progress.line(f"dev-up failed: {error}")
         return 1
     progress.event(
         f"operator ready: webhook https://127.0.0.1:{operator.webhook_port}, controller pid "
-        f"{operator.controller_pid}, logs in {plane.logs}/"
+        f"{operator.controller_pid} (progress reports on https://127.0.0.1:{PROGRESS_PORT}), "
+        f"logs in {plane.logs}/"
     )
     job = on_free_ports(load_job(job_file))
     moved = "ports moved to free loopback ports"

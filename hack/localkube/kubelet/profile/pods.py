@@ -30,9 +30,10 @@ from localkube.kubelet.profile.sandbox import (
     bind_to_pod_ip,
     in_mount_namespace,
     missing_mount_points,
+    mounted_anywhere,
     remove_empty_tree,
 )
-from localkube.kubelet.profile.volumes import VolumeError, decode_data, write_volumes
+from localkube.kubelet.profile.volumes import Mount, VolumeError, decode_data, write_volumes
 
 log = logging.getLogger(__name__)
 
@@ -82,24 +83,15 @@ class ProfilePods:
         assert found is not None
         container, program = found
         meta = pod["metadata"]
-        namespace, name, uid = meta["namespace"], meta["name"], meta["uid"]
-        pod_ip = self.pod_ips.allocate(uid)
+        namespace, name = meta["namespace"], meta["name"]
+        pod_ip = self.pod_ips.allocate(meta["uid"])
         # The Downward API's status.podIP is this pod's own address.
         pod = {**pod, "status": {**pod.get("status", {}), "podIP": pod_ip}}
         config_map_key, secret_key = self.kube.env_sources(namespace)
         env = resolve_env(pod, container, config_map=config_map_key, secret=secret_key)
-        mounts = write_volumes(
-            pod,
-            container,
-            root=self.pod_dir(uid) / "volumes",
-            secret=lambda n: self._object_data(namespace, "secrets", n),
-            config_map=lambda n: self._object_data(namespace, "configmaps", n),
-            token=lambda account, audiences, seconds: self._token(pod, account, audiences, seconds),
-        )
+        mounts = self.write_mounts(pod, container)
         # The image's entrypoint is the profile's program; `command`, when set, replaces it.
         argv = resolve_command({**container, "command": container.get("command") or [program]}, env)
-        with self._lock:
-            self._made_mount_points.update(missing_mount_points(mounts))
         # The program runs from this checkout and its virtualenv (the "image"): a volume over
         # their directory (an emptyDir on /tmp, a checkout under /tmp) must not hide them.
         venv = str(Path(program).parent.parent)
@@ -115,6 +107,29 @@ class ProfilePods:
         }
         log_path = self.settings.plain_log(namespace, name)
         return Launch(argv, process_env, log_path, host_names=(), container=container)
+
+    def write_mounts(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> list[Mount]:
+        """Write the volumes ``container`` mounts into the pod's directory (removed with the
+        pod, :meth:`release`); their mounts. Every exec-mode pod's volumes are made here, the
+        profile's and the jobs' alike, so the mount points made on this machine for any of them
+        are known and removed at stop (:meth:`release_all`).
+
+        Raises :class:`VolumeError` while a volume cannot be made (a kubelet keeps the pod
+        waiting and retries).
+        """
+        meta = pod["metadata"]
+        namespace = meta["namespace"]
+        mounts = write_volumes(
+            pod,
+            container,
+            root=self.pod_dir(meta["uid"]) / "volumes",
+            secret=lambda n: self._object_data(namespace, "secrets", n),
+            config_map=lambda n: self._object_data(namespace, "configmaps", n),
+            token=lambda account, audiences, seconds: self._token(pod, account, audiences, seconds),
+        )
+        with self._lock:
+            self._made_mount_points.update(missing_mount_points(mounts))
+        return mounts
 
     def _object_data(self, namespace: str, plural: str, name: str) -> dict[str, bytes] | None:
         obj = self.kube.get_object(namespace, plural, name)
@@ -156,4 +171,7 @@ class ProfilePods:
         with self._lock:
             made, self._made_mount_points = sorted(self._made_mount_points), set()
         for path in made:
-            remove_empty_tree(path)
+            # Another kubelet's pods may use the mount point still: removing it would unmount
+            # their volumes (see mounted_anywhere). It stays then, an empty directory.
+            if not mounted_anywhere(path):
+                remove_empty_tree(path)

@@ -4,11 +4,13 @@ Its listen addresses on every interface are bound to the pod's own address
 (:func:`bind_to_pod_ip`), and it starts in a private mount namespace with the pod's volumes
 bound at their mount paths (:func:`in_mount_namespace`). The directories made on this machine as
 mount points are known (:func:`missing_mount_points`) and removed once empty
-(:func:`remove_empty_tree`). See :mod:`localkube.kubelet.profile`.
+(:func:`remove_empty_tree`) and no process mounts there any more (:func:`mounted_anywhere`). See
+:mod:`localkube.kubelet.profile`.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Sequence
@@ -116,3 +118,46 @@ def remove_empty_tree(top: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
+def _mount_points(mountinfo: str) -> list[str]:
+    """The mount points of a ``/proc/<pid>/mountinfo`` (its fifth field, octal escapes undone)."""
+    points = []
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        if len(fields) > 4:
+            points.append(_OCTAL.sub(lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return points
+
+
+def mounted_anywhere(path: Path) -> bool:
+    """Whether a process of this machine that sees its root filesystem has a mount at or under
+    ``path`` in its mount namespace: the pod of another kubelet, or of this one's kubelet still
+    going.
+
+    Why it matters: an empty mount point removed on the host unmounts what is mounted on it in
+    every other namespace (Linux detaches them), so the kubelet that made ``/var/run/secrets``
+    would take the token away from the running pods of a kubelet beside it. Processes in a root
+    of their own (a container's) mount at paths of that root, not this machine's: not counted.
+    """
+    target = str(path.resolve())
+    root = os.stat("/")
+    seen: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            namespace = os.stat(entry / "ns" / "mnt").st_ino
+            own_root = os.stat(entry / "root")
+            if namespace in seen or (own_root.st_dev, own_root.st_ino) != (root.st_dev, root.st_ino):
+                continue
+            seen.add(namespace)
+            points = _mount_points((entry / "mountinfo").read_text())
+        except OSError:
+            continue
+        if any(point == target or point.startswith(f"{target}/") for point in points):
+            return True
+    return False
