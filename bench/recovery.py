@@ -92,7 +92,7 @@ PHRASES: Final[dict[str, Callable[[Value], str]]] = {
     "write_bound": plain("at most {} allowed"),
     "in_place_restarts": counted("in-place restart"),
     "reconciler_writes": plain("{} of the reconciler's status writes with a report present"),
-    "report_writes": plain("{} of them written"),
+    "report_writes": plain("{} report writes among them"),
     "status_updates_sent": counted("status update", " sent by the reconciler"),
     "reconcile_errors": counted("reconcile error"),
 }

@@ -1,13 +1,16 @@
 """Exec mode: each pod's container runs as a local process, and its exit is the container's.
 
 A pod bound to the node is started with the env a kubelet would give it
-(:mod:`localkube.kubelet.podenv`), its job's Service names pointed at 127.0.0.1
-(:mod:`localkube.kubelet.hostsfile`), and its output in the container logs; its status goes
-Running when the process starts. When the process exits, the pod's ``restartPolicy`` decides, as
-a kubelet's does: restart it in the same pod (``restartCount`` + 1, the exit as ``lastState``)
-or write the final phase with the real exit code. A deleted pod's process is stopped (SIGTERM,
-SIGKILL after 5 s), or, for the install profile's pods (:mod:`localkube.kubelet.profile`), after
-its ``preStop`` hook and grace period, in a thread of its own.
+(:mod:`localkube.kubelet.podenv`), the files of its API volumes at their mount paths and the
+operator's progress Service beside its job's Service names pointed at 127.0.0.1
+(:mod:`localkube.kubelet.jobmounts`, :mod:`localkube.kubelet.hostsfile`), and its output in the
+container logs; its status goes Running when the process starts. A volume that cannot be made yet
+keeps the pod waiting (``ContainerCreating``), retried each second in a thread of its own. When
+the process exits, the pod's ``restartPolicy`` decides, as a kubelet's does: restart it in the
+same pod (``restartCount`` + 1, the exit as ``lastState``) or write the final phase with the
+real exit code. A deleted pod's process is stopped (SIGTERM, SIGKILL after 5 s), or, for the
+install profile's pods (:mod:`localkube.kubelet.profile`), after its ``preStop`` hook and grace
+period, in a thread of its own.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from localkube.kubelet.execs import (
     ProcessTable,
     stop_pod_process,
 )
+from localkube.kubelet.jobmounts import api_volume_container, progress_host_names, with_mounts
 from localkube.kubelet.kubeapi import KubeletApi
 from localkube.kubelet.logserver import PodLookup
 from localkube.kubelet.podenv import PodEnvError, resolve_command, resolve_env
@@ -79,7 +83,8 @@ class ExecPods:
         self.processes = ProcessTable()
         self._lock = threading.Lock()
         self._starting: set[str] = set()
-        """Profile pods (by uid) being prepared in a thread of their own."""
+        """Pods (by uid) being prepared in a thread of their own: the profile's, and job pods
+        whose volumes could not be made at once."""
         self._terminating: set[str] = set()
         """Profile pods (by uid) being stopped gracefully in a thread of their own."""
 
@@ -98,24 +103,47 @@ class ExecPods:
             raise RuntimeError("exec mode needs ExecSettings")
         pod = self.kube.get_pod(namespace, name)
         if self.profile.container(pod) is not None:
-            self._start_profile_pod_async(pod)
+            self._start_async(pod, self._start_profile_pod)
             return
-        container = _exec_container(pod)
-        if container is None:
+        if _exec_container(pod) is None:
             self.transitions.terminate(namespace, name, exit_code=128, reason="ContainerCannotRun")
             return
-        config_map, secret = self.kube.env_sources(namespace)
+        with self._lock:
+            if pod["metadata"]["uid"] in self._starting:
+                return  # waiting for its volumes in a thread of its own
         try:
-            env = resolve_env(pod, container, config_map=config_map, secret=secret)
-            argv = resolve_command(container, env)
+            self._start_job_pod(pod)
         except PodEnvError as error:
             self.transitions.waiting(pod, "CreateContainerConfigError", str(error))
-            return
+        except VolumeError:
+            self._start_async(pod, self._start_job_pod)
+
+    def _job_launch(self, pod: dict[str, Any]) -> Launch:
+        """The job pod's process: its env, its volumes bound at their mount paths
+        (:mod:`localkube.kubelet.jobmounts`), and the names pointed at 127.0.0.1 for it.
+
+        Raises :class:`PodEnvError` or :class:`VolumeError` when it cannot start (yet).
+        """
+        assert self.settings is not None
+        namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        container = _exec_container(pod)
+        assert container is not None
+        config_map, secret = self.kube.env_sources(namespace)
+        env = resolve_env(pod, container, config_map=config_map, secret=secret)
+        argv = resolve_command(container, env)
+        mounts = self.profile.write_mounts(pod, api_volume_container(pod, container))
+        argv = with_mounts(argv, mounts, path_prefix=self.settings.path_prefix)
         process_env = {**self.settings.base_env(name), **self.settings.extra_env, **env}
-        host_names = self.kube.service_host_names(namespace, pod)
-        hostsfile.add(self.settings.hosts_file, host_names, owner=f"{namespace}/{name}")
+        names = self.kube.service_host_names(namespace, pod) + progress_host_names(env)
         log_path = self.settings.plain_log(namespace, name)
-        self.start_process(pod, Launch(argv, process_env, log_path, host_names, container))
+        return Launch(argv, process_env, log_path, tuple(dict.fromkeys(names)), container)
+
+    def _start_job_pod(self, pod: dict[str, Any]) -> None:
+        assert self.settings is not None
+        launch = self._job_launch(pod)
+        owner = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        hostsfile.add(self.settings.hosts_file, launch.host_names, owner=owner)
+        self.start_process(pod, launch)
 
     def start_process(self, pod: Mapping[str, Any], launch: Launch) -> None:
         """Start the container's process and mark the pod Running; watch for its exit."""
@@ -138,28 +166,34 @@ class ExecPods:
         self.transitions.start(namespace, name)
         self.processes.watch(running, self._on_exit)
 
-    def _start_profile_pod_async(self, pod: Mapping[str, Any]) -> None:
-        """Prepare and start a profile pod in a thread: its volumes may need a retry."""
+    def _start_async(self, pod: Mapping[str, Any], start: Callable[[dict[str, Any]], None]) -> None:
+        """Prepare and start a pod in a thread: its volumes may need a retry."""
         uid = pod["metadata"]["uid"]
         with self._lock:
             if uid in self._starting:
                 return
             self._starting.add(uid)
         threading.Thread(
-            target=self._start_profile_pod_retrying,
-            args=(dict(pod),),
+            target=self._start_retrying,
+            args=(dict(pod), start),
             daemon=True,
             name=f"start-{pod['metadata']['name']}",
         ).start()
 
-    def _start_profile_pod_retrying(self, pod: dict[str, Any], *, timeout: float = 60) -> None:
+    def _start_retrying(
+        self,
+        pod: dict[str, Any],
+        start: Callable[[dict[str, Any]], None],
+        *,
+        timeout: float = 60,
+    ) -> None:
         """Retry each second while its volumes or env cannot be made (the pod shows why)."""
         uid = pod["metadata"]["uid"]
         try:
             deadline = time.monotonic() + timeout
             while not self.stopping.is_set():
                 try:
-                    self._start_profile_pod(pod)
+                    start(pod)
                     return
                 except (VolumeError, PodEnvError) as error:
                     reason = (

@@ -285,7 +285,9 @@ class LocalOperator:
         return controller.process, metrics_port, health_port
 
     # -- all together (make dev-up / dev-down) -------------------------------------------------
-    def up(self, *, with_controller: bool = True, progress_port: int | None = None) -> OperatorState:
+    def up(
+        self, *, with_controller: bool = True, progress_port: int | None = None
+    ) -> OperatorState:
         """Idempotent: start what is not running, leave what runs alone.
 
         ``progress_port``: the controller serves progress reports on ``127.0.0.1:<port>`` (a

@@ -145,6 +145,7 @@ def mounted_anywhere(path: Path) -> bool:
     """
     target = str(path.resolve())
     root = os.stat("/")
+    this_root = (root.st_dev, root.st_ino)
     seen: set[int] = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -152,7 +153,7 @@ def mounted_anywhere(path: Path) -> bool:
         try:
             namespace = os.stat(entry / "ns" / "mnt").st_ino
             own_root = os.stat(entry / "root")
-            if namespace in seen or (own_root.st_dev, own_root.st_ino) != (root.st_dev, root.st_ino):
+            if namespace in seen or (own_root.st_dev, own_root.st_ino) != this_root:
                 continue
             seen.add(namespace)
             points = _mount_points((entry / "mountinfo").read_text())
