@@ -4,7 +4,9 @@ The demo runs as the command ``make demo`` runs (``python -m localkube.scenarios
 control plane of its own (its own ``--state-dir``, as a developer's ``.local``): it starts a
 controller that watches every namespace, which must not meet the jobs of the session's other tests.
 Its test kubelet is a background process; once the demo's process is gone, the real ``kubectl logs``
-reaches the pods through it. A second run replaces that kubelet, and ``dev-down`` stops it.
+reaches the pods through it. A second run replaces that kubelet, and ``dev-down`` stops it. The
+job's progress shows as a real cluster's would: its worker 0 reports with the token and CA of its
+pod's volume to the controller, which takes reports on the port of the URL the pod is told.
 """
 
 from __future__ import annotations
@@ -76,6 +78,14 @@ def test_kubectl_logs_works_after_the_demo_exits_until_dev_down(state_dir: Path)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert "keeps running after the demo" in demo.stdout
     plane = ControlPlane(ControlPlaneSettings(state_dir=state_dir))
+    # Worker 0 reported to the demo's controller, through the token and CA its pod mounts, and
+    # the live line showed the final report.
+    final = re.search(r"^\[ *[0-9.]+s\] progress  \| 100% .*$", demo.stdout, re.MULTILINE)
+    assert final is not None and "epoch 5/5" in final.group(0), demo.stdout[-3000:]
+    job = json.loads(
+        plane.kubectl("get", "mxjob", "dist-train-cpu", "-n", DEMO_NAMESPACE, "-o", "json").stdout
+    )
+    assert job["status"]["trainerStatus"]["progressPercentage"] == 100
     first = LocalOperator(plane).state().kubelet_pid
     assert kubelet_processes(state_dir) == [first]
 

@@ -11,8 +11,9 @@ the pinned ``helm`` as docs/how-to/install.md says for a namespace of the chart'
 order:
 
 - admission works (a server-side dry run of a valid MXJob is admitted), timed from ``helm
-  install``; the namespace enforces "restricted" and the operator's pods run in it; an MXJob runs
-  to ``Succeeded`` in the examples' image;
+  install``; the namespace enforces "restricted" and the operator's pods run in it, both
+  controller replicas behind the progress Service; an MXJob runs to ``Succeeded`` in the
+  examples' image;
 - ``helm test`` passes (its pod, "restricted" too, sees an invalid MXJob refused by the webhook
   and a valid one defaulted and given a status by the controller) and leaves nothing behind;
   with the webhook scaled to 0 it fails, saying why, and passes again once the webhook is back;
@@ -92,6 +93,7 @@ NAMESPACED = {
     "/api/v1/namespaces/{ns}/serviceaccounts": ("mxjob-controller", "mxjob-webhook"),
     "/api/v1/namespaces/{ns}/services": (
         "mxjob-webhook", "mxjob-webhook-metrics", "mxjob-controller-metrics",
+        "mxjob-controller-progress",
     ),
     "/api/v1/namespaces/{ns}/secrets": ("mxjob-webhook-tls", "mxjob-webhook-ca"),
     "/api/v1/namespaces/{ns}/configmaps": ("mxjob-webhook-ca-bundle",),
@@ -190,6 +192,24 @@ def webhook_deployment(installed: HelmInstalled) -> dict[str, Any]:
     return deployment
 
 
+def progress_endpoints(installed: HelmInstalled) -> tuple[set[str], set[tuple[str, int, str]]]:
+    """The ready addresses and the ports of the progress Service's EndpointSlices."""
+    slices = installed.api.request(
+        "GET",
+        f"/apis/discovery.k8s.io/v1/namespaces/{SYSTEM_NAMESPACE}/endpointslices",
+        query=[("labelSelector", "kubernetes.io/service-name=mxjob-controller-progress")],
+    )["items"]
+    addresses = {
+        address
+        for piece in slices
+        for endpoint in piece.get("endpoints") or []
+        if (endpoint.get("conditions") or {}).get("ready")
+        for address in endpoint["addresses"]
+    }
+    ports = {(p["name"], p["port"], p["protocol"]) for s in slices for p in s.get("ports") or []}
+    return addresses, ports
+
+
 def exists(api: Api, path: str) -> bool:
     try:
         api.request("GET", path)
@@ -215,6 +235,15 @@ def test_helm_install_runs_the_built_images_and_admits_through_the_webhook(
     (owner,) = secret["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"]) == ("Deployment", "mxjob-controller")
     assert helm_installed.seconds_to_admission < 180
+    # Every controller replica, the standby too, takes its jobs' progress reports (8444).
+    controllers = {p["status"]["podIP"] for p in pods_of(helm_installed.installed, "controller")}
+    _, ports = wait_for(
+        "both controller pods behind the progress Service",
+        lambda: progress_endpoints(helm_installed),
+        lambda found: found[0] == controllers,
+        timeout=90,
+    )
+    assert ports == {("https-progress", 8444, "TCP")}
 
 
 def test_an_mxjob_runs_to_succeeded_under_the_helm_install(helm_installed: HelmInstalled) -> None:

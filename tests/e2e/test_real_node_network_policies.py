@@ -5,9 +5,11 @@ node while this module runs, and only then. The operator's namespace and a job n
 all ingress and egress but DNS; the operator is installed with
 ``manifests/components/network-policies`` (its own policies) and
 ``manifests/components/network-policies/jobs`` (``--job-network-policy``); the job namespace
-adds the egress policy docs/how-to/harden.md gives for it. Every verdict is read from a probe: a
-pod of the examples' image (it has python) that opens TCP connections with a timeout and prints, per
-target, ``open``, ``dropped`` (the timeout: the packet was dropped) or the error.
+adds the egress policy docs/how-to/harden.md gives for it (its jobs' pods reach one another and
+the controller's progress port). Every verdict is read from a probe: a pod of the examples' image
+(it has python) that opens TCP connections with a timeout and prints, per target, ``open``,
+``dropped`` (the timeout: the packet was dropped) or the error; or from a job's own pod, whose
+exit code says whether it got through.
 
 On this node the API server's calls to the webhook and the kubelet's probes come from the
 host's root user, which kube-network-policies never judges (node traffic, as NetworkPolicy's
@@ -57,7 +59,11 @@ JOBS = "np-jobs"
 SCRAPERS = "np-scrapers"
 OTHERS = "np-others"
 SCRAPE_LABEL = "metrics.mxjob.kubeflow.org/scrape"
-COMPONENT_POLICIES = ("mxjob-webhook-admission", "mxjob-operator-metrics", "mxjob-operator-egress")
+COMPONENT_POLICIES = (
+    "mxjob-webhook-admission", "mxjob-operator-metrics", "mxjob-controller-progress",
+    "mxjob-operator-egress",
+)  # fmt: skip
+PROGRESS_PORT = 8444
 INVALID = PROJECT_ROOT / "examples" / "invalid" / "missing-scheduler.yaml"
 PROBE = """
 import json, socket, sys, time
@@ -101,15 +107,26 @@ def default_deny(namespace: str) -> dict[str, Any]:
 
 
 def jobs_reach_one_another(namespace: str) -> dict[str, Any]:
-    """The egress policy docs/how-to/harden.md gives a namespace that denies egress by default."""
+    """The egress policy docs/how-to/harden.md gives a namespace that denies egress by default:
+    its jobs' pods reach one another, the controller's progress port, and DNS."""
     mxjob_pods = {"matchLabels": {LABEL_OPERATOR_NAME: OPERATOR_NAME}}
+    controller = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": SYSTEM_NAMESPACE}},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "mxjob-operator",
+                                        "app.kubernetes.io/component": "controller"}},
+    }  # fmt: skip
+    dns = [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]
     return policy(
         namespace,
         "mxjob-pods-reach-one-another",
         {
             "podSelector": mxjob_pods,
             "policyTypes": ["Egress"],
-            "egress": [{"to": [{"podSelector": mxjob_pods}]}],
+            "egress": [
+                {"to": [{"podSelector": mxjob_pods}]},
+                {"to": [controller], "ports": [{"port": PROGRESS_PORT, "protocol": "TCP"}]},
+                {"ports": dns},
+            ],
         },
     )
 
@@ -223,14 +240,20 @@ def test_metrics_ports_open_only_to_the_labelled_namespace_and_admission_to_all(
     assert any(target.startswith("controller/") for target, _, _ in metrics), metrics
     health = ("controller/health", controller["status"]["podIP"], ports_of(controller)["health"])
     admission = ("webhook/https", webhook["status"]["podIP"], admission_port)
+    # The progress port takes the pods of MXJobs only (test_the_controllers_progress_port_...).
+    progress = ("controller/https-progress", controller["status"]["podIP"],
+                ports_of(controller)["https-progress"])  # fmt: skip
+    assert progress[2] == PROGRESS_PORT
     scraper = probe(installed, SCRAPERS, "scraper", [
-        *[[*target, "open"] for target in metrics], [*health, "dropped"],
+        *[[*target, "open"] for target in metrics], [*health, "dropped"], [*progress, "dropped"],
     ])  # fmt: skip
-    assert scraper == {**{t[0]: "open" for t in metrics}, health[0]: "dropped"}
+    assert scraper == {**{t[0]: "open" for t in metrics}, health[0]: "dropped",
+                       progress[0]: "dropped"}  # fmt: skip
     other = probe(installed, OTHERS, "other", [
-        *[[*target, "dropped"] for target in metrics], [*admission, "open"],
+        *[[*target, "dropped"] for target in metrics], [*admission, "open"], [*progress, "dropped"],
     ])  # fmt: skip
-    assert other == {**{t[0]: "dropped" for t in metrics}, admission[0]: "open"}
+    assert other == {**{t[0]: "dropped" for t in metrics}, admission[0]: "open",
+                     progress[0]: "dropped"}  # fmt: skip
 
 
 def test_a_real_mxnet_job_succeeds_under_default_deny_with_its_own_policy(
@@ -330,6 +353,14 @@ def intruder_job(installed: InstalledCluster, port: str) -> dict[str, Any]:
     return mxjobs.mxjob("intruder", mode=None, replicas=replicas)
 
 
+def reporter_job(installed: InstalledCluster, address: str) -> dict[str, Any]:
+    """A single-node job whose worker connects to the controller's progress port at
+    ``address``, as its reporter would."""
+    hello = {"TARGET": address, "HELLO": "progress", "PATIENCE": "60", "PORT": str(PROGRESS_PORT)}
+    replicas = {"Worker": _replica(installed, CALLER, hello)}
+    return mxjobs.mxjob("reporter", mode=None, replicas=replicas)
+
+
 def ended(installed: InstalledCluster, namespace: str, name: str) -> dict[str, Any]:
     """The terminated state of pod ``name``'s container, once it has one."""
     pod = wait_for(
@@ -360,3 +391,22 @@ def test_a_jobs_scheduler_port_takes_its_own_worker_and_drops_another_jobs_pod(
     assert "connected: own worker" in heard and "intruder" not in heard, heard
     assert {"target", "intruder"} <= policy_names(installed, JOBS)
     kubectl("delete", "mxjob", "-n", JOBS, "target", "intruder", "--wait")
+
+
+def test_the_controllers_progress_port_takes_a_jobs_pod_under_default_deny(
+    enforced: Enforced,
+) -> None:
+    """A job's pod, in a namespace that denies egress but what harden.md's policy opens, gets
+    through to every controller replica's progress port (mxjob-controller-progress admits the
+    pods of MXJobs of any namespace); a pod of no job is dropped there
+    (test_metrics_ports_open_only_to_the_labelled_namespace_and_admission_to_all)."""
+    installed = enforced.installed
+    kubectl = installed.plane.kubectl
+    controller = pods_of(installed, "controller")[0]
+    assert ports_of(controller)["https-progress"] == PROGRESS_PORT
+    job = reporter_job(installed, controller["status"]["podIP"])
+    kubectl("create", "-n", JOBS, "-f", "-", input_text=json.dumps(job))
+    reporter = ended(installed, JOBS, "reporter-worker-0")
+    logs = kubectl("logs", "-n", JOBS, "reporter-worker-0", check=False).stdout
+    assert reporter["exitCode"] == 0, (reporter, logs)  # 1: dropped, 2: refused or another error
+    kubectl("delete", "mxjob", "-n", JOBS, "reporter", "--wait")

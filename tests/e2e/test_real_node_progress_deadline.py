@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from contextlib import ExitStack, suppress
@@ -193,6 +194,10 @@ def check_still_running(
     trainer = status.get("trainerStatus") or {}
     assert 0 < (progress_of(status) or 0) < 100, trainer
     assert trainer == before["status"].get("trainerStatus"), (before["status"], trainer)
+    # kubectl shows where it stopped: STATE, MODE, RESTARTS, PROGRESS (and ETA with -o wide).
+    shown = installed.plane.kubectl("get", "mxjobs", "-n", name, "-o", "wide").stdout
+    row = rf"^{name}\s+Running\s+MXTrain\s+0\s+{progress_of(status)}\s"
+    assert re.search(row, shown, re.MULTILINE), shown
     figures.record(
         table="hang", case=f"{STOPPED}, no deadline",
         still_running_after_stop_s=round(time.monotonic() - stopped, 1),

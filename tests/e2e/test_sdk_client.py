@@ -29,6 +29,7 @@ from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import RunningOperator
 from localkube.scenarios.demo import examples_kubelet, pod_log
 from localkube.scenarios.jobwatch import EXAMPLES, load_job
+from tests.e2e.progress_wiring import STATUS_MOUNT, status_env, status_volume
 
 SDK_PYTHON = PROJECT_ROOT / ".venv-sdk" / "bin" / "python"
 DRIVER = Path(__file__).parent / "sdk" / "driver.py"
@@ -133,6 +134,18 @@ def test_the_job_built_from_sdk_models_is_the_cpu_train_example(sdk_run: SdkRun)
     assert sdk_run.report["steps"]["sent"] == example_as_sent(sdk_run.ports)
 
 
+def assert_progress_wiring(job: dict[str, Any], namespace: str) -> None:
+    """Every replica's template carries what admission wrote for progress reports, once: the
+    SDK's models (kubernetes' V1PodTemplateSpec) keep it through a read and a write back."""
+    for rtype, replica in job["spec"]["mxReplicaSpecs"].items():
+        pod = replica["template"]["spec"]
+        (mxnet,) = pod["containers"]
+        progress = [e for e in mxnet["env"] if e["name"].startswith("MXJOB_STATUS_")]
+        assert progress == mxnet["env"][-3:] == status_env(namespace, JOB), rtype
+        assert mxnet["volumeMounts"] == [STATUS_MOUNT], rtype
+        assert pod["volumes"] == [status_volume(JOB)], rtype
+
+
 def test_create_job_is_admitted_and_get_job_reads_it_back_defaulted(sdk_run: SdkRun) -> None:
     sdk_run.result("create_job")
     job = sdk_run.result("get_job")
@@ -140,6 +153,7 @@ def test_create_job_is_admitted_and_get_job_reads_it_back_defaulted(sdk_run: Sdk
     assert job["spec"]["jobMode"] == "MXTrain"  # the SDK sent "", as training-operator allowed
     assert set(job["spec"]["mxReplicaSpecs"]) == set(REPLICA_TYPES)
     assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
+    assert_progress_wiring(job, sdk_run.namespace)
 
 
 def test_list_jobs_returns_the_job(sdk_run: SdkRun) -> None:
@@ -196,6 +210,7 @@ def test_update_job_sends_the_read_job_back_with_an_annotation_and_a_ttl(
     assert job["metadata"]["annotations"]["example.com/updated-by"] == "kubeflow-sdk"
     assert job["spec"]["runPolicy"]["ttlSecondsAfterFinished"] == 3600
     assert job["status"]["conditions"] == sdk_run.result("get_job_conditions")
+    assert_progress_wiring(job, sdk_run.namespace)
 
 
 def test_delete_job_removes_the_job_and_its_pods(sdk_run: SdkRun) -> None:

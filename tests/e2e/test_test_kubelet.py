@@ -197,3 +197,64 @@ def test_manual_mode_drives_running_restart_exit_and_eviction(api: Api, namespac
     ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True"
     api.request("DELETE", f"/api/v1/nodes/manual-{namespace}")
+
+
+def test_exec_mode_binds_a_pods_api_volumes_at_their_mount_paths_once_they_can_be_made(
+    api: Api, namespace: str, exec_kubelet: TestKubelet
+) -> None:
+    """A job pod's process reads its ConfigMap and its projected token at the mount paths, as in
+    a container; a volume whose ConfigMap is missing keeps the pod waiting until it is made, and
+    an optional one is simply absent. The host sees none of the files."""
+    settings, status = "/etc/localkube-test-settings", "/var/run/secrets/localkube.test"
+    script = "\n".join(
+        [
+            "import os, pathlib",
+            f"print(pathlib.Path('{settings}/level').read_text())",
+            f"print(sorted(os.listdir('{status}')))",
+            f"print(len(pathlib.Path('{status}/token').read_text().split('.')))",
+            "try:",
+            f"    open('{status}/x', 'w')",
+            "except OSError as error:",
+            "    print(error.strerror)",
+        ]
+    )
+    pod = _pod(namespace, "mounts", ["python", "-u", "-c", script])
+    pod["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "settings", "mountPath": settings},
+        {"name": "status", "mountPath": status, "readOnly": True},
+    ]
+    pod["spec"]["volumes"] = [
+        {"name": "settings", "configMap": {"name": "settings"}},
+        {
+            "name": "status",
+            "projected": {
+                "sources": [
+                    {"serviceAccountToken": {"audience": "localkube.test", "path": "token"}},
+                    {"configMap": {"name": "absent", "optional": True}},
+                ]
+            },
+        },
+    ]
+    api.request("POST", f"/api/v1/namespaces/{namespace}/pods", body=pod)
+    waiting = wait_for(
+        "the pod to wait for its ConfigMap",
+        lambda: api.request("GET", f"/api/v1/namespaces/{namespace}/pods/mounts"),
+        lambda found: (
+            "waiting" in _main_status(found).get("state", {})
+            if found.get("status", {}).get("containerStatuses")
+            else False
+        ),
+        timeout=30,
+    )
+    assert _main_status(waiting)["state"]["waiting"]["reason"] == "ContainerCreating"
+    assert "'settings' not found" in _main_status(waiting)["state"]["waiting"]["message"]
+    config_map = {"metadata": {"name": "settings"}, "data": {"level": "high"}}
+    api.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=config_map)
+    done = _wait_for_phase(api, namespace, "mounts", {"Succeeded", "Failed"})
+    assert exec_kubelet.exec_settings is not None
+    log = (exec_kubelet.exec_settings.log_dir / f"{namespace}_mounts.log").read_text()
+    assert done["status"]["phase"] == "Succeeded", log
+    # The token is a JWT (three parts); the mount marked read-only refuses a write.
+    assert log.splitlines() == ["high", "['token']", "3", "Read-only file system"], log
+    assert not Path(settings, "level").exists()
+    assert not Path(status, "token").exists()

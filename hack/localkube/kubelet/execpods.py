@@ -162,6 +162,7 @@ class ExecPods:
                 namespace, name, exit_code=code, reason="StartError", message=str(error)
             )
             hostsfile.remove(self.settings.hosts_file, owner=f"{namespace}/{name}")
+            self.profile.release(pod["metadata"]["uid"])  # its volume files, token included
             return
         self.transitions.start(namespace, name)
         self.processes.watch(running, self._on_exit)
@@ -187,13 +188,16 @@ class ExecPods:
         *,
         timeout: float = 60,
     ) -> None:
-        """Retry each second while its volumes or env cannot be made (the pod shows why)."""
+        """Retry each second while its volumes or env cannot be made (the pod shows why); a pod
+        given up on (deleted, or still waiting at ``timeout``) leaves no files or address."""
         uid = pod["metadata"]["uid"]
+        started = False
         try:
             deadline = time.monotonic() + timeout
             while not self.stopping.is_set():
                 try:
                     start(pod)
+                    started = True
                     return
                 except (VolumeError, PodEnvError) as error:
                     reason = (
@@ -215,6 +219,8 @@ class ExecPods:
                     if pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
                         return
         finally:
+            if not started:
+                self.profile.release(uid)
             with self._lock:
                 self._starting.discard(uid)
 

@@ -291,8 +291,13 @@ class LocalOperator:
         """Idempotent: start what is not running, leave what runs alone.
 
         ``progress_port``: the controller serves progress reports on ``127.0.0.1:<port>`` (a
-        running controller serving another port is restarted); None: on any free port.
+        running controller serving another port is restarted); None: on any free port. That
+        port taken by another program is an :class:`OperatorError` naming it, raised before
+        anything starts (the controller would fail to listen).
         """
+        wanted = with_controller and not self._controller_as_asked(self.state(), progress_port)
+        if wanted and progress_port is not None:
+            _ensure_loopback_port_free(progress_port)
         self.plane.up()
         self.dir.mkdir(parents=True, exist_ok=True)
         state = self.state()
@@ -303,27 +308,25 @@ class LocalOperator:
         self._ensure_certs()
         self.install_crd(webhook_port=state.webhook_port)
         self.register_webhooks(webhook_port=state.webhook_port)
-        if with_controller:
-            self._ensure_controller(state, progress_port=progress_port)
+        if wanted:
+            processes.stop_process(state.controller_pid)
+            extra = ["--leader-elect"]
+            extra += self.progress_args(progress_port) if progress_port is not None else []
+            process, state.controller_metrics_port, state.controller_health_port = (
+                self.start_controller(*extra)
+            )
+            state.controller_pid = process.pid
+            state.controller_progress_port = progress_port or 0
         self._save(state)
         return state
 
-    def _ensure_controller(self, state: OperatorState, *, progress_port: int | None) -> None:
-        """Start the controller unless one runs as asked; a port taken by another program is an
-        :class:`OperatorError` naming it (the controller would otherwise fail to listen)."""
-        running = processes.running(state.controller_pid)
-        if running and progress_port in (None, state.controller_progress_port):
-            return
-        processes.stop_process(state.controller_pid)
-        extra = ["--leader-elect"]
-        if progress_port is not None:
-            _ensure_loopback_port_free(progress_port)
-            extra += self.progress_args(progress_port)
-        process, state.controller_metrics_port, state.controller_health_port = (
-            self.start_controller(*extra)
+    @staticmethod
+    def _controller_as_asked(state: OperatorState, progress_port: int | None) -> bool:
+        """A controller runs, serving progress on ``progress_port`` if one is asked for."""
+        return processes.running(state.controller_pid) and progress_port in (
+            None,
+            state.controller_progress_port,
         )
-        state.controller_pid = process.pid
-        state.controller_progress_port = progress_port or 0
 
     def record_kubelet(self, pid: int, *, module: str) -> None:
         """Keep the background test kubelet's pid and the module it runs as, for

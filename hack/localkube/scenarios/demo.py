@@ -3,7 +3,14 @@
 ``python -m localkube.scenarios.demo [--job FILE]`` starts what ``make dev-up`` starts (control
 plane, CRD, webhook over TLS, controller), runs an exec-mode test kubelet so the job's pods become
 real local processes, applies the example with the real ``kubectl``, and shows the job's state, each
-replica's phase and the pods' output while it runs. It exits 0 when the MXJob Succeeded.
+replica's phase, the pods' output and the job's progress while it runs. It exits 0 when the MXJob
+Succeeded.
+
+The progress is reported as in a cluster: the kubelet gives each pod the token and CA of its
+``mxjob-status`` volume at the mount path (:mod:`localkube.kubelet.jobmounts`) and points the
+progress Service's name at 127.0.0.1, where this demo's controller takes the reports on the URL's
+port, 8444, with a certificate for that name (``LocalOperator.up(progress_port=...)``). Another
+demo's controller holding that port is an error naming it, before anything starts.
 
 The kubelet is a background process (:mod:`localkube.kubelet.daemon`) recorded with the
 operator's, so like the controller and the webhook it keeps running after the demo, and

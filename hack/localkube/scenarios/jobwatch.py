@@ -119,6 +119,24 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 HEARTBEAT = 15.0
 
 
+FINAL_REPORT_WAIT = 7.0
+"""Seconds the watch goes on after a job that reported Succeeded below 100 %, for its final
+report: the controller writes a job's reports at most once per 5 s (controller/progress/
+settings.py, ``write_interval``), and the last worker sends its final one as it ends, so that
+one can land after the job already Succeeded."""
+
+
+def awaits_final_report(status: dict[str, Any]) -> bool:
+    """Whether a finished job's final report may be on its way: it Succeeded, and reported, but
+    not 100 % yet. A job that never reported, or failed, is not waited for."""
+    trainer = status.get("trainerStatus")
+    return (
+        status.get("state") == "Succeeded"
+        and isinstance(trainer, dict)
+        and trainer.get("progressPercentage") != 100
+    )
+
+
 @dataclass
 class Progress:
     """Prints what changed, and a spinner with the elapsed time on a terminal.
@@ -241,11 +259,12 @@ def watch_job(
 ) -> dict[str, Any]:
     """Report state, pod phases, progress and pod output until the job finishes; return its
     status. The progress (``status.trainerStatus``) is in the live line, and a line of its own
-    whenever it changes."""
+    whenever it changes, the final report included (:data:`FINAL_REPORT_WAIT`)."""
     last_state: str | None = None
     last_progress = ""
     last_pods: dict[str, str] = {}
     deadline = time.monotonic() + timeout
+    finished_at: float | None = None
     status: dict[str, Any] = {}
     while True:
         job = api.request("GET", job_path(namespace, name))
@@ -269,9 +288,12 @@ def watch_job(
             progress.event(f"progress  | {reported}")
             last_progress = reported
         if state in ("Succeeded", "Failed"):
-            progress.done()
-            return status
-        if time.monotonic() > deadline:
+            finished_at = finished_at or time.monotonic()
+            waited = time.monotonic() - finished_at
+            if not awaits_final_report(status) or waited > FINAL_REPORT_WAIT:
+                progress.done()
+                return status
+        if finished_at is None and time.monotonic() > deadline:
             progress.done()
             progress.event(f"gave up after {timeout:.0f} s: the MXJob is still {state}")
             return status

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from localkube.base.ports import (
     is_free,
     is_listened_on,
     listening_range,
+    loopback_listeners,
     wait_released,
 )
 
@@ -85,3 +87,20 @@ def test_waiting_for_a_port_still_listened_on_names_it() -> None:
         listener.listen()
         with pytest.raises(OSError, match=f"ports \\[{port}\\] are still listened on after 0.2 s"):
             wait_released([port], timeout=0.2)
+
+
+def test_only_a_listener_in_the_way_of_an_address_counts_for_it() -> None:
+    port = free_port()
+    with socket.socket() as elsewhere:
+        elsewhere.bind(("127.0.0.2", port))  # another loopback address: 127.0.0.1 stays free
+        elsewhere.listen()
+        assert is_listened_on(port)
+        assert not is_listened_on(port, host="127.0.0.1")
+        assert loopback_listeners(port) == []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        assert is_listened_on(port, host="127.0.0.1")
+        (holder,) = loopback_listeners(port)
+        assert holder.startswith(f"pid {os.getpid()}: ")
+        assert "pytest" in holder or "python" in holder

@@ -11,6 +11,7 @@ from localkube.kubelet.profile.sandbox import (
     bind_to_pod_ip,
     in_mount_namespace,
     missing_mount_points,
+    mounted_anywhere,
     remove_empty_tree,
 )
 from localkube.kubelet.profile.volumes import Mount
@@ -124,3 +125,24 @@ def test_a_mount_over_the_checkout_binds_the_checkout_back() -> None:
     bind_back = lines.index('mount --no-canonicalize --bind "/proc/self/fd/$keep0" /tmp/ck/repo')
     assert bind_back > lines.index('mount --no-canonicalize --bind "/proc/self/fd/$fd0" /tmp')
     assert lines.index("mount -o remount,bind,ro /etc/tls") > bind_back
+
+
+def test_a_mount_point_a_running_pod_mounts_on_is_known_as_in_use(tmp_path: Path) -> None:
+    """Removing it would unmount the pod's volume: the kubelet that made it leaves it then."""
+    source, target = tmp_path / "volume", tmp_path / "run" / "secrets" / "sa"
+    source.mkdir()
+    (source / "token").write_text("t")
+    argv = in_mount_namespace([Mount(source, str(target), True)], ["sh", "-c", "echo up; cat"])
+    pod = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert pod.stdout is not None and pod.stdout.readline() == "up\n"
+        assert mounted_anywhere(target)
+        assert mounted_anywhere(tmp_path / "run")  # a mount under it counts too
+        assert not mounted_anywhere(source)  # the source is no mount point
+        assert not (target / "token").exists()  # the host sees the empty mount point only
+    finally:
+        assert pod.stdin is not None
+        pod.stdin.close()
+        pod.wait(timeout=10)
+    assert not mounted_anywhere(target)
+    assert remove_empty_tree(tmp_path / "run")
