@@ -552,3 +552,22 @@ def test_restart_scopes_and_the_disruption_policy_survive_v1beta1_both_ways() ->
     assert older["spec"]["mxReplicaSpecs"]["Worker"]["restartScope"] == "Replica"
     assert older["spec"]["backoffLimit"] == 2 and "runPolicy" not in older["spec"]
     assert convert(older, "v1") == original
+
+
+def test_progress_and_its_deadline_survive_a_v1beta1_round_trip() -> None:
+    """``runPolicy.progressDeadlineSeconds`` is v1's own, stashed; ``status.trainerStatus`` is
+    status, which v1beta1 reads as it is."""
+    found = v1({"jobMode": "MXTrain", "runPolicy": {"progressDeadlineSeconds": 600}})
+    found["status"] = {
+        "state": "Running",
+        "trainerStatus": {
+            "progressPercentage": 42,
+            "estimatedRemainingSeconds": 1800,
+            "metrics": [{"name": "loss", "value": "0.2347"}],
+            "lastUpdatedTime": "2026-12-02T06:00:00Z",
+        },
+    }
+    converted = convert(found, V1BETA1)
+    assert stash_of(converted) == {"from": V1, "runPolicy": {"progressDeadlineSeconds": 600}}
+    assert converted["status"]["trainerStatus"] == found["status"]["trainerStatus"]
+    assert convert(converted, V1) == found
