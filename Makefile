@@ -213,11 +213,13 @@ RECOVERY_CASES := tests/e2e/test_real_node_failures.py tests/e2e/test_real_node_
 	tests/e2e/test_real_node_tune_recovery.py tests/e2e/test_real_node_progress_deadline.py \
 	tests/e2e/bench_training_operator_failures.py
 bench-recovery: venv binaries node-packages images late-images-tvm-examples ## the real-node recovery cases and the same under training-operator v1.8.1 side by side (root, ~25 min); JSON in .local/bench/recovery.json, tables in docs/explanation/recovery.md
+	rm -f $(LOCAL)/bench/recovery.json
 	MXJOB_FIGURES=$(LOCAL)/bench/recovery.json $(VENV)/bin/pytest -p no:cacheprovider \
 		$(RECOVERY_CASES) $(PYTEST_ARGS)
 	$(PY) -m bench.recovery $(LOCAL)/bench/recovery.json --page docs/explanation/recovery.md
 
 bench-progress: venv binaries ## the progress endpoint flooded by 8 pods' real tokens against a real kube-apiserver (a minute); JSON in .local/bench/progress.json, the table in docs/how-to/monitor.md
+	rm -f $(LOCAL)/bench/progress.json
 	MXJOB_FIGURES=$(LOCAL)/bench/progress.json $(VENV)/bin/pytest -p no:cacheprovider \
 		tests/e2e/test_progress_endpoint.py $(PYTEST_ARGS)
 	$(PY) -m bench.recovery $(LOCAL)/bench/progress.json --page docs/how-to/monitor.md

@@ -7,6 +7,7 @@ side-by-side runs record training-operator v1.8.1's; this is the file between th
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -52,6 +53,22 @@ def write(path: Path, figures: list[Figure]) -> None:
     data = [asdict(figure) for figure in figures]
     partial.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     os.replace(partial, path)
+
+
+def add(path: Path, figures: list[Figure]) -> None:
+    """Writes ``figures`` beside the records ``path`` holds already, under a lock: make test's
+    two pytest processes (the real-node tests, the tests beside them) may both have measured,
+    and neither may lose the other's. A record of the same table, case and operator is
+    replaced; a file that is not a figures file is replaced whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            kept = read(path) if path.exists() else []
+        except ValueError:
+            kept = []
+        ours = {(f.table, f.case, f.operator) for f in figures}
+        write(path, [f for f in kept if (f.table, f.case, f.operator) not in ours] + figures)
 
 
 def read(path: Path) -> list[Figure]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.recovery_figures import OURS, Figure, Value, checked, write
+from bench.recovery_figures import OURS, Figure, Value, add, checked
 
 ENV = "MXJOB_FIGURES"
 
@@ -62,8 +62,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionfinish() -> None:
-    """Writes the records where ``MXJOB_FIGURES`` said, when it said and there are any: a
-    process that measured nothing (the tests beside the real node, in make test's runner,
-    share its environment) leaves the file to the one that did."""
+    """Adds the records to the file ``MXJOB_FIGURES`` names, when it names one and there are
+    any: make test's two pytest processes share the environment, and each keeps the other's
+    records (``bench.recovery_figures.add``)."""
     for path in TARGET if SESSION.found else ():
-        write(path, SESSION.found)
+        add(path, SESSION.found)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.recovery_figures import OURS, THEIRS, read, write
+from bench.recovery_figures import OURS, THEIRS, add, read, write
 from tests.helpers import figures as plugin
 from tests.helpers.figures import Figures
 
@@ -58,4 +58,26 @@ def test_a_session_that_recorded_nothing_leaves_the_file_alone(
     assert [f.case for f in read(target)] == ["kept"]
     plugin.SESSION.record(table="node", case="new", pods_made=2)
     plugin.pytest_sessionfinish()
-    assert [f.case for f in read(target)] == ["new"]
+    assert [f.case for f in read(target)] == ["kept", "new"]
+
+
+def test_two_processes_keep_each_other_s_records_and_a_case_measured_again_is_replaced(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "figures.json"
+    real_node = Figures(test="a")
+    real_node.record(table="hang", case="stopped", restarts=1)
+    beside = Figures(test="b")
+    beside.record(table="progress", case="flood", status_writes=4)
+    add(target, real_node.found)
+    add(target, beside.found)
+    assert [(f.table, f.case) for f in read(target)] == [("hang", "stopped"), ("progress", "flood")]
+    again = Figures(test="a")
+    again.record(table="hang", case="stopped", restarts=2)
+    add(target, again.found)
+    assert [(f.case, dict(f.values)) for f in read(target)] == [
+        ("flood", {"status_writes": 4}), ("stopped", {"restarts": 2}),
+    ]  # fmt: skip
+    target.write_text("not figures")
+    add(target, again.found)
+    assert read(target) == again.found
