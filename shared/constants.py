@@ -93,11 +93,6 @@ class SuccessPolicy(StrEnum):
 # The container whose exit code, port and env the operator owns.
 CONTAINER_NAME = "mxnet"
 PORT_NAME = "mxjob-port"
-DEFAULT_PORT = 9091
-DEFAULT_REPLICAS = 1
-DEFAULT_RESTART_POLICY = RestartPolicy.EXIT_CODE
-DEFAULT_CLEAN_POD_POLICY = CleanPodPolicy.RUNNING
-DEFAULT_BACKOFF_LIMIT = 6
 DEFAULT_TERMINATION_GRACE_SECONDS = 30
 """A pod's `terminationGracePeriodSeconds` when its spec sets none (the API server's default)."""
 MAX_TOTAL_REPLICAS = 1000

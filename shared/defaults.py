@@ -13,33 +13,55 @@ result on every pass, so a second pass changes nothing and an UPDATE that scales
 type gets fresh counts.
 
 Nothing here raises on malformed input: what cannot be defaulted is left for validation to
-report with its path.
+report with its path. A reader of a job that may be invalid asks for ``invalid_as_unset``: a
+value the field does not allow is then replaced by the default, as if unset. Validation reads
+the job so to judge names and env against the counts and ports defaulting would give
+(shared/validation.py), and the controller to act on a stored job it fails
+(controller/job/memory.py); neither result is ever stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
+from enum import StrEnum
 from typing import Any, Final
 
 from shared.constants import (
     CONTAINER_NAME,
-    DEFAULT_BACKOFF_LIMIT,
-    DEFAULT_CLEAN_POD_POLICY,
-    DEFAULT_PORT,
-    DEFAULT_REPLICAS,
-    DEFAULT_RESTART_POLICY,
     MODE_REPLICA_TYPES,
     OWNED_ENV_NAMES,
     PORT_NAME,
     RUN_POLICY_FIELDS,
+    CleanPodPolicy,
     DisruptionPolicy,
     JobMode,
+    RestartPolicy,
     RestartScope,
 )
 from shared.env import job_layout, layout_env, owned_entries
 from shared.jsontree import copy_json
 from shared.queueing import MULTIKUEUE
-from shared.spec import canonical_replica_type, job_mode, mxnet_container
+from shared.spec import (
+    NotDefaultedError,
+    canonical_replica_type,
+    is_count,
+    is_member,
+    is_port,
+    job_mode,
+    mxnet_container,
+)
+
+DEFAULT_REPLICAS: Final = 1
+"""``mxReplicaSpecs.<type>.replicas``."""
+DEFAULT_RESTART_POLICY: Final = RestartPolicy.EXIT_CODE
+"""``mxReplicaSpecs.<type>.restartPolicy``: the exit code decides (docs/reference/exit-codes)."""
+DEFAULT_PORT: Final = 9091
+"""The ``containerPort`` of the mxnet container's ``mxjob-port``."""
+DEFAULT_CLEAN_POD_POLICY: Final = CleanPodPolicy.RUNNING
+"""``runPolicy.cleanPodPolicy``: finished pods stay, for ``kubectl logs``."""
+DEFAULT_BACKOFF_LIMIT: Final = 6
+"""``runPolicy.backoffLimit``."""
 
 DEFAULT_DISRUPTION_POLICY: Final = DisruptionPolicy.IGNORE
 """``runPolicy.disruptionPolicy``: a restart a disruption caused does not count against
@@ -63,6 +85,23 @@ gets a scope for each of its types while validation reports the mode."""
 def _unset(mapping: Mapping[str, Any], key: str) -> bool:
     """Kubernetes reads a missing field, null and (for strings) "" as unset."""
     return mapping.get(key) in (None, "")
+
+
+def _wants_default(
+    mapping: Mapping[str, Any], key: str, valid: Callable[[object], bool], *, invalid_as_unset: bool
+) -> bool:
+    """Unset, or (``invalid_as_unset``) set to a value ``valid`` refuses."""
+    return _unset(mapping, key) or (invalid_as_unset and not valid(mapping[key]))
+
+
+def _count_wants_default(mapping: Mapping[str, Any], key: str, *, invalid_as_unset: bool) -> bool:
+    """A count is unset only when missing or null: "" is a wrong type validation reports."""
+    value = mapping.get(key)
+    return value is None or (invalid_as_unset and not is_count(value))
+
+
+def _member_of(kind: type[StrEnum]) -> Callable[[object], bool]:
+    return lambda value: is_member(value, kind)
 
 
 def canonicalize_replica_keys(spec: dict[str, Any]) -> None:
@@ -113,21 +152,21 @@ def place_multikueue_manager(spec: dict[str, Any], policy: dict[str, Any]) -> No
         del policy["managedBy"]
 
 
-def default_run_policy(spec: dict[str, Any]) -> None:
-    """cleanPodPolicy Running (finished pods stay for `kubectl logs`), backoffLimit 6,
-    disruptionPolicy Ignore."""
+def default_run_policy(spec: dict[str, Any], *, invalid_as_unset: bool = False) -> None:
+    """cleanPodPolicy, backoffLimit and disruptionPolicy: the DEFAULT_* above."""
     policy = spec.get("runPolicy")
     if not isinstance(policy, dict):
         return
-    if _unset(policy, "cleanPodPolicy"):
+    wants = functools.partial(_wants_default, policy, invalid_as_unset=invalid_as_unset)
+    if wants("cleanPodPolicy", _member_of(CleanPodPolicy)):
         policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY.value
-    if policy.get("backoffLimit") is None:
+    if _count_wants_default(policy, "backoffLimit", invalid_as_unset=invalid_as_unset):
         policy["backoffLimit"] = DEFAULT_BACKOFF_LIMIT
-    if _unset(policy, "disruptionPolicy"):
+    if wants("disruptionPolicy", _member_of(DisruptionPolicy)):
         policy["disruptionPolicy"] = DEFAULT_DISRUPTION_POLICY.value
 
 
-def default_container(template: dict[str, Any]) -> None:
+def default_container(template: dict[str, Any], *, invalid_as_unset: bool = False) -> None:
     """Name a sole unnamed container `mxnet`; give the mxnet container its `mxjob-port`."""
     pod_spec = template.get("spec")
     if not isinstance(pod_spec, dict):
@@ -145,23 +184,27 @@ def default_container(template: dict[str, Any]) -> None:
         ports = container["ports"] = []
     if not isinstance(ports, list):
         return
-    if not any(isinstance(p, dict) and p.get("name") == PORT_NAME for p in ports):
+    named = next((p for p in ports if isinstance(p, dict) and p.get("name") == PORT_NAME), None)
+    if named is None:
         ports.append({"name": PORT_NAME, "containerPort": DEFAULT_PORT})
+    elif invalid_as_unset and not is_port(named.get("containerPort")):
+        named["containerPort"] = DEFAULT_PORT
 
 
-def default_replica(key: str, rspec: dict[str, Any]) -> None:
-    """replicas 1, restartPolicy ExitCode, the restartScope of its type (an unknown key gets
-    none: validation rejects it), then the template's container defaults."""
-    if rspec.get("replicas") is None:
+def default_replica(key: str, rspec: dict[str, Any], *, invalid_as_unset: bool = False) -> None:
+    """replicas, restartPolicy, the restartScope of its type (an unknown key gets none:
+    validation rejects it), then the template's container defaults."""
+    wants = functools.partial(_wants_default, rspec, invalid_as_unset=invalid_as_unset)
+    if _count_wants_default(rspec, "replicas", invalid_as_unset=invalid_as_unset):
         rspec["replicas"] = DEFAULT_REPLICAS
-    if _unset(rspec, "restartPolicy"):
+    if wants("restartPolicy", _member_of(RestartPolicy)):
         rspec["restartPolicy"] = DEFAULT_RESTART_POLICY.value
     rtype = canonical_replica_type(key)
-    if rtype is not None and _unset(rspec, "restartScope"):
+    if rtype is not None and wants("restartScope", _member_of(RestartScope)):
         rspec["restartScope"] = DEFAULT_RESTART_SCOPES[rtype].value
     template = rspec.get("template")
     if isinstance(template, dict):
-        default_container(template)
+        default_container(template, invalid_as_unset=invalid_as_unset)
 
 
 def inject_env(job: dict[str, Any]) -> None:
@@ -175,7 +218,10 @@ def inject_env(job: dict[str, Any]) -> None:
     replicas = job["spec"].get("mxReplicaSpecs")
     if mode is None or not isinstance(replicas, dict):
         return
-    layout = job_layout(job)  # read once: injecting env changes none of it
+    try:
+        layout = job_layout(job)  # read once: injecting env changes none of it
+    except NotDefaultedError:
+        return  # a count or port no replica can have: validation refuses the job
     for key, rspec in replicas.items():
         rtype = canonical_replica_type(key)
         if rtype is None or rtype not in MODE_REPLICA_TYPES[mode] or not isinstance(rspec, dict):
@@ -196,30 +242,39 @@ def inject_env(job: dict[str, Any]) -> None:
         container["env"] = layout_env(layout, rtype) + kept
 
 
-def apply_defaults(job: Mapping[str, Any], *, env: bool = True) -> dict[str, Any]:
+def apply_defaults(
+    job: Mapping[str, Any], *, env: bool = True, invalid_as_unset: bool = False
+) -> dict[str, Any]:
     """The defaulted MXJob: a deep copy of `job` with every default and the owned env applied.
 
     Never modifies `job`; applying it to its own result returns an equal object. With
     ``env=False`` the owned env is left as it is: every other default, at a cost that does not
     grow with the replica counts (the env lists every replica), for a reader that needs the
     defaults of a job too large to default whole (shared.validation.replica_total_violations).
+    With ``invalid_as_unset`` a value a defaulted field does not allow (and a ``runPolicy`` that
+    is not an object) is defaulted as if unset: the job as read, never as stored (the module
+    docstring says who reads it so).
     """
     if not isinstance(job, Mapping):
         raise TypeError(f"an MXJob must be a JSON object, not {type(job).__name__}")
     result: dict[str, Any] = copy_json(dict(job))
     spec = result.get("spec")
     if not isinstance(spec, dict):
-        return result
+        if not invalid_as_unset:
+            return result
+        spec = result["spec"] = {}
     if _unset(spec, "jobMode"):
         spec["jobMode"] = JobMode.MXTRAIN.value
     canonicalize_replica_keys(spec)
+    if invalid_as_unset and not isinstance(spec.get("runPolicy", {}), dict):
+        del spec["runPolicy"]
     move_run_policy(spec)
-    default_run_policy(spec)
+    default_run_policy(spec, invalid_as_unset=invalid_as_unset)
     replicas = spec.get("mxReplicaSpecs")
     if isinstance(replicas, dict):
         for key, rspec in replicas.items():
             if isinstance(rspec, dict):
-                default_replica(key, rspec)
+                default_replica(key, rspec, invalid_as_unset=invalid_as_unset)
     if env:
         inject_env(result)
     return result

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.constants import (
-    DEFAULT_PORT,
     ENV_DMLC_NUM_SERVER,
     ENV_DMLC_NUM_WORKER,
     ENV_DMLC_PS_ROOT_PORT,
@@ -174,12 +173,18 @@ class JobLayout:
         return next((r.count for r in self.replicas if r.replica_type is replica_type), 0)
 
     def port(self, replica_type: ReplicaType) -> int:
-        found = next((r.port for r in self.replicas if r.replica_type is replica_type), None)
-        return DEFAULT_PORT if found is None else found
+        """The port of a replica type of the layout (its callers check ``count`` first)."""
+        for replica in self.replicas:
+            if replica.replica_type is replica_type:
+                return replica.port
+        raise LookupError(f"the job has no {replica_type} replicas")
 
 
 def job_layout(job: Mapping[str, Any]) -> JobLayout:
-    """The `JobLayout` of a job (malformed fields read as their defaults, as everywhere)."""
+    """The `JobLayout` of a defaulted job: its counts and ports as defaulting wrote them.
+
+    Raises shared.spec.NotDefaultedError when a replica's count or port is not set or not
+    valid (a job validation refuses)."""
     return JobLayout(
         name=job_name(job),
         mode=job_mode(job),
@@ -218,7 +223,8 @@ def _layout_mx_config(layout: JobLayout, type_name: str) -> str:
 
 
 def replica_env(job: Mapping[str, Any], replica_type: str) -> list[dict[str, Any]]:
-    """The env entries injected, in this order, into the mxnet container of `replica_type`.
+    """The env entries injected, in this order, into the mxnet container of `replica_type` of a
+    defaulted job (shared/defaults.py injects them; :func:`job_layout` says what it reads).
 
     MXJOB_REPLICA_INDEX first (everything else may refer to it); then, in MXTrain, the DMLC_*
     variables ps-lite reads, in MXTune the TVM_TRACKER_* variables TVM's RPC clients read

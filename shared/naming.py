@@ -46,8 +46,8 @@ def longest_replica_suffix(spec: object) -> str:
 def max_job_name_length(spec: object) -> int:
     """The longest job name for which every replica name of `spec` is still a DNS-1035 label.
 
-    `spec` is the job's `spec` object; replica counts that are unset or malformed count as the
-    default 1, as defaulting would make them.
+    `spec` is the `spec` of a defaulted job: validation passes the job read with
+    ``invalid_as_unset`` (shared/validation.py), so a count it reports reads as the default.
     """
     return DNS1035_LABEL_MAX_LENGTH - len(longest_replica_suffix(spec))
 

@@ -1,31 +1,29 @@
 """Typed accessors over a plain-dict MXJob.
 
-The webhook sees MXJobs straight off the wire, before anything has been checked, and the
-controller sees them after defaulting. Both need the same answers ("how many workers?", "which
-port?"), so these accessors are total: on a malformed or missing field they return what the
-job means once defaulted, and never raise. Validation reports the malformation; these functions
-only have to agree with `apply_defaults` on what the job means.
+Two kinds of reader. The structural ones (which replica types, which container, which mode, the
+run policy's optional fields) are total: the webhook walks MXJobs straight off the wire with
+them, and on a malformed field they answer "none" and never raise; validation reports the
+malformation.
 
-The readers of `restartScope` and `disruptionPolicy`, which only the controller uses, take a
-defaulted job (`shared.defaults.apply_defaults` writes both; the controller reads every job
-through it, controller/job/memory.py) and hold no default of their own: on a job without the
-field they raise :class:`NotDefaultedError`. No stored job has another value: the fields exist
-only in this operator's CRD, whose enums refuse any other, and any older schema prunes them.
+The readers of a field defaulting writes (`replicas`, `restartPolicy`, `restartScope`, the mxnet
+container's `mxjob-port`, `cleanPodPolicy`, `backoffLimit`, `disruptionPolicy`) take a defaulted
+job and hold no default of their own: every default is written once, in shared/defaults.py. On a
+job without the field, or with a value the field does not allow, they raise
+:class:`NotDefaultedError`. Their callers read jobs defaulting made: the webhook validates a job
+read through ``apply_defaults(job, env=False, invalid_as_unset=True)`` (shared/validation.py),
+and the controller reads every stored job through ``apply_defaults`` (controller/job/memory.py).
+The validity tests (:func:`is_count`, :func:`is_port`, :func:`is_member`) are the ones
+defaulting's ``invalid_as_unset`` uses, so the two cannot disagree on what a value means.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, TypedDict, TypeGuard, TypeVar, cast
+from typing import Any, Final, TypedDict, TypeGuard, TypeVar, cast
 
 from shared.constants import (
     CONTAINER_NAME,
-    DEFAULT_BACKOFF_LIMIT,
-    DEFAULT_CLEAN_POD_POLICY,
-    DEFAULT_PORT,
-    DEFAULT_REPLICAS,
-    DEFAULT_RESTART_POLICY,
     POD_START_TIMEOUT_ANNOTATION,
     PORT_NAME,
     RUN_POLICY_FIELDS,
@@ -46,17 +44,45 @@ _Value = TypeVar("_Value", bound=StrEnum)
 
 class NotDefaultedError(ValueError):
     """A reader that takes a defaulted job was given a job without the field it reads (or with
-    a value not one of the field's): defaulting (shared.defaults.apply_defaults) was skipped."""
+    a value the field does not allow): defaulting (shared.defaults.apply_defaults) was skipped,
+    or the job is invalid and was not read with ``invalid_as_unset``."""
+
+
+_READ_DEFAULTED: Final = (
+    "read a job defaulted by shared.defaults.apply_defaults (invalid_as_unset for one that may "
+    "be invalid)"
+)
+
+
+def is_member(value: object, kind: type[StrEnum]) -> bool:
+    """True for a string that is one of ``kind``'s values."""
+    return isinstance(value, str) and value in kind.__members__.values()
+
+
+def is_count(value: object) -> TypeGuard[int]:
+    """A non-negative JSON integer: what ``replicas`` and ``backoffLimit`` allow."""
+    return is_int(value) and value >= 0
+
+
+def is_port(value: object) -> TypeGuard[int]:
+    """A JSON integer from 1 to 65535: what a ``containerPort`` allows."""
+    return is_int(value) and 0 < value <= 65535
 
 
 def _defaulted(value: object, kind: type[_Value], path: str) -> _Value:
     """``value`` as a member of ``kind``, as defaulting leaves it; else NotDefaultedError."""
-    if isinstance(value, str) and value in kind.__members__.values():
-        return kind(value)
+    if is_member(value, kind):
+        return kind(cast(str, value))
     raise NotDefaultedError(
-        f"{path} is {value!r}, not one of {', '.join(m.value for m in kind)}: "
-        "read a job defaulted by shared.defaults.apply_defaults"
+        f"{path} is {value!r}, not one of {', '.join(m.value for m in kind)}: {_READ_DEFAULTED}"
     )
+
+
+def _defaulted_count(value: object, path: str) -> int:
+    """``value`` as a count, as defaulting leaves it; else NotDefaultedError."""
+    if is_count(value):
+        return value
+    raise NotDefaultedError(f"{path} is {value!r}, not an integer of at least 0: {_READ_DEFAULTED}")
 
 
 class RunPolicy(TypedDict, total=False):
@@ -143,13 +169,12 @@ def replica_spec(job: Mapping[str, Any], replica_type: str) -> dict[str, Any] | 
 
 
 def spec_replica_count(rspec: Mapping[str, Any] | None) -> int:
-    """`replicas` of one replica spec: 0 if the type is absent, 1 if unset or malformed."""
+    """`replicas` of one defaulted replica spec, 0 if the type is absent (None).
+
+    Raises NotDefaultedError when the count is not set or not a count."""
     if rspec is None:
         return 0
-    replicas = rspec.get("replicas")
-    if is_int(replicas) and replicas >= 0:
-        return replicas
-    return DEFAULT_REPLICAS
+    return _defaulted_count(rspec.get("replicas"), "spec.mxReplicaSpecs[*].replicas")
 
 
 def replica_count(job: Mapping[str, Any], replica_type: str) -> int:
@@ -185,19 +210,25 @@ def mxnet_container(template: Mapping[str, Any] | None) -> dict[str, Any] | None
 
 
 def container_port(container: Mapping[str, Any] | None) -> int:
-    """The `containerPort` of the port named `mxjob-port`, else the default 9091."""
+    """The `containerPort` of the defaulted mxnet container's port named `mxjob-port`.
+
+    Raises NotDefaultedError when there is no such container or port, or no valid number."""
     ports = as_mapping(container).get("ports")
+    number: object = None
     if isinstance(ports, list):
-        for port in ports:
-            if isinstance(port, Mapping) and port.get("name") == PORT_NAME:
-                number = port.get("containerPort")
-                if is_int(number) and 0 < number <= 65535:
-                    return number
-    return DEFAULT_PORT
+        named = (p for p in ports if isinstance(p, Mapping) and p.get("name") == PORT_NAME)
+        number = as_mapping(next(named, None)).get("containerPort")
+    if is_port(number):
+        return number
+    raise NotDefaultedError(
+        f"the {PORT_NAME} containerPort of the {CONTAINER_NAME} container is {number!r}, not "
+        f"an integer from 1 to 65535: {_READ_DEFAULTED}"
+    )
 
 
 def replica_port(job: Mapping[str, Any], replica_type: str) -> int:
-    """The port a replica type listens on: its mxnet container's `mxjob-port` (default 9091)."""
+    """The port a replica type listens on: its mxnet container's `mxjob-port`, in a defaulted
+    job (raises NotDefaultedError otherwise, as :func:`container_port`)."""
     return container_port(mxnet_container(replica_template(job, replica_type)))
 
 
@@ -220,13 +251,12 @@ def is_single_node(job: Mapping[str, Any]) -> bool:
 
 
 def restart_policy(job: Mapping[str, Any], replica_type: str) -> RestartPolicy:
-    """A replica type's restart policy (default ExitCode). Defaulting writes it; a value not one
-    of the policies reads as the default too: training-operator v1.8.1's CRD has no enum, so a
-    job it stored may carry one, and the controller reads that job to fail it for the value."""
-    policy = as_mapping(replica_spec(job, replica_type)).get("restartPolicy")
-    if isinstance(policy, str) and policy in RestartPolicy.__members__.values():
-        return RestartPolicy(policy)
-    return DEFAULT_RESTART_POLICY
+    """A replica type's `restartPolicy` in a defaulted job. Raises NotDefaultedError when it is
+    not set or not a policy: training-operator v1.8.1's CRD has no enum, so a job it stored may
+    carry another value, and the controller reads such a job with ``invalid_as_unset`` to fail
+    it (controller/job/memory.py)."""
+    value = as_mapping(replica_spec(job, replica_type)).get("restartPolicy")
+    return _defaulted(value, RestartPolicy, f"spec.mxReplicaSpecs.{replica_type}.restartPolicy")
 
 
 def restart_scope(job: Mapping[str, Any], replica_type: str) -> RestartScope:
@@ -263,17 +293,14 @@ def run_policy(job: Mapping[str, Any]) -> RunPolicy:
 
 
 def clean_pod_policy(job: Mapping[str, Any]) -> CleanPodPolicy:
-    """`runPolicy.cleanPodPolicy` (default Running)."""
+    """`runPolicy.cleanPodPolicy` of a defaulted job (raises NotDefaultedError otherwise)."""
     value = run_policy(job).get("cleanPodPolicy")
-    if isinstance(value, str) and value in CleanPodPolicy.__members__.values():
-        return CleanPodPolicy(value)
-    return DEFAULT_CLEAN_POD_POLICY
+    return _defaulted(value, CleanPodPolicy, "spec.runPolicy.cleanPodPolicy")
 
 
 def backoff_limit(job: Mapping[str, Any]) -> int:
-    """`runPolicy.backoffLimit` (default 6)."""
-    value = run_policy(job).get("backoffLimit")
-    return value if is_int(value) and value >= 0 else DEFAULT_BACKOFF_LIMIT
+    """`runPolicy.backoffLimit` of a defaulted job (raises NotDefaultedError otherwise)."""
+    return _defaulted_count(run_policy(job).get("backoffLimit"), "spec.runPolicy.backoffLimit")
 
 
 def _optional_seconds(value: object) -> int | None:

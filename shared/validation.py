@@ -7,7 +7,10 @@ length against the replica names, run-policy conflicts, owned env, immutability.
 rules only look at fields whose shape is right, so one mistake is reported once.
 
 Replica keys are matched case-insensitively, as defaulting rewrites them canonically; paths
-use the keys as the user wrote them, so the message points at their YAML.
+use the keys as the user wrote them, so the message points at their YAML. What depends on the
+counts and ports (name length, the owned env, replicas frozen while running, the total) is
+judged on the job as defaulting would make it, read with ``invalid_as_unset`` (shared/defaults.py):
+the readers of shared/spec.py hold no default of their own.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from shared.constants import (
     RestartScope,
     SuccessPolicy,
 )
+from shared.defaults import apply_defaults
 from shared.env import (
     JobLayout,
     expected_owned_env,
@@ -45,9 +49,10 @@ from shared.queueing import MULTIKUEUE, manager
 from shared.scheduling_policy import scheduling_policy_problems
 from shared.schema import VALIDATOR, conforms
 from shared.spec import (
+    NotDefaultedError,
     as_mapping,
     canonical_replica_type,
-    is_int,
+    is_count,
     is_suspended,
     job_mode,
     mxnet_container,
@@ -167,6 +172,11 @@ def _schema_violations(job: object) -> list[Violation]:
     return list(dict.fromkeys(violations))
 
 
+def _read(job: Mapping[str, Any]) -> dict[str, Any]:
+    """``job`` as the controller reads it: defaulted, an invalid value as unset, without env."""
+    return apply_defaults(job, env=False, invalid_as_unset=True)
+
+
 class _Rules:
     """The cross-field rules over a job whose owned fields have been type-checked."""
 
@@ -178,14 +188,23 @@ class _Rules:
         self.violations: list[Violation] = []
 
     @functools.cached_property
-    def replica_total_problems(self) -> list[Violation]:
-        """`replica_total_violations`, added up once: two rules need it."""
-        return replica_total_violations(self.job)
+    def reading(self) -> dict[str, Any]:
+        """The job read with its defaults (module docstring): what counts and ports come from."""
+        return _read(self.job)
 
     @functools.cached_property
-    def layout(self) -> JobLayout:
-        """What the owned env is computed from; read once, on first need."""
-        return job_layout(self.job)
+    def replica_total_problems(self) -> list[Violation]:
+        """`replica_total_violations`, added up once: two rules need it."""
+        return _replica_total_violations(self.reading)
+
+    @functools.cached_property
+    def layout(self) -> JobLayout | None:
+        """What the owned env is computed from; read once, on first need. None when a replica
+        has no port to read (no mxnet container: reported on its own)."""
+        try:
+            return job_layout(self.reading)
+        except NotDefaultedError:
+            return None
 
     def add(self, parts: Sequence[PathPart], message: str) -> None:
         self.violations.append(Violation(format_path(parts), message))
@@ -223,7 +242,7 @@ class _Rules:
             return
         if name is not None and not isinstance(name, str):
             return  # reported by the schema
-        problem = job_name_problem(name, self.spec)
+        problem = job_name_problem(name, self.reading.get("spec"))
         if problem is not None:
             self.add(["metadata", "name"], problem)
 
@@ -271,8 +290,8 @@ class _Rules:
         """
         if self.old is None or is_suspended(self.old):
             return
-        old_counts = {t: spec_replica_count(r) for t, r in replica_specs(self.old).items()}
-        new_counts = {t: spec_replica_count(r) for t, r in replica_specs(self.job).items()}
+        old_counts = {t: spec_replica_count(r) for t, r in replica_specs(_read(self.old)).items()}
+        new_counts = {t: spec_replica_count(r) for t, r in replica_specs(self.reading).items()}
         for rtype in dict.fromkeys([*old_counts, *new_counts]):
             before, after = old_counts.get(rtype, 0), new_counts.get(rtype, 0)
             if before == after:
@@ -383,8 +402,14 @@ class _Rules:
         rspec = replicas.get(key)
         if not isinstance(rspec, Mapping):
             return None
-        count = rspec.get("replicas", 1)
-        return count if is_int(count) and count >= 0 else None
+        written = rspec.get("replicas")
+        if written is not None:
+            return written if is_count(written) else None
+        # Defaulting writes the count under the key, or under its canonical spelling when that
+        # is free (shared.defaults.canonicalize_replica_keys).
+        read = as_mapping(as_mapping(self.reading.get("spec")).get("mxReplicaSpecs"))
+        found = read.get(key, read.get(str(canonical_replica_type(key))))
+        return spec_replica_count(as_mapping(found))
 
     def _exactly(self, replicas: Mapping[str, Any], key: str, wanted: int, why: str) -> None:
         count = self._count(replicas, key)
@@ -514,6 +539,7 @@ class _Rules:
             # The expected env lists every replica: with too many (reported on their own) it
             # would exhaust memory rather than tell the user anything more.
             or self.replica_total_problems
+            or self.layout is None
         ):
             return
         owned = owned_entries(env, OWNED_ENV_NAMES)
@@ -565,15 +591,14 @@ def replica_total_violations(job: Mapping[str, Any]) -> list[Violation]:
     """The one rule that must hold before defaulting may run: at most `MAX_TOTAL_REPLICAS`.
 
     Defaulting builds env whose size grows with the replica count, so a caller that defaults
-    before validating (the controller, to judge the env it owns) checks this first. Cheap: it
-    only adds up the well-formed counts.
+    before validating (the controller, to judge the env it owns) checks this first. Cheap: the
+    counts are read from the job defaulted without env, whose cost does not grow with them.
     """
-    replicas = as_mapping(as_mapping(job.get("spec")).get("mxReplicaSpecs"))
-    total = 0
-    for rspec in replicas.values():
-        count = as_mapping(rspec).get("replicas", 1)
-        if is_int(count) and count > 0:
-            total += count
+    return _replica_total_violations(_read(job))
+
+
+def _replica_total_violations(reading: Mapping[str, Any]) -> list[Violation]:
+    total = sum(spec_replica_count(rspec) for rspec in replica_specs(reading).values())
     if total <= MAX_TOTAL_REPLICAS:
         return []
     return [

@@ -17,7 +17,6 @@ from controller.job.observed import ATTEMPT_ANNOTATION
 from controller.job.ownership import owner_reference
 from controller.job.view import MXJobView
 from shared.constants import (
-    DEFAULT_PORT,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
     LABEL_OPERATOR_NAME,
@@ -29,6 +28,7 @@ from shared.constants import (
     ReplicaType,
     RestartPolicy,
 )
+from shared.defaults import DEFAULT_PORT
 from shared.jsontree import copy_json
 from shared.naming import job_role, replica_name
 from shared.spec import as_mapping

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.job.view import MXJobView, SpecReading, read_job, read_spec
+from controller.job.view import MXJobView, SpecReading, read_invalid_spec, read_job, read_spec
 from shared.defaults import apply_defaults
 from shared.spec import as_mapping
 from shared.validation import replica_total_violations, validate
@@ -77,7 +77,9 @@ class JobMemory:
         What defaulting makes of the job is validated: that is what would run, and the env the
         operator owns is stale in a stored job after scaling until defaulting recomputes it.
         Except the replica total: defaulting's env grows with it, so it is checked first, and a
-        job over it gets every default but the env (it fails without running).
+        job over it gets every default but the env (it fails without running). A job that fails
+        validation is read with its invalid values as unset (shared/defaults.py) and none of
+        its replicas: it runs none, and is failed with its violations.
         """
         uid, generation = _uid(raw), as_mapping(raw.get("metadata")).get("generation")
         with self._lock:
@@ -86,7 +88,12 @@ class JobMemory:
             too_many = replica_total_violations(raw)
             defaulted = apply_defaults(raw, env=not too_many)
             violations = tuple(str(v) for v in too_many or validate(defaulted))
-            cached = _Defaulted(uid, generation, read_spec(defaulted), violations)
+            spec = (
+                read_invalid_spec(apply_defaults(raw, env=False, invalid_as_unset=True))
+                if violations
+                else read_spec(defaulted)
+            )
+            cached = _Defaulted(uid, generation, spec, violations)
             with self._lock:
                 self._defaulted[key] = cached
         return read_job(raw, spec=cached.spec, violations=cached.violations)

@@ -44,7 +44,7 @@ from controller.job.pods import JobPods
 from controller.job.status import DEFAULT_POD_START_TIMEOUT, Outcome, compute_status
 from controller.job.tally import tally
 from controller.job.tracking import release_patch
-from controller.job.view import MXJobView, read_job
+from controller.job.view import MANAGED_BY_US, MXJobView
 from controller.job.writes import JobWriter
 from controller.runtime.client import KubeClient, NotFound, mxjobs_path
 from controller.runtime.events import EventRecorder
@@ -53,6 +53,8 @@ from controller.runtime.failpoints import STATUS_WRITTEN, Failpoints
 from controller.runtime.informers import Store
 from controller.runtime.metrics import Metrics
 from shared.apitime import format_time
+from shared.queueing import manager
+from shared.spec import as_mapping
 
 log = logging.getLogger(__name__)
 
@@ -248,5 +250,7 @@ class Reconciler:
             return None
         if not isinstance(found, dict):
             return None
-        live = read_job(found)
-        return None if live.being_deleted or not live.ours else live.uid
+        meta = as_mapping(found.get("metadata"))
+        if meta.get("deletionTimestamp") or manager(found) not in MANAGED_BY_US:
+            return None
+        return str(meta.get("uid") or "")

@@ -3,12 +3,12 @@
 An MXJob arrives as a plain dict, deep and optional, and defaulting may not have run on it (a job
 stored while the webhooks were away, or before a default was added). Its spec is read from the
 job defaulted by :func:`shared.defaults.apply_defaults`, never from the stored dict: the readers
-of ``restartScope`` and ``runPolicy.disruptionPolicy`` in :mod:`shared.spec` hold no default of
-their own. Every decision of a reconcile asks it the same few questions: which replicas, how
-many of each, what run policy (with the legacy top-level fields training-operator still
-writes), which queue, is it finished, suspended, being deleted. They are answered here, once,
-by :mod:`shared.spec` and :mod:`shared.queueing` (the parsers the webhook shares), so the rest
-of the controller reads attributes and never walks the dict again.
+of defaulted fields in :mod:`shared.spec` hold no default of their own. Every decision of a
+reconcile asks it the same few questions: which replicas, how many of each, what run policy
+(with the legacy top-level fields training-operator still writes), which queue, is it finished,
+suspended, being deleted. They are answered here, once, by :mod:`shared.spec` and
+:mod:`shared.queueing` (the parsers the webhook shares), so the rest of the controller reads
+attributes and never walks the dict again.
 
 The stored (``raw``) and defaulted dicts stay on the view for the writers that need them whole:
 the status write sends the stored job back, and a pod is built from the defaulted templates.
@@ -282,6 +282,20 @@ def read_spec(defaulted: Mapping[str, Any]) -> SpecReading:
         replicas=_replicas(defaulted),
         run_policy=_run_policy(defaulted),
         success_policy=success_policy(defaulted),
+    )
+
+
+def read_invalid_spec(reading: Mapping[str, Any]) -> SpecReading:
+    """The spec of a job validation refuses, ``reading`` being it defaulted with
+    ``invalid_as_unset``: its run policy, which says what becomes of its pods once it has
+    failed, and none of its replicas. It runs none, and a replica of it may have nothing to
+    read (no mxnet container, so no port): that may be why it is refused."""
+    return SpecReading(
+        defaulted=reading,
+        mode=job_mode(reading),
+        replicas=(),
+        run_policy=_run_policy(reading),
+        success_policy=success_policy(reading),
     )
 
 

@@ -14,7 +14,8 @@ from typing import Any
 from docgen import crd
 from docgen.api_defaults import CRD, UNSET, WEBHOOK, Defaults
 from docgen.markdown import code, codes, header, link, page, prose, table
-from shared.constants import CONTAINER_NAME, DEFAULT_PORT, PORT_NAME, V1, V1BETA1
+from shared.constants import CONTAINER_NAME, PORT_NAME, V1, V1BETA1
+from shared.defaults import DEFAULT_PORT
 
 MODULE = "hack/docgen/api_page.py"
 OBJECT_META_REFERENCE = (

@@ -8,7 +8,8 @@ classification, and the ranges are read off the result: the table cannot say one
 from __future__ import annotations
 
 from docgen.markdown import code, page, table
-from shared.constants import DEFAULT_RESTART_POLICY, RestartPolicy
+from shared.constants import RestartPolicy
+from shared.defaults import DEFAULT_RESTART_POLICY
 from shared.exitcodes import ExitClass, classify_exit, describe_exit
 
 MAX_EXIT = 255

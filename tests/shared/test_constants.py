@@ -49,14 +49,9 @@ def test_policies_are_spelled_as_in_the_api() -> None:
     assert [p.value for p in c.SuccessPolicy] == ["", "AllWorkers"]
 
 
-def test_defaults_match_the_design() -> None:
+def test_the_container_and_port_names_match_the_design() -> None:
     assert c.CONTAINER_NAME == "mxnet"
     assert c.PORT_NAME == "mxjob-port"
-    assert c.DEFAULT_PORT == 9091
-    assert c.DEFAULT_REPLICAS == 1
-    assert c.DEFAULT_RESTART_POLICY is c.RestartPolicy.EXIT_CODE
-    assert c.DEFAULT_CLEAN_POD_POLICY is c.CleanPodPolicy.RUNNING
-    assert c.DEFAULT_BACKOFF_LIMIT == 6
 
 
 def test_labels_use_the_training_operator_keys() -> None:

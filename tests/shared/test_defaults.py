@@ -180,6 +180,39 @@ def test_a_malformed_disruption_policy_is_left_for_validation() -> None:
     assert [v.path for v in validate(defaulted)] == ["spec.runPolicy.disruptionPolicy"]
 
 
+def test_invalid_values_read_as_unset_only_when_asked_and_only_invalid_ones() -> None:
+    """The controller reads a job it fails so (controller/job/memory.py), validation to judge
+    names and env (shared/validation.py); the webhook never stores such a reading."""
+    found = train_job(
+        runPolicy={"cleanPodPolicy": "Sometimes", "backoffLimit": -1, "disruptionPolicy": 3}
+    )
+    worker = replicas_of(found)["Worker"]
+    worker.update(replicas="two", restartPolicy="OnExitCode", restartScope="Pod")
+    worker["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "mxjob-port", "containerPort": 0}
+    ]
+    kept = apply_defaults(found, env=False)
+    assert kept["spec"]["runPolicy"] == found["spec"]["runPolicy"]
+    assert replicas_of(kept)["Worker"]["replicas"] == "two"
+    read = apply_defaults(found, env=False, invalid_as_unset=True)
+    assert read["spec"]["runPolicy"] == RUN_POLICY_DEFAULTS
+    read_worker = replicas_of(read)["Worker"]
+    assert (read_worker["replicas"], read_worker["restartPolicy"]) == (1, "ExitCode")
+    assert read_worker["restartScope"] == "Job"
+    assert mxnet_of(read, "Worker")["ports"] == [{"name": "mxjob-port", "containerPort": 9091}]
+    assert (
+        replicas_of(read)["Server"] == replicas_of(apply_defaults(train_job(), env=False))["Server"]
+    )
+
+
+def test_a_spec_or_run_policy_that_is_not_an_object_reads_as_empty_when_asked() -> None:
+    assert apply_defaults({"spec": 5}, invalid_as_unset=True)["spec"]["runPolicy"] == (
+        RUN_POLICY_DEFAULTS
+    )
+    read = apply_defaults(train_job(runPolicy="fast"), env=False, invalid_as_unset=True)
+    assert read["spec"]["runPolicy"] == RUN_POLICY_DEFAULTS
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shared.defaults import apply_defaults
 from shared.env import (
     REPLICA_INDEX_FIELD_PATH,
     escape_vars,
@@ -41,21 +42,27 @@ INDEX_ENTRY = {
 }
 
 
+def env_of(found: dict[str, Any], replica_type: str) -> list[dict[str, Any]]:
+    """`replica_env` of ``found`` as defaulting makes it (the env reads defaulted counts and
+    ports: shared/spec.py)."""
+    return replica_env(apply_defaults(found, env=False), replica_type)
+
+
 def pod_env(found: dict[str, Any], replica_type: str, index: int) -> dict[str, str]:
     """The env a process of pod `index` of `replica_type` sees (the test kubelet's view)."""
     labels = {"training.kubeflow.org/replica-index": str(index)}
-    return resolve_env(replica_env(found, replica_type), pod_metadata={"labels": labels})
+    return resolve_env(env_of(found, replica_type), pod_metadata={"labels": labels})
 
 
 def test_replica_index_comes_first_from_the_replica_index_label() -> None:
     assert REPLICA_INDEX_FIELD_PATH == "metadata.labels['training.kubeflow.org/replica-index']"
     for rtype in ("Scheduler", "Server", "Worker"):
-        assert replica_env(train_job(), rtype)[0] == INDEX_ENTRY
-    assert replica_env(tune_job(), "Tuner")[0] == INDEX_ENTRY
+        assert env_of(train_job(), rtype)[0] == INDEX_ENTRY
+    assert env_of(tune_job(), "Tuner")[0] == INDEX_ENTRY
 
 
 def test_train_worker_env_is_exactly_the_dmlc_set_then_mx_config() -> None:
-    env = replica_env(train_job("mnist", servers=2, workers=3), "Worker")
+    env = env_of(train_job("mnist", servers=2, workers=3), "Worker")
     assert env[:-1] == [
         INDEX_ENTRY,
         {"name": "DMLC_ROLE", "value": "worker"},
@@ -71,7 +78,7 @@ def test_train_worker_env_is_exactly_the_dmlc_set_then_mx_config() -> None:
 
 @pytest.mark.parametrize(("rtype", "role"), [("Scheduler", "scheduler"), ("Server", "server")])
 def test_scheduler_and_server_get_their_role_and_no_worker_id(rtype: str, role: str) -> None:
-    env = replica_env(train_job(), rtype)
+    env = env_of(train_job(), rtype)
     assert env_names(env) == [
         "MXJOB_REPLICA_INDEX",
         "DMLC_ROLE",
@@ -99,7 +106,7 @@ def test_worker_mx_config_after_expansion_for_index_1_is_this_json() -> None:
 
 
 def test_mx_config_in_the_template_leaves_the_index_to_expansion() -> None:
-    entries = {e["name"]: e for e in replica_env(train_job("mnist"), "Server")}
+    entries = {e["name"]: e for e in env_of(train_job("mnist"), "Server")}
     value = entries["MX_CONFIG"]["value"]
     assert value.endswith('"task":{"type":"server","index":$(MXJOB_REPLICA_INDEX)}}')
 
@@ -153,10 +160,10 @@ TRACKER_ENV = ["TVM_TRACKER_HOST", "TVM_TRACKER_PORT"]
 def test_tune_env_is_the_index_the_tracker_set_and_mx_config_with_the_tuner_server_key() -> None:
     found = tune_job("tvm", tuner_servers=2, key="rpc-key")
     client_names = ["MXJOB_REPLICA_INDEX", *TRACKER_ENV, "TVM_TRACKER_KEY", "MX_CONFIG"]
-    assert env_names(replica_env(found, "TunerServer")) == client_names
-    assert env_names(replica_env(found, "Tuner")) == client_names
+    assert env_names(env_of(found, "TunerServer")) == client_names
+    assert env_names(env_of(found, "Tuner")) == client_names
     # The tracker serves every key: it gets its own address only.
-    assert env_names(replica_env(found, "TunerTracker")) == [
+    assert env_names(env_of(found, "TunerTracker")) == [
         "MXJOB_REPLICA_INDEX",
         *TRACKER_ENV,
         "MX_CONFIG",
@@ -208,7 +215,7 @@ def test_without_a_tuner_server_key_the_tracker_key_is_empty_like_the_label() ->
 
 def test_train_replicas_get_no_tracker_env() -> None:
     for rtype in ("Scheduler", "Server", "Worker"):
-        assert not {n for n in env_names(replica_env(train_job(), rtype)) if n.startswith("TVM_")}
+        assert not {n for n in env_names(env_of(train_job(), rtype)) if n.startswith("TVM_")}
 
 
 @property_settings()
@@ -246,7 +253,7 @@ def test_labels_name_every_replica_type_with_empty_keys_without_a_tuner_server_k
 
 def test_a_dollar_in_the_tuner_server_key_survives_expansion() -> None:
     found = tune_job(key="k$(HOME)$$x")
-    env = replica_env(found, "Tuner")
+    env = env_of(found, "Tuner")
     seen = resolve_env(
         [{"name": "HOME", "value": "/root"}, *env],
         pod_metadata={"labels": {"training.kubeflow.org/replica-index": "0"}},
@@ -278,20 +285,20 @@ def test_non_canonical_keys_give_the_same_env_as_canonical_ones() -> None:
         "c", "MXTrain", {k.lower(): v for k, v in canonical["spec"]["mxReplicaSpecs"].items()}
     )
     for rtype in ("Scheduler", "Server", "Worker"):
-        assert replica_env(lower, rtype) == replica_env(canonical, rtype)
-        assert replica_env(canonical, rtype.lower()) == replica_env(canonical, rtype)
+        assert env_of(lower, rtype) == env_of(canonical, rtype)
+        assert env_of(canonical, rtype.lower()) == env_of(canonical, rtype)
 
 
 def test_a_job_without_a_valid_mode_gets_only_the_index_and_mx_config() -> None:
     found = train_job()
     found["spec"]["jobMode"] = "Bogus"
-    assert env_names(replica_env(found, "Worker")) == ["MXJOB_REPLICA_INDEX", "MX_CONFIG"]
+    assert env_names(env_of(found, "Worker")) == ["MXJOB_REPLICA_INDEX", "MX_CONFIG"]
 
 
 def test_expected_owned_env_keys_the_entries_by_name() -> None:
     found = train_job()
-    expected = expected_owned_env(job_layout(found), "Worker")
-    assert list(expected) == env_names(replica_env(found, "Worker"))
+    expected = expected_owned_env(job_layout(apply_defaults(found, env=False)), "Worker")
+    assert list(expected) == env_names(env_of(found, "Worker"))
     assert expected["DMLC_ROLE"] == {"name": "DMLC_ROLE", "value": "worker"}
 
 

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shared.constants import DNS1035_LABEL_MAX_LENGTH
+from shared.defaults import apply_defaults
 from shared.naming import (
     job_name_problem,
     job_role,
@@ -68,9 +69,10 @@ def test_max_job_name_length_ignores_replica_types_with_zero_replicas() -> None:
     assert longest_replica_suffix(spec) == "-worker-1"
 
 
-def test_max_job_name_length_counts_unset_or_malformed_replicas_as_one() -> None:
+def test_max_job_name_length_counts_unset_or_malformed_replicas_as_defaulting_reads_them() -> None:
     spec = {"mxReplicaSpecs": {"Worker": replica(None), "Server": {"replicas": "7"}}}
-    assert longest_replica_suffix(spec) == "-server-0"
+    read = apply_defaults({"spec": spec}, env=False, invalid_as_unset=True)["spec"]
+    assert longest_replica_suffix(read) == "-server-0"
 
 
 def test_max_job_name_length_of_a_malformed_spec_is_the_label_limit() -> None:

@@ -1,5 +1,5 @@
-"""shared/spec.py: accessors agree with defaulting and never raise on malformed jobs, except
-the readers of defaulted fields, which refuse a job defaulting has not been applied to."""
+"""shared/spec.py: the structural accessors never raise on malformed jobs; the readers of
+defaulted fields hold no default and refuse a job defaulting has not been applied to."""
 
 from __future__ import annotations
 
@@ -104,17 +104,21 @@ def test_an_unknown_replica_type_has_no_spec_and_no_pods() -> None:
     assert s.replica_spec(train_job(), "worker") == train_job()["spec"]["mxReplicaSpecs"]["Worker"]
 
 
-def test_replica_count_defaults_to_one_and_is_zero_for_an_absent_type() -> None:
-    found = job("j", "MXTrain", {"Worker": replica(None), "Server": replica(0)})
+def test_replica_count_reads_the_defaulted_count_and_is_zero_for_an_absent_type() -> None:
+    found = apply_defaults(job("j", "MXTrain", {"Worker": replica(None), "Server": replica(0)}))
     assert s.replica_count(found, "Worker") == 1
     assert s.replica_count(found, "Server") == 0
     assert s.replica_count(found, "Scheduler") == 0
 
 
 @pytest.mark.parametrize("bad", [-1, True, 2.0, "3", None])
-def test_replica_count_treats_malformed_replicas_as_the_default(bad: object) -> None:
+def test_a_malformed_count_is_refused_and_read_as_unset_only_when_asked(bad: object) -> None:
+    """No fallback in the reader: defaulting says what an unset or invalid count means."""
     found = job("j", "MXTrain", {"Worker": {"replicas": bad, "template": {}}})
-    assert s.replica_count(found, "Worker") == 1
+    with pytest.raises(s.NotDefaultedError, match=r"replicas is .*, not an integer of at least 0"):
+        s.replica_count(found, "Worker")
+    read = apply_defaults(found, env=False, invalid_as_unset=True)
+    assert s.replica_count(read, "Worker") == 1
 
 
 def test_replica_port_is_the_mxjob_port_of_the_mxnet_container() -> None:
@@ -126,18 +130,23 @@ def test_replica_port_is_the_mxjob_port_of_the_mxnet_container() -> None:
     assert s.replica_port(found, "Worker") == 9999
 
 
-def test_replica_port_ignores_sidecar_ports_and_defaults_to_9091() -> None:
+def test_replica_port_ignores_sidecar_ports_and_reads_the_port_defaulting_gave() -> None:
     sidecar = container("sidecar", ports=[{"name": "mxjob-port", "containerPort": 7777}])
     found = job("j", "MXTrain", {"Worker": replica(containers=[container(), sidecar])})
-    assert s.replica_port(found, "Worker") == 9091
-    assert s.replica_port(found, "Scheduler") == 9091
+    with pytest.raises(s.NotDefaultedError, match="mxjob-port containerPort of the mxnet"):
+        s.replica_port(found, "Worker")
+    assert s.replica_port(apply_defaults(found), "Worker") == 9091
+    with pytest.raises(s.NotDefaultedError):
+        s.replica_port(apply_defaults(found), "Scheduler")  # no such replica, no port
 
 
 @pytest.mark.parametrize("bad", ["9999", 0, 70000, True, None])
-def test_replica_port_falls_back_to_9091_for_an_invalid_number(bad: object) -> None:
+def test_an_invalid_port_is_refused_and_read_as_unset_only_when_asked(bad: object) -> None:
     ports = [{"name": "mxjob-port", "containerPort": bad}]
     found = job("j", "MXTrain", {"Worker": replica(containers=[container(ports=ports)])})
-    assert s.replica_port(found, "Worker") == 9091
+    with pytest.raises(s.NotDefaultedError, match="not an integer from 1 to 65535"):
+        s.replica_port(apply_defaults(found), "Worker")
+    assert s.replica_port(apply_defaults(found, invalid_as_unset=True), "Worker") == 9091
 
 
 def test_mxnet_container_is_found_by_name_among_several() -> None:
@@ -171,10 +180,31 @@ def test_single_node_is_an_mxtrain_job_with_only_a_worker() -> None:
     assert not s.is_single_node(job("j", "MXTune", {"Worker": replica()}))
 
 
-def test_restart_policy_defaults_to_exit_code() -> None:
+def test_restart_policy_reads_what_defaulting_wrote() -> None:
     found = job("j", "MXTrain", {"Worker": replica(restart_policy="Never"), "Server": replica()})
-    assert s.restart_policy(found, "Worker") is RestartPolicy.NEVER
-    assert s.restart_policy(found, "Server") is RestartPolicy.EXIT_CODE
+    with pytest.raises(s.NotDefaultedError, match=r"Server\.restartPolicy is None"):
+        s.restart_policy(found, "Server")
+    defaulted = apply_defaults(found)
+    assert s.restart_policy(defaulted, "Worker") is RestartPolicy.NEVER
+    assert s.restart_policy(defaulted, "Server") is RestartPolicy.EXIT_CODE
+
+
+def test_a_policy_training_operator_stored_unchecked_reads_as_unset_only_when_asked() -> None:
+    """v1.8.1's CRD has no enum for restartPolicy or cleanPodPolicy: the controller reads such a
+    job with invalid_as_unset to fail it (controller/job/memory.py)."""
+    found = train_job(runPolicy={"cleanPodPolicy": "Sometimes", "backoffLimit": -1})
+    found["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "OnExitCode"
+    defaulted = apply_defaults(found)
+    with pytest.raises(s.NotDefaultedError, match="'OnExitCode', not one of"):
+        s.restart_policy(defaulted, "Worker")
+    with pytest.raises(s.NotDefaultedError, match="'Sometimes', not one of"):
+        s.clean_pod_policy(defaulted)
+    with pytest.raises(s.NotDefaultedError, match="backoffLimit is -1"):
+        s.backoff_limit(defaulted)
+    read = apply_defaults(found, invalid_as_unset=True)
+    assert s.restart_policy(read, "Worker") is RestartPolicy.EXIT_CODE
+    assert s.clean_pod_policy(read) is CleanPodPolicy.RUNNING
+    assert s.backoff_limit(read) == 6
 
 
 @pytest.mark.parametrize(
@@ -231,10 +261,16 @@ def test_a_defaulted_field_of_another_value_is_refused_naming_the_allowed_ones()
 @property_settings(200)
 @given(valid_jobs())
 def test_the_defaulted_fields_read_on_every_defaulted_valid_job(found: dict[str, Any]) -> None:
+    """What lets the controller read a valid job's spec with no fallback (controller/job/view)."""
     defaulted = apply_defaults(found)
     assert s.disruption_policy(defaulted) in DisruptionPolicy
+    assert s.clean_pod_policy(defaulted) in CleanPodPolicy
+    assert s.backoff_limit(defaulted) >= 0
     for rtype in s.replica_specs(defaulted):
         assert s.restart_scope(defaulted, rtype) in RestartScope
+        assert s.restart_policy(defaulted, rtype) in RestartPolicy
+        assert s.replica_count(defaulted, rtype) >= 0
+        assert 0 < s.replica_port(defaulted, rtype) <= 65535
 
 
 def test_run_policy_reads_runpolicy_then_fields_still_under_spec() -> None:
@@ -242,8 +278,8 @@ def test_run_policy_reads_runpolicy_then_fields_still_under_spec() -> None:
     assert s.run_policy(found) == {"backoffLimit": 2, "cleanPodPolicy": "All"}
 
 
-def test_run_policy_accessors_apply_the_defaults() -> None:
-    found = train_job()
+def test_run_policy_accessors_read_the_defaults() -> None:
+    found = apply_defaults(train_job())
     assert s.clean_pod_policy(found) is CleanPodPolicy.RUNNING
     assert s.backoff_limit(found) == 6
     assert s.active_deadline_seconds(found) is None
@@ -271,16 +307,10 @@ def test_run_policy_accessors_read_set_values() -> None:
 
 @property_settings()
 @given(json_objects())
-def test_accessors_never_raise_on_arbitrary_json(found: dict[str, Any]) -> None:
-    for rtype in ReplicaType:
-        assert s.replica_count(found, rtype) >= 0
-        assert 0 < s.replica_port(found, rtype) <= 65535
-        assert s.restart_policy(found, rtype) in RestartPolicy
+def test_structural_accessors_never_raise_on_arbitrary_json(found: dict[str, Any]) -> None:
     assert set(s.replica_specs(found)) <= set(ReplicaType)
     assert isinstance(s.is_single_node(found), bool)
     assert set(s.run_policy(found)) <= set(RUN_POLICY_FIELDS)
-    assert s.clean_pod_policy(found) in CleanPodPolicy
-    assert s.backoff_limit(found) >= 0
     assert (s.active_deadline_seconds(found) or 0) >= 0
     assert (s.ttl_seconds_after_finished(found) or 0) >= 0
     assert isinstance(s.is_suspended(found), bool)
@@ -294,5 +324,34 @@ def test_the_defaulted_fields_read_or_refuse_arbitrary_json(found: dict[str, Any
     for rtype in ReplicaType:
         with contextlib.suppress(s.NotDefaultedError):
             assert s.restart_scope(found, rtype) in RestartScope
+        with contextlib.suppress(s.NotDefaultedError):
+            assert s.restart_policy(found, rtype) in RestartPolicy
+        with contextlib.suppress(s.NotDefaultedError):
+            assert s.replica_count(found, rtype) >= 0
+        with contextlib.suppress(s.NotDefaultedError):
+            assert 0 < s.replica_port(found, rtype) <= 65535
+    with contextlib.suppress(s.NotDefaultedError):
+        assert s.clean_pod_policy(found) in CleanPodPolicy
+    with contextlib.suppress(s.NotDefaultedError):
+        assert s.backoff_limit(found) >= 0
     with contextlib.suppress(s.NotDefaultedError):
         assert s.disruption_policy(found) in DisruptionPolicy
+
+
+@property_settings()
+@given(json_objects())
+def test_read_with_invalid_values_as_unset_any_job_gives_every_defaulted_field(
+    found: dict[str, Any],
+) -> None:
+    """How the controller reads a job it fails (controller/job/view.py, read_invalid_spec): the
+    run policy and each replica's fields always read; a port only where an mxnet container is."""
+    read = apply_defaults(found, env=False, invalid_as_unset=True)
+    assert s.clean_pod_policy(read) in CleanPodPolicy
+    assert s.backoff_limit(read) >= 0
+    assert s.disruption_policy(read) in DisruptionPolicy
+    for rtype in s.replica_specs(read):
+        assert s.replica_count(read, rtype) >= 0
+        assert s.restart_policy(read, rtype) in RestartPolicy
+        assert s.restart_scope(read, rtype) in RestartScope
+        if s.mxnet_container(s.replica_template(read, rtype)) is not None:
+            assert 0 < s.replica_port(read, rtype) <= 65535

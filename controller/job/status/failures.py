@@ -12,7 +12,8 @@ from typing import Final, Literal
 
 from controller.job.observed import PodView
 from controller.job.view import MXJobView
-from shared.constants import DEFAULT_RESTART_POLICY, RestartPolicy
+from shared.constants import RestartPolicy
+from shared.defaults import DEFAULT_RESTART_POLICY
 from shared.exitcodes import ExitClass, classify_exit, describe_exit
 
 RUNTIME_LOST_REASONS: Final = frozenset({"Unknown", "ContainerStatusUnknown"})

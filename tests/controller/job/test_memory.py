@@ -9,7 +9,7 @@ import pytest
 
 from controller.job import memory
 from controller.job.memory import JobMemory
-from shared.constants import DisruptionPolicy, RestartScope
+from shared.constants import CleanPodPolicy, DisruptionPolicy, RestartScope
 from shared.defaults import apply_defaults
 from tests.controller.samples import job, stored_before_the_new_defaults
 
@@ -58,17 +58,36 @@ def test_a_job_is_defaulted_once_per_spec_generation(monkeypatch: pytest.MonkeyP
     assert len(calls) == 2
 
 
-def test_a_job_over_the_replica_total_gets_every_default_but_the_env() -> None:
+def test_a_job_over_the_replica_total_gets_every_default_but_the_env_and_runs_no_replica() -> None:
     stored = stored_before_the_new_defaults(job())
     stored["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 2**31 - 1
     for replica in stored["spec"]["mxReplicaSpecs"].values():
         replica["template"]["spec"]["containers"][0].pop("env", None)
     view = JobMemory().view(KEY, stored)
     assert view.violations and "at most 1000 replicas" in view.violations[0]
-    assert {r.restart_scope for r in view.replicas} == {RestartScope.JOB}
+    assert view.replicas == ()
     assert view.run_policy.disruption_policy is DisruptionPolicy.IGNORE
     worker = view.defaulted["spec"]["mxReplicaSpecs"]["Worker"]
+    assert worker["restartScope"] == RestartScope.JOB.value
     assert "env" not in worker["template"]["spec"]["containers"][0]
+
+
+def test_a_job_training_operator_stored_with_values_we_refuse_is_read_to_be_failed() -> None:
+    """v1.8.1's CRD has no enums: its stored job may say restartPolicy OnExitCode or
+    cleanPodPolicy Sometimes. The controller reads it without a fallback in the readers
+    (shared/spec.py): its invalid values as unset, none of its replicas."""
+    stored = stored_before_the_new_defaults(job())
+    stored["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "OnExitCode"
+    stored["spec"]["runPolicy"] = {"cleanPodPolicy": "Sometimes", "backoffLimit": -1}
+    view = JobMemory().view(KEY, stored)
+    assert [v.split(":")[0] for v in view.violations] == [
+        "spec.mxReplicaSpecs.Worker.restartPolicy",
+        "spec.runPolicy.backoffLimit",
+        "spec.runPolicy.cleanPodPolicy",
+    ]
+    assert view.replicas == ()
+    assert view.run_policy.clean_pod_policy is CleanPodPolicy.RUNNING
+    assert view.run_policy.backoff_limit == 6
 
 
 def test_a_deleted_jobs_uid_is_kept_until_taken_once_and_outlives_forgetting() -> None:
