@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.job.observed import PodView
-from controller.job.status.counts import Counts, empty_counts, recorded, replica_statuses
+from controller.job.status.counts import Counts, empty_counts, recorded
 from controller.job.status.outcome import REPLICAS_ENDED, EventSpec, EventType, Outcome
 from controller.job.status.sync import Sync, sooner
 from controller.job.view import MXJobView
 from shared.apitime import parse_time
-from shared.conditions import ConditionType, Reason, current_state, get_condition
+from shared.conditions import ConditionType, Reason, get_condition
 from shared.constants import CleanPodPolicy, ReplicaType
 from shared.spec import as_mapping
 
@@ -124,21 +124,17 @@ def finish(
     """The job finishes now: its outcome, its pods' aftermath, its TTL."""
     sync.condition(ctype, status=True, reason=reason, message=message)
     status = sync.status
-    status["conditions"] = sync.conditions
-    status["state"] = current_state(sync.conditions)
-    status["completionTime"] = sync.stamp
-    status.setdefault("startTime", sync.stamp)
-    status["restartCount"] = sync.restarts_so_far
-    sync.record_restarts()
+    status.completion_time = sync.stamp
+    status.start_time = status.start_time or sync.stamp
+    status.restart_count = sync.restarts_so_far
     after = aftermath(
         sync.job, sync.views, completion=sync.now, now=sync.now, stop_active=stop_active
     )
-    status["replicaStatuses"] = replica_statuses(sync.job, after.counts)
+    status.replica_counts = after.counts
     event_type: EventType = "Normal" if ctype is ConditionType.SUCCEEDED else "Warning"
     sync.events.append(EventSpec(event_type, reason, message))
     ttl = sync.job.run_policy.ttl_seconds_after_finished
     return Outcome(
-        status=status,
         finished=True,
         stop_active=stop_active,
         became=ctype.value,
@@ -162,19 +158,15 @@ def _ttl_due(sync: Sync, completion: datetime.datetime) -> tuple[float | None, b
     return (None, True) if remaining <= 0 else (remaining, False)
 
 
-def follow_finished(sync: Sync) -> Outcome | None:
+def follow_finished(sync: Sync) -> Outcome:
     """A finished job's outcome is frozen; its pods are followed until they ended, its TTL runs."""
-    if not sync.job.finished:
-        return None
     status = sync.status
-    status["conditions"] = sync.conditions
-    status["state"] = current_state(sync.conditions)
-    status.setdefault("completionTime", sync.stamp)
-    failed = get_condition(sync.conditions, ConditionType.FAILED) or {}
+    status.completion_time = status.completion_time or sync.stamp
+    failed = get_condition(status.conditions, ConditionType.FAILED) or {}
     stop_active = (
         failed.get("status") == "True" and failed.get("reason") == Reason.DEADLINE_EXCEEDED
     )
-    completion = parse_time(status.get("completionTime")) or sync.now
+    completion = parse_time(status.completion_time) or sync.now
     previous = as_mapping(sync.job.status.get("replicaStatuses"))
     after = aftermath(
         sync.job,
@@ -184,10 +176,9 @@ def follow_finished(sync: Sync) -> Outcome | None:
         stop_active=stop_active,
         previous=previous,
     )
-    status["replicaStatuses"] = replica_statuses(sync.job, after.counts)
+    status.replica_counts = after.counts
     requeue_after, delete_job = _ttl_due(sync, completion)
     return Outcome(
-        status=status,
         finished=True,
         stop_active=stop_active,
         created=sync.created,

@@ -34,54 +34,66 @@ def _ignores_disruptions(sync: Sync) -> bool:
     return sync.job.run_policy.disruption_policy is DisruptionPolicy.IGNORE
 
 
-def _found_restarts(sync: Sync) -> list[tuple[PodView, RestartScope, int]]:
-    """The ends that restart something now and are not counted yet, each with what it
-    restarts and in which attempt; sets the new ``restartCount`` (``sync.needed``) and the pods
-    to recreate (those already counted too: their deletion may not have happened)."""
+def count_restarts(sync: Sync) -> None:
+    """The ends that restart something now, counted once: the new ``restartCount``
+    (``sync.needed``), the pods to recreate (those counted before too: their deletion may not
+    have happened), the disruptions among them, and their entries in ``status.restarts``."""
+    status = sync.status
     if sync.job_causes:
         sync.needed = sync.restarts_so_far + 1
-        return [(first_ended(sync.job_causes), RestartScope.JOB, sync.attempt + 1)]
-    if sync.stalled:
+        found = [(first_ended(sync.job_causes), RestartScope.JOB, status.attempt + 1)]
+    elif sync.stalled:
         sync.needed = sync.restarts_so_far + 1
-        return []
-    sync.pending = [
-        v
-        for v in sync.by_slot.values()
-        if v and not v.gone and failure_kind(sync.job, v) == "retry"
-    ]
-    recorded = recorded_pods(sync.history)
-    found = [(v, RestartScope.REPLICA, sync.attempt) for v in sync.pending if v.uid not in recorded]
-    sync.needed = sync.restarts_so_far + len(found)
-    return found
-
-
-def fail_backoff(sync: Sync) -> Outcome | None:
-    """Restarts (whole-job ones, recreations of failed pods, in-place ones) beyond
-    ``backoffLimit`` fail it; restarts caused by a disruption count only under
-    ``disruptionPolicy: Count``."""
+        found = []
+    else:
+        sync.pending = [
+            v
+            for v in sync.by_slot.values()
+            if v and not v.gone and failure_kind(sync.job, v) == "retry"
+        ]
+        recorded = recorded_pods(status.restarts)
+        found = [
+            (v, RestartScope.REPLICA, status.attempt) for v in sync.pending if v.uid not in recorded
+        ]
+        sync.needed = sync.restarts_so_far + len(found)
+    sync.found = [view for view, _, _ in found]
+    status.disruption_restarts += sum(1 for view in sync.found if view.disruption)
     ignore = _ignores_disruptions(sync)
-    found = _found_restarts(sync)
-    sync.disruptions += sum(1 for view, _, _ in found if view.disruption)
     entries = [
         history_entry(view, scope=scope, attempt=attempt, stamp=sync.stamp,
                       counted=not (ignore and view.disruption))
         for view, scope, attempt in found
     ]  # fmt: skip
     if sync.stalled:
-        entries.append(stall_entry(attempt=sync.attempt + 1, counted=True, stamp=sync.stamp))
-    sync.history = with_entries(sync.history, entries)
-    sync.limit = limit = sync.job.run_policy.backoff_limit
-    if sync.needed - (sync.disruptions if ignore else 0) <= limit:
-        return None
+        entries.append(stall_entry(attempt=status.attempt + 1, counted=True, stamp=sync.stamp))
+    status.restarts = with_entries(status.restarts, entries)
+
+
+def counted_restarts(sync: Sync) -> int:
+    """The restarts that count against ``backoffLimit``: disruptions do not under
+    ``disruptionPolicy: Ignore``."""
+    ignored = sync.status.disruption_restarts if _ignores_disruptions(sync) else 0
+    return sync.needed - ignored
+
+
+def over_backoff_limit(sync: Sync) -> bool:
+    return counted_restarts(sync) > sync.job.run_policy.backoff_limit
+
+
+def fail_backoff(sync: Sync) -> Outcome:
+    """Restarts (whole-job ones, recreations of failed pods, in-place ones) beyond
+    ``backoffLimit`` fail the job."""
+    limit = sync.job.run_policy.backoff_limit
+    restarts = f"{limit} restart{'s' if limit != 1 else ''}"
     if sync.stalled:
         message = (
             f"MXJob {sync.job.name} has failed because it reported no progress for "
             f"{sync.job.run_policy.progress_deadline_seconds} s (progressDeadlineSeconds) and "
-            f"has reached the specified backoff limit ({limit} restart{'s' if limit != 1 else ''})."
+            f"has reached the specified backoff limit ({restarts})."
         )
         return finish(sync, ConditionType.FAILED, Reason.PROGRESS_DEADLINE_EXCEEDED, message,
                       stop_active=True)  # fmt: skip
-    ended = sync.pending or [view for view, _, _ in found]
+    ended = sync.pending or sync.found
     for view in ended:
         sync.events.append(
             EventSpec("Warning", EXITED_WITH_CODE, f"{describe(view)} {exit_text(view)}.")
@@ -89,17 +101,17 @@ def fail_backoff(sync: Sync) -> Outcome | None:
     last = f"; the last: {describe(ended[-1])} {exit_text(ended[-1])}" if ended else ""
     message = (
         f"MXJob {sync.job.name} has failed because it has reached the specified backoff limit "
-        f"({limit} restart{'s' if limit != 1 else ''}){last}."
+        f"({restarts}){last}."
     )
     return finish(sync, ConditionType.FAILED, Reason.BACKOFF_LIMIT_EXCEEDED, message)
 
 
 def limit_text(sync: Sync, view: PodView | None) -> str:
     """Where the restart stands against ``backoffLimit``."""
+    limit = sync.job.run_policy.backoff_limit
     if view is not None and view.disruption and _ignores_disruptions(sync):
         return (
             f"restart {sync.needed}, caused by a disruption ({view.disruption}): not counted "
-            f"against the backoff limit of {sync.limit} (disruptionPolicy Ignore)."
+            f"against the backoff limit of {limit} (disruptionPolicy Ignore)."
         )
-    counted = sync.needed - (sync.disruptions if _ignores_disruptions(sync) else 0)
-    return f"restart {counted} of at most {sync.limit}."
+    return f"restart {counted_restarts(sync)} of at most {limit}."

@@ -16,18 +16,27 @@ from shared.apitime import parse_time
 from shared.conditions import ConditionType, Reason
 
 
-def check_deadline(sync: Sync) -> Outcome | None:
-    """``activeDeadlineSeconds`` from ``startTime``: fail when passed, else time the timer."""
+def time_deadline(sync: Sync) -> None:
+    """``activeDeadlineSeconds`` from ``startTime``: the seconds it leaves, and a timer for
+    them while some are left."""
     deadline_seconds = sync.job.run_policy.active_deadline_seconds
     if deadline_seconds is None:
-        return None
-    start = parse_time(sync.status.get("startTime")) or sync.now
-    remaining = (start + datetime.timedelta(seconds=deadline_seconds) - sync.now).total_seconds()
-    if remaining > 0:
-        sync.requeue_after = remaining
-        return None
+        return
+    start = parse_time(sync.status.start_time) or sync.now
+    end = start + datetime.timedelta(seconds=deadline_seconds)
+    sync.deadline_left = (end - sync.now).total_seconds()
+    if sync.deadline_left > 0:
+        sync.requeue_after = sync.deadline_left
+
+
+def deadline_passed(sync: Sync) -> bool:
+    return sync.deadline_left is not None and sync.deadline_left <= 0
+
+
+def fail_deadline(sync: Sync) -> Outcome:
+    """Active longer than ``activeDeadlineSeconds``: failed, every active pod stopped at once."""
     message = (
         f"MXJob {sync.job.name} has failed because it was active longer than its "
-        f"activeDeadlineSeconds ({deadline_seconds} s)."
+        f"activeDeadlineSeconds ({sync.job.run_policy.active_deadline_seconds} s)."
     )
     return finish(sync, ConditionType.FAILED, Reason.DEADLINE_EXCEEDED, message, stop_active=True)

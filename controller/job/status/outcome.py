@@ -7,7 +7,7 @@ condition reasons of :class:`shared.conditions.Reason`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from controller.job.desired import Slot
@@ -47,8 +47,9 @@ class Wait:
 class Outcome:
     """The new status of a job and what reconcile must do about it."""
 
-    status: dict[str, Any]
-    """The complete new ``status`` (without ``lastReconcileTime``, which the writer sets)."""
+    status: dict[str, Any] = field(default_factory=dict)
+    """The complete new ``status`` (without ``lastReconcileTime``, which the writer sets):
+    the typed status serialised once, by :func:`~controller.job.status.compute_status`."""
     recreate: tuple[PodView, ...] = ()
     """Failed pods to delete so that their replica is created again."""
     finished: bool = False

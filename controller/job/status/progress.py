@@ -7,11 +7,11 @@ cause a second status write (docs/how-to/write-an-mxjob.md).
 
 from __future__ import annotations
 
-from controller.job.status.counts import empty_counts, replica_statuses
+from controller.job.status.counts import empty_counts
 from controller.job.status.outcome import Outcome
 from controller.job.status.sync import Sync
 from controller.job.status.verdicts import master_slot
-from shared.conditions import ConditionType, Reason, current_state, is_true
+from shared.conditions import ConditionType, Reason, is_true
 
 
 def mark_running(sync: Sync) -> None:
@@ -26,7 +26,7 @@ def mark_running(sync: Sync) -> None:
         and everyone_up
         and master_view is not None
         and master_view.running
-        and not is_true(sync.conditions, ConditionType.RUNNING)
+        and not is_true(sync.status.conditions, ConditionType.RUNNING)
     ):
         sync.condition(
             ConditionType.RUNNING,
@@ -48,20 +48,15 @@ def progress(sync: Sync) -> Outcome:
             bucket["succeeded"] += 1
         else:
             bucket["failed"] += 1
-    status = sync.status
-    status["conditions"] = sync.conditions
-    status["state"] = current_state(sync.conditions)
-    status["restartCount"] = sync.needed
-    status["replicaStatuses"] = replica_statuses(sync.job, counts)
-    sync.record_restarts()
+    sync.status.restart_count = sync.needed
+    sync.status.replica_counts = counts
     return Outcome(
-        status=status,
         recreate=tuple(sync.pending),
         created=sync.created,
         new_restarts=sync.needed - sync.persisted_restarts,
         events=tuple(sync.events),
         requeue_after=sync.requeue_after,
         stale=tuple(sync.stale),
-        attempt=sync.attempt,
+        attempt=sync.status.attempt,
         hold_creations=bool(sync.stale),
     )

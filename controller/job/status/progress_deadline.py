@@ -24,7 +24,7 @@ from typing import Final
 from controller.job.status.outcome import EventSpec
 from controller.job.status.sync import Sync, sooner
 from shared.apitime import parse_time
-from shared.conditions import ConditionType, Reason, is_true, set_condition
+from shared.conditions import ConditionType, Reason, is_true
 from shared.constants import RestartScope
 from shared.spec import as_mapping
 
@@ -33,15 +33,16 @@ RESUMED_REPORTING: Final = "reports progress again"
 
 def last_report(sync: Sync) -> datetime.datetime | None:
     """``status.trainerStatus.lastUpdatedTime``: when the controller last took a report."""
-    return parse_time(as_mapping(sync.status.get("trainerStatus")).get("lastUpdatedTime"))
+    trainer = as_mapping(sync.status.passed_through.get("trainerStatus"))
+    return parse_time(trainer.get("lastUpdatedTime"))
 
 
 def attempt_started(sync: Sync) -> datetime.datetime | None:
     """When the running attempt began: its whole-job restart, else the job's start."""
-    for entry in reversed(sync.history):
+    for entry in reversed(sync.status.restarts):
         if entry.get("scope") == RestartScope.JOB.value and "time" in entry:
             return parse_time(entry["time"])
-    return parse_time(sync.status.get("startTime"))
+    return parse_time(sync.status.start_time)
 
 
 def check_progress(sync: Sync) -> None:
@@ -54,7 +55,7 @@ def check_progress(sync: Sync) -> None:
     started = attempt_started(sync)
     if started is not None and reported > started:
         _reporting_again(sync)
-    if not is_true(sync.conditions, ConditionType.RUNNING):
+    if not is_true(sync.status.conditions, ConditionType.RUNNING):
         return
     since = max(reported, started) if started is not None else reported
     remaining = (since + datetime.timedelta(seconds=deadline) - sync.now).total_seconds()
@@ -67,10 +68,9 @@ def check_progress(sync: Sync) -> None:
         f"(progressDeadlineSeconds): restarting it as a whole."
     )
     # Set even though it was never True: a condition False from the start is how a Deployment
-    # says the same (set_if_changed writes no other condition so).
-    sync.conditions = set_condition(
-        sync.conditions,
-        type=ConditionType.PROGRESSING,
+    # says the same (JobStatus.condition writes no other condition so).
+    sync.status.force_condition(
+        ConditionType.PROGRESSING,
         status=False,
         reason=Reason.PROGRESS_DEADLINE_EXCEEDED,
         message=message,
@@ -83,7 +83,8 @@ def _reporting_again(sync: Sync) -> None:
     """``Progressing`` True once a report came after a deadline restart (only then: a job
     that never stalled keeps no such condition)."""
     condition = next(
-        (c for c in sync.conditions if c.get("type") == ConditionType.PROGRESSING.value), None
+        (c for c in sync.status.conditions if c.get("type") == ConditionType.PROGRESSING.value),
+        None,
     )
     if condition is not None and condition.get("status") == "False":
         sync.condition(

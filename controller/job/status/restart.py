@@ -28,7 +28,7 @@ def _announce(sync: Sync, *, condition: str, event: str) -> None:
 def _restart_job(sync: Sync) -> None:
     """A ``Job``-scoped retryable end: the whole job restarts as the next attempt."""
     cause = first_ended(sync.job_causes)
-    attempt = sync.attempt + 1
+    attempt = sync.status.attempt + 1
     why = f"{describe(cause)} {exit_text(cause)}"
     sync.events.append(
         EventSpec("Warning", EXITED_WITH_CODE, f"{why}: retryable, restarting the whole job.")
@@ -44,13 +44,13 @@ def _restart_job(sync: Sync) -> None:
     # Every pod of the ended attempt goes.
     sync.pending = [v for v in sync.views if v.replica_type is not None]
     sync.stale = [*sync.stale, *sync.views]
-    sync.attempt = attempt
+    sync.status.attempt = attempt
 
 
 def _restart_stalled(sync: Sync) -> None:
     """No progress for ``progressDeadlineSeconds``: the whole job restarts as the next attempt
     (controller/job/status/progress_deadline.py), though no pod ended."""
-    attempt = sync.attempt + 1
+    attempt = sync.status.attempt + 1
     _announce(
         sync,
         condition=(
@@ -62,7 +62,7 @@ def _restart_stalled(sync: Sync) -> None:
     )
     sync.pending = [v for v in sync.views if v.replica_type is not None]
     sync.stale = [*sync.stale, *sync.views]
-    sync.attempt = attempt
+    sync.status.attempt = attempt
 
 
 def restart(sync: Sync) -> None:

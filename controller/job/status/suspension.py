@@ -8,41 +8,38 @@ does.
 
 from __future__ import annotations
 
-from controller.job.status.counts import empty_counts, replica_statuses
+from controller.job.status.counts import empty_counts
 from controller.job.status.outcome import EventSpec, Outcome
 from controller.job.status.sync import Sync
-from shared.conditions import ConditionType, Reason, current_state, is_true
+from shared.conditions import ConditionType, Reason, is_true
 
 
-def suspend(sync: Sync) -> Outcome | None:
+def suspend(sync: Sync) -> Outcome:
     """Suspended: no pods, no deadline; Running and Restarting become False."""
-    if not sync.job.suspended:
-        return None
     message = f"MXJob {sync.job.name} is suspended."
-    if not is_true(sync.conditions, ConditionType.SUSPENDED):
+    status = sync.status
+    if not is_true(status.conditions, ConditionType.SUSPENDED):
         sync.events.append(EventSpec("Normal", Reason.SUSPENDED, message))
     sync.condition(ConditionType.SUSPENDED, status=True, reason=Reason.SUSPENDED, message=message)
     for ctype in (ConditionType.RUNNING, ConditionType.RESTARTING):
-        if is_true(sync.conditions, ctype):
+        if is_true(status.conditions, ctype):
             sync.condition(ctype, status=False, reason=Reason.SUSPENDED, message=message)
-    status = sync.status
-    status["conditions"] = sync.conditions
-    status["state"] = current_state(sync.conditions)
-    status["restartCount"] = sync.restarts_so_far
-    status["replicaStatuses"] = replica_statuses(sync.job, empty_counts(sync.job))
+    status.restart_count = sync.restarts_so_far
+    status.replica_counts = empty_counts(sync.job)
     return Outcome(
-        status=status, suspended=True, created=sync.created, events=tuple(sync.events),
+        suspended=True, created=sync.created, events=tuple(sync.events),
         new_restarts=sync.restarts_so_far - sync.persisted_restarts,
     )  # fmt: skip
 
 
 def resume(sync: Sync) -> None:
     """Resuming resets ``startTime``, so the deadline counts from the resume."""
-    if is_true(sync.conditions, ConditionType.SUSPENDED):
+    status = sync.status
+    if is_true(status.conditions, ConditionType.SUSPENDED):
         message = f"MXJob {sync.job.name} is resumed."
         sync.condition(
             ConditionType.SUSPENDED, status=False, reason=Reason.RESUMED, message=message
         )
         sync.events.append(EventSpec("Normal", Reason.RESUMED, message))
-        sync.status["startTime"] = sync.stamp
-    sync.status.setdefault("startTime", sync.stamp)
+        status.start_time = sync.stamp
+    status.start_time = status.start_time or sync.stamp

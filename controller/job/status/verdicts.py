@@ -53,29 +53,31 @@ def _succeeded(job: MXJobView, by_slot: Mapping[str, PodView | None]) -> bool:
     return view is not None and view.succeeded
 
 
-def fail_invalid(sync: Sync) -> Outcome | None:
+def fail_invalid(sync: Sync) -> Outcome:
     """A job stored without passing the validating webhook, and invalid, fails at once."""
-    if not sync.job.violations:
-        return None
     message = f"MXJob {sync.job.name} is invalid: " + "; ".join(sync.job.violations)
     return finish(sync, ConditionType.FAILED, FAILED_VALIDATION_REASON, message)
 
 
-def fail_permanent(sync: Sync) -> Outcome | None:
-    """A permanent failure of any replica fails the job (checked before success), unless it
-    followed a retryable end that restarts the whole job (controller/job/recovery.py)."""
+def find_causes(sync: Sync) -> None:
+    """The ends of this attempt's replicas that decide: retryable ends of ``Job``-scoped
+    replicas (the job restarts as a whole) and permanent failures, without those that followed
+    such a restart's cause (controller/job/recovery.py)."""
     live = [v for v in sync.by_slot.values() if v and not v.gone]
+    scopes = sync.scopes
     sync.job_causes = [
         v
         for v in live
-        if failure_kind(sync.job, v) == "retry" and scope_of(sync.scopes, v) is RestartScope.JOB
+        if failure_kind(sync.job, v) == "retry" and scope_of(scopes, v) is RestartScope.JOB
     ]
     permanent = [v for v in live if failure_kind(sync.job, v) == "permanent"]
     followed = consequences(permanent, sync.job_causes)
-    permanent = [v for v in permanent if v not in followed]
-    if not permanent:
-        return None
-    for view in permanent:
+    sync.permanent = [v for v in permanent if v not in followed]
+
+
+def fail_permanent(sync: Sync) -> Outcome:
+    """A permanent failure of a replica fails the job (the rules check it before success)."""
+    for view in sync.permanent:
         sync.events.append(
             EventSpec(
                 "Warning",
@@ -83,15 +85,18 @@ def fail_permanent(sync: Sync) -> Outcome | None:
                 f"{describe(view)} {exit_text(view)}: {why_final(sync.job, view)}.",
             )
         )
-    first = permanent[0]
+    first = sync.permanent[0]
     message = f"MXJob {sync.job.name} has failed because {describe(first)} {exit_text(first)}."
     return finish(sync, ConditionType.FAILED, Reason.FAILED, message)
 
 
-def succeed(sync: Sync) -> Outcome | None:
+def succeeded(sync: Sync) -> bool:
     """The replicas that decide success have succeeded."""
-    if not _succeeded(sync.job, sync.by_slot):
-        return None
+    return _succeeded(sync.job, sync.by_slot)
+
+
+def succeed(sync: Sync) -> Outcome:
+    """The job succeeds."""
     return finish(
         sync,
         ConditionType.SUCCEEDED,

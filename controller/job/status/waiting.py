@@ -47,10 +47,10 @@ def explain_wait(sync: Sync) -> None:
     wait = None
     if not sync.job.finished:
         wait = sync.held or unschedulable(sync.views)
-    existing = get_condition(sync.conditions, ConditionType.PENDING)
+    existing = get_condition(sync.status.conditions, ConditionType.PENDING)
     if wait is None:
         if existing is not None:
-            sync.conditions = [c for c in sync.conditions if c.get("type") != ConditionType.PENDING]
+            sync.status.drop_condition(ConditionType.PENDING)
         return
     if existing is None or (existing.get("reason"), existing.get("message")) != (
         wait.reason, wait.message,
