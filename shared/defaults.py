@@ -52,6 +52,8 @@ from shared.spec import (
     mxnet_container,
 )
 
+DEFAULT_JOB_MODE: Final = JobMode.MXTRAIN
+"""``spec.jobMode``."""
 DEFAULT_REPLICAS: Final = 1
 """``mxReplicaSpecs.<type>.replicas``."""
 DEFAULT_RESTART_POLICY: Final = RestartPolicy.EXIT_CODE
@@ -264,7 +266,10 @@ def apply_defaults(
             return result
         spec = result["spec"] = {}
     if _unset(spec, "jobMode"):
-        spec["jobMode"] = JobMode.MXTRAIN.value
+        # training-operator's CRD had the field optional, its SDK always sends "", and jobs it
+        # stored may carry either. A mode that is none of the modes stays, with invalid_as_unset
+        # too: a job of no mode is judged by none.
+        spec["jobMode"] = DEFAULT_JOB_MODE.value
     canonicalize_replica_keys(spec)
     if invalid_as_unset and not isinstance(spec.get("runPolicy", {}), dict):
         del spec["runPolicy"]

@@ -78,7 +78,8 @@ SCHEMA: dict[str, Any] = {
             "type": "object",
             "required": ["mxReplicaSpecs"],
             "properties": {
-                # "" or absent: MXTrain (shared.spec.job_mode), as training-operator's SDK sends.
+                # "" or absent: MXTrain (shared.defaults.DEFAULT_JOB_MODE), as
+                # training-operator's SDK sends.
                 "jobMode": {"type": "string", "enum": ["", *(m.value for m in JobMode)]},
                 "mxReplicaSpecs": {
                     "type": "object",

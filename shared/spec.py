@@ -123,17 +123,10 @@ def job_name(job: Mapping[str, Any]) -> str:
 
 
 def job_mode(job: Mapping[str, Any]) -> JobMode | None:
-    """`spec.jobMode` if it is one of the modes, else None.
-
-    Absent, null and "" all mean MXTrain: training-operator's CRD had the field optional, its
-    SDK always sends "", and jobs it stored may carry either.
-    """
+    """`spec.jobMode` of a defaulted job if it is one of the modes, else None (no mode: the job
+    is invalid). Defaulting writes MXTrain for an unset one (shared.defaults.apply_defaults)."""
     mode = as_mapping(job.get("spec")).get("jobMode")
-    if mode is None or mode == "":
-        return JobMode.MXTRAIN
-    if isinstance(mode, str) and mode in JobMode.__members__.values():
-        return JobMode(mode)
-    return None
+    return JobMode(cast(str, mode)) if is_member(mode, JobMode) else None
 
 
 def spec_replica_specs(spec: object) -> dict[str, dict[str, Any]]:
@@ -237,17 +230,6 @@ def tuner_server_key(template: Mapping[str, Any] | None) -> str | None:
     annotations = as_mapping(as_mapping(as_mapping(template).get("metadata")).get("annotations"))
     key = annotations.get(TUNER_SERVER_KEY_ANNOTATION)
     return key if isinstance(key, str) and key else None
-
-
-def is_single_node(job: Mapping[str, Any]) -> bool:
-    """True for the MXTrain single-node form: the only replica type is Worker.
-
-    Validation additionally requires that Worker to have exactly one replica; this predicate
-    only recognises which form the user chose, so that the error can say so.
-    """
-    if job_mode(job) is not JobMode.MXTRAIN:
-        return False
-    return list(replica_specs(job)) == [ReplicaType.WORKER]
 
 
 def restart_policy(job: Mapping[str, Any], replica_type: str) -> RestartPolicy:

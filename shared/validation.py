@@ -184,7 +184,7 @@ class _Rules:
         self.job = job
         self.old = old
         self.spec = as_mapping(job.get("spec"))
-        self.mode = job_mode(job)
+        self.mode = job_mode(self.reading)
         self.violations: list[Violation] = []
 
     @functools.cached_property
@@ -273,7 +273,7 @@ class _Rules:
             return
         # Compared as modes: a job stored with jobMode "" or none (training-operator's) is an
         # MXTrain job, and may be written back as "MXTrain".
-        old_mode = job_mode(self.old)
+        old_mode = job_mode(_read(self.old))
         if old_mode is not None and self.mode is not None and self.mode is not old_mode:
             self.add(
                 ["spec", "jobMode"],

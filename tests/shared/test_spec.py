@@ -76,8 +76,9 @@ def test_job_mode_is_none_unless_one_of_the_modes(bad: dict[str, Any]) -> None:
     "unset",
     [{}, {"spec": []}, {"spec": {}}, {"spec": {"jobMode": ""}}, {"spec": {"jobMode": None}}],
 )
-def test_an_unset_job_mode_is_mxtrain(unset: dict[str, Any]) -> None:
-    assert s.job_mode(unset) is JobMode.MXTRAIN
+def test_an_unset_job_mode_reads_as_defaulting_writes_it_mxtrain(unset: dict[str, Any]) -> None:
+    assert s.job_mode(apply_defaults(unset, env=False, invalid_as_unset=True)) is JobMode.MXTRAIN
+    assert s.job_mode(unset) is None  # no fallback in the reader
 
 
 def test_replica_specs_are_keyed_canonically_in_canonical_order() -> None:
@@ -171,13 +172,6 @@ def test_tuner_server_key_is_the_non_empty_template_annotation() -> None:
     assert s.tuner_server_key({"metadata": {"annotations": {"tuner-server-key": ""}}}) is None
     assert s.tuner_server_key({"metadata": {"annotations": {"tuner-server-key": 5}}}) is None
     assert s.tuner_server_key({"metadata": []}) is None
-
-
-def test_single_node_is_an_mxtrain_job_with_only_a_worker() -> None:
-    assert s.is_single_node(single_node_job())
-    assert s.is_single_node(single_node_job(replicas=3))  # recognised; validation rejects it
-    assert not s.is_single_node(train_job())
-    assert not s.is_single_node(job("j", "MXTune", {"Worker": replica()}))
 
 
 def test_restart_policy_reads_what_defaulting_wrote() -> None:
@@ -309,7 +303,6 @@ def test_run_policy_accessors_read_set_values() -> None:
 @given(json_objects())
 def test_structural_accessors_never_raise_on_arbitrary_json(found: dict[str, Any]) -> None:
     assert set(s.replica_specs(found)) <= set(ReplicaType)
-    assert isinstance(s.is_single_node(found), bool)
     assert set(s.run_policy(found)) <= set(RUN_POLICY_FIELDS)
     assert (s.active_deadline_seconds(found) or 0) >= 0
     assert (s.ttl_seconds_after_finished(found) or 0) >= 0
