@@ -8,7 +8,7 @@ without knowing how the controller labels them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from controller.job.desired import replica_selector
 from controller.job.view import MXJobView
@@ -17,11 +17,12 @@ from shared.spec import as_mapping, is_int
 
 Counts = dict[ReplicaType, dict[str, int]]
 """Per replica type: ``active``, ``succeeded`` and ``failed`` pods."""
+COUNT_KEYS: Final = ("active", "succeeded", "failed")
 
 
 def empty_counts(job: MXJobView) -> Counts:
     """Zero pods of every replica type of the job."""
-    return {replica.type: {"active": 0, "succeeded": 0, "failed": 0} for replica in job.replicas}
+    return {replica.type: dict.fromkeys(COUNT_KEYS, 0) for replica in job.replicas}
 
 
 def replica_statuses(
@@ -30,7 +31,7 @@ def replica_statuses(
     """The ``replicaStatuses`` field: each replica type's counts and its pods' selector."""
     return {
         replica.type.value: {
-            **counts.get(replica.type, {"active": 0, "succeeded": 0, "failed": 0}),
+            **counts.get(replica.type, dict.fromkeys(COUNT_KEYS, 0)),
             "selector": replica_selector(job, replica.type),
         }
         for replica in job.replicas

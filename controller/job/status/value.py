@@ -20,11 +20,12 @@ from controller.job.recovery import (
     persisted_disruptions,
     persisted_history,
 )
-from controller.job.status.counts import Counts, replica_statuses
+from controller.job.status.counts import COUNT_KEYS, Counts, recorded, replica_statuses
 from controller.job.status.in_place import IN_PLACE_RESTARTS
 from controller.job.view import MXJobView
 from shared.conditions import ConditionType, current_state, get_condition, set_condition
-from shared.spec import is_count
+from shared.constants import ReplicaType
+from shared.spec import as_mapping, is_count
 
 OWNED: Final = frozenset(
     {
@@ -46,6 +47,15 @@ OWNED: Final = frozenset(
 
 def _time(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _counts(stored: object) -> Counts:
+    """``replicaStatuses`` as stored, its counts only (the selectors are the job's)."""
+    return {
+        rtype: {key: recorded(as_mapping(stored), rtype, key) for key in COUNT_KEYS}
+        for rtype in ReplicaType
+        if rtype.value in as_mapping(stored)
+    }
 
 
 @dataclass
@@ -83,7 +93,7 @@ class JobStatus:
             start_time=_time(stored.get("startTime")),
             completion_time=_time(stored.get("completionTime")),
             restart_count=restart_count if is_count(restart_count) else None,
-            replica_counts={},
+            replica_counts=_counts(stored.get("replicaStatuses")),
             attempt=persisted_attempt(stored),
             disruption_restarts=persisted_disruptions(stored),
             restarts=persisted_history(stored),
