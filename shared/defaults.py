@@ -193,6 +193,16 @@ def default_container(template: dict[str, Any], *, invalid_as_unset: bool = Fals
         named["containerPort"] = DEFAULT_PORT
 
 
+def replicas_as_read(rspec: Mapping[str, Any]) -> int:
+    """A replica spec's count as ``invalid_as_unset`` defaulting reads it, without a copy of
+    the job: for a reader that needs only the counts (shared.validation.replica_total_violations,
+    on every job the controller reads)."""
+    if _count_wants_default(rspec, "replicas", invalid_as_unset=True):
+        return DEFAULT_REPLICAS
+    count: int = rspec["replicas"]
+    return count
+
+
 def default_replica(key: str, rspec: dict[str, Any], *, invalid_as_unset: bool = False) -> None:
     """replicas, restartPolicy, the restartScope of its type (an unknown key gets none:
     validation rejects it), then the template's container defaults."""

@@ -36,7 +36,7 @@ from shared.constants import (
     RestartScope,
     SuccessPolicy,
 )
-from shared.defaults import apply_defaults
+from shared.defaults import apply_defaults, replicas_as_read
 from shared.env import (
     JobLayout,
     expected_owned_env,
@@ -173,8 +173,34 @@ def _schema_violations(job: object) -> list[Violation]:
 
 
 def _read(job: Mapping[str, Any]) -> dict[str, Any]:
-    """``job`` as the controller reads it: defaulted, an invalid value as unset, without env."""
-    return apply_defaults(job, env=False, invalid_as_unset=True)
+    """``job`` as the controller reads it: defaulted, an invalid value as unset, and without
+    its containers' env. No rule reads the env from it (the owned env is judged on the job as
+    sent), and in a defaulted job the env is most of what a copy would cost."""
+    return apply_defaults(_without_env(job), env=False, invalid_as_unset=True)
+
+
+def _without_env(job: Mapping[str, Any]) -> dict[str, Any]:
+    """``job`` with each replica's containers' ``env`` left out; shares every other value (the
+    caller copies it)."""
+    spec = job.get("spec")
+    replicas = as_mapping(spec).get("mxReplicaSpecs")
+    if not isinstance(replicas, Mapping):
+        return dict(job)
+    slim: dict[str, Any] = {}
+    for key, rspec in replicas.items():
+        template = as_mapping(rspec).get("template")
+        pod_spec = as_mapping(template).get("spec")
+        found = as_mapping(pod_spec).get("containers")
+        if not isinstance(found, list):
+            slim[key] = rspec
+            continue
+        containers = [
+            {k: v for k, v in c.items() if k != "env"} if isinstance(c, Mapping) else c
+            for c in found
+        ]
+        slim_spec = {**as_mapping(pod_spec), "containers": containers}
+        slim[key] = {**as_mapping(rspec), "template": {**as_mapping(template), "spec": slim_spec}}
+    return {**job, "spec": {**as_mapping(spec), "mxReplicaSpecs": slim}}
 
 
 class _Rules:
@@ -195,7 +221,7 @@ class _Rules:
     @functools.cached_property
     def replica_total_problems(self) -> list[Violation]:
         """`replica_total_violations`, added up once: two rules need it."""
-        return _replica_total_violations(self.reading)
+        return replica_total_violations(self.job)
 
     @functools.cached_property
     def layout(self) -> JobLayout | None:
@@ -591,14 +617,10 @@ def replica_total_violations(job: Mapping[str, Any]) -> list[Violation]:
     """The one rule that must hold before defaulting may run: at most `MAX_TOTAL_REPLICAS`.
 
     Defaulting builds env whose size grows with the replica count, so a caller that defaults
-    before validating (the controller, to judge the env it owns) checks this first. Cheap: the
-    counts are read from the job defaulted without env, whose cost does not grow with them.
+    before validating (the controller, to judge the env it owns) checks this first. Cheap: it
+    reads the counts as defaulting would (shared.defaults.replicas_as_read), copying nothing.
     """
-    return _replica_total_violations(_read(job))
-
-
-def _replica_total_violations(reading: Mapping[str, Any]) -> list[Violation]:
-    total = sum(spec_replica_count(rspec) for rspec in replica_specs(reading).values())
+    total = sum(replicas_as_read(rspec) for rspec in replica_specs(job).values())
     if total <= MAX_TOTAL_REPLICAS:
         return []
     return [
