@@ -68,7 +68,7 @@ def check_progress(sync: Sync) -> None:
         f"(progressDeadlineSeconds): restarting it as a whole."
     )
     # Set even though it was never True: a condition False from the start is how a Deployment
-    # says the same (JobStatus.condition writes no other condition so).
+    # says the same (JobStatus.update_condition writes no other condition so).
     sync.status.force_condition(
         ConditionType.PROGRESSING,
         status=False,

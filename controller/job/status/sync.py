@@ -76,8 +76,8 @@ class Sync:
     """The new ``restartCount``, with the restarts found now."""
 
     def condition(self, ctype: ConditionType, *, status: bool, reason: str, message: str) -> bool:
-        """Set a condition now, when something about it changes (JobStatus.condition)."""
-        return self.status.condition(
+        """Set a condition now, when something about it changes (JobStatus.update_condition)."""
+        return self.status.update_condition(
             ctype, status=status, reason=reason, message=message, now=self.stamp
         )
 

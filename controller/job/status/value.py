@@ -101,7 +101,7 @@ class JobStatus:
             passed_through={k: v for k, v in stored.items() if k not in OWNED},
         )
 
-    def condition(
+    def update_condition(
         self, ctype: ConditionType, *, status: bool, reason: str, message: str, now: str
     ) -> bool:
         """Set a condition when something about it changes; True when it did.

@@ -56,11 +56,13 @@ def test_malformed_owned_fields_read_as_unwritten() -> None:
 
 def test_a_condition_is_written_only_when_something_about_it_changes() -> None:
     found = JobStatus.read({})
-    assert not found.condition(
+    assert not found.update_condition(
         ConditionType.RUNNING, status=False, reason="X", message="m", now=STAMP
     )  # never set, not written False
-    assert found.condition(ConditionType.RUNNING, status=True, reason="R", message="m", now=STAMP)
-    assert not found.condition(
+    assert found.update_condition(
+        ConditionType.RUNNING, status=True, reason="R", message="m", now=STAMP
+    )
+    assert not found.update_condition(
         ConditionType.RUNNING, status=True, reason="R", message="m", now=STAMP
     )
     found.force_condition(
