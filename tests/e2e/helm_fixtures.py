@@ -53,6 +53,14 @@ def remove_release(plane: ControlPlane, binary: Path) -> None:
         binary, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", "--ignore-not-found",
         kubeconfig=plane.kubeconfig, check=False,
     )  # fmt: skip
+    # Helm waited for its Deployments, not for their pods, which end within their grace period
+    # (the webhook's preStop pause included). kube-controller-manager's namespace controller,
+    # finding one still running, looks again only after that whole period, so a test's cleanup
+    # ends them at once first (a user's uninstall lets them shut down).
+    plane.kubectl(
+        "delete", "pods", "--all", "-n", NAMESPACE, "--grace-period=1", "--ignore-not-found",
+        "--wait", "--timeout=60s", timeout=70, check=False,
+    )  # fmt: skip
     for kept in (("crd", CRD), ("namespace", NAMESPACE)):
         plane.kubectl(
             "delete", *kept, "--ignore-not-found", "--wait", "--timeout=120s", timeout=130,

@@ -65,8 +65,14 @@ from tests.helpers import mxjobs, pods
 from tests.helpers.waiting import wait_for
 
 # Fixture set-up and teardown count against a test's time limit: removing and installing the
-# operator on a loaded machine can take minutes.
-pytestmark = [pytest.mark.timeout(900), pytest.mark.changes_install]
+# operator on a loaded machine can take minutes. Helm is built in the background
+# (build-helm): the module runs with the other modules that change the install, so the
+# session's install is put back once for all of them (tests/e2e/real_node_fixtures.py).
+pytestmark = [
+    pytest.mark.timeout(900),
+    pytest.mark.changes_install,
+    pytest.mark.late_builds("build-helm"),
+]
 
 CRD_GROUP = "apiextensions.k8s.io/v1"
 KEEP = "helm.sh/resource-policy"

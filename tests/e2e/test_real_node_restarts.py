@@ -58,7 +58,7 @@ def train_through_a_restart(installed: InstalledCluster, figures: Figures, progr
         wait_for("the job Running", lambda: state_of(installed, namespace).get("state"),
                  lambda state: state == "Running", timeout=180)  # fmt: skip
         wait_for("worker 0 training", lambda: worker_log(installed, namespace),
-                 lambda log: "epoch 5/" in log, timeout=120)  # fmt: skip
+                 lambda log: "epoch 5/" in log, timeout=120, interval=1)  # fmt: skip
         back_after = installed.node.restart(program, down_for=3)
         assert state_of(installed, namespace).get("state") == "Running", "restarted too late"
         final = wait_for(

@@ -88,9 +88,14 @@ def tune_through_a_kill(
     try:
         job = tune_job(installed, name)
         installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
-        wait_for("the first trial", lambda: (tuner_log(installed, namespace, name),
-                                             pod_states(installed, namespace)),
-                 lambda seen: TRIAL.search(seen[0]) is not None, timeout=240)  # fmt: skip
+        try:  # the log once a second: each look is a kubectl, and TVM needs both cores
+            wait_for(
+                "the first trial", lambda: tuner_log(installed, namespace, name),
+                lambda log: TRIAL.search(log) is not None, timeout=240, interval=1,
+            )  # fmt: skip
+        except AssertionError as error:
+            error.add_note(f"the job's pods: {pod_states(installed, namespace)}")
+            raise
         killed_after = time.monotonic() - started
         assert kill_container(f"{name}-{replica}")
         final = wait_for(
