@@ -67,8 +67,9 @@ build_begin() {
 # static (CGO_ENABLED=0), -trimpath, stripped (-ldflags "-s -w", then <flags>). Its output goes to
 # stderr.
 #
-# A cold make test is CPU-bound on two cores, and Go's compiles are most of its CPU (lab notes,
-# "the CPU of a cold make test"), so the compiler does only the work a test needs:
+# A cold make test is CPU-bound on two cores, and Go's compiles are most of its CPU
+# (docs/development/lab-notes.md, "The CPU of a cold make test"), so the compiler does only the
+# work a test needs:
 # - no DWARF (-gcflags=all=-dwarf=false): the linker strips it anyway (-w);
 # - no inlining (-l), unless --inlined: the same program, built about 29 % faster (helm: 167 s of
 #   CPU against 234 s), that runs somewhat slower. What every test runs on (the control plane,
