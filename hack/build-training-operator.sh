@@ -49,6 +49,7 @@ if ((${#patches[@]})); then
   (cd "${MOD_DIR}" && go mod edit -modfile="${work}/build.mod" -replace "${MODULE}=${work}")
   modfile=(-modfile="${work}/build.mod")
 fi
-go_build --inlined "${MOD_DIR}" "${STAGING}/training-operator" "${modfile[@]}" "${MODULE}/cmd/training-operator.v1"
+go_build --inlined "${MOD_DIR}" "${STAGING}/training-operator" "${modfile[@]}" \
+  "${MODULE}/cmd/training-operator.v1"
 install_staged "${BIN_DIR}"
 build_end "${BIN_DIR}" "${BIN_DIR}/training-operator"

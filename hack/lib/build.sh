@@ -77,18 +77,18 @@ build_begin() {
 #   (kwok, training-operator) pass --inlined, so nothing measured is slowed; the third-party
 #   components and tools, which a few tests run briefly, do not.
 go_build() {
-  local ldflags="-s -w" gcflags="all=-dwarf=false -l"
+  local ldflags="-s -w" no_inlining=" -l"
   while [[ "$1" == --* ]]; do
     case "$1" in
-      --inlined) gcflags="all=-dwarf=false"; shift ;;
+      --inlined) no_inlining=""; shift ;;
       --ldflags) ldflags+=" $2"; shift 2 ;;
       *) die "go_build: unknown option $1" ;;
     esac
   done
   local dir="$1" output="$2"
   shift 2
-  (cd "${dir}" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -gcflags="${gcflags}" \
-    -ldflags "${ldflags}" -o "${output}" "$@") >&2
+  (cd "${dir}" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
+    -gcflags="all=-dwarf=false${no_inlining}" -ldflags "${ldflags}" -o "${output}" "$@") >&2
 }
 
 # install_staged <dir>: move everything in STAGING into <dir>.
