@@ -162,7 +162,7 @@ BUILD_JOBS ?= 1
 # on the build's lock (hack/lib/build.sh, the image cache's lock). A test module that needs some
 # of them names them in its late_builds marker, and runs after the others, in the order of its
 # last build (tests/helpers/late_builds.py).
-LATE_BUILDS := build-helm build-training-operator third-party-katib late-images-tvm-examples \
+LATE_BUILDS := build-helm build-kwok build-training-operator third-party-katib late-images-tvm-examples \
 	late-images-katib third-party-kueue-current late-images-kueue-current build-prometheus \
 	build-kube-network-policies build-registry build-cosign third-party-cert-manager \
 	third-party-kueue late-images-kueue third-party-volcano
@@ -171,12 +171,13 @@ builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the 
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) venv sdk-venv binaries images third-party lint typecheck
 
 # What make test needs before its first test, as two chains side by side: the compiles of the
-# control plane (the Kubernetes binaries, kwok), which keep both cores busy, and the rest (the
+# control plane (the Kubernetes binaries), which keep both cores busy, and the rest (the
 # virtualenvs, the node's packages and the images, ruff and mypy, then containerd and CoreDNS),
 # which is mostly downloads, debootstrap and one core's work until its own compile, and fills the
 # cores the Kubernetes compile leaves idle while it downloads modules and links. Each chain makes
-# its targets one after another; the two end about together (Kubernetes alone takes 450-500 s).
-TEST_COMPILES := build-kubernetes build-kwok
+# its targets one after another. kwok, which only a benchmark's smoke run and the Kueue topology
+# test need, is a late build.
+TEST_COMPILES := build-kubernetes
 TEST_PREPARATIONS := venv sdk-venv images lint typecheck build-node-binaries
 
 test-compiles:

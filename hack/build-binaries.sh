@@ -35,11 +35,11 @@ for command in "${missing[@]}"; do
   [[ "${command}" == etcd ]] || kube_pkgs+=("k8s.io/kubernetes/cmd/${command}")
 done
 if [[ ${#kube_pkgs[@]} -gt 0 ]]; then
-  go_build --inlined --ldflags "${version_flags[*]}" "${HACK_DIR}/k8s" "${STAGING}/" \
+  go_build --ldflags "${version_flags[*]}" "${HACK_DIR}/k8s" "${STAGING}/" \
     "${kube_pkgs[@]}"
 fi
 if [[ ! -x "${BIN_DIR}/etcd" ]]; then
-  go_build --inlined "${HACK_DIR}/etcd" "${STAGING}/etcd" go.etcd.io/etcd/server/v3
+  go_build "${HACK_DIR}/etcd" "${STAGING}/etcd" go.etcd.io/etcd/server/v3
 fi
 install_staged "${BIN_DIR}"
 

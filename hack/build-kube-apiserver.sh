@@ -26,7 +26,7 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   flags+=" -X ${p}.gitVersion=${VERSION} -X ${p}.gitMajor=1 -X ${p}.gitMinor=${minor}"
   flags+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=1970-01-01T00:00:00Z"
 done
-go_build --inlined --ldflags "${flags}" "${HACK_DIR}/kube-apiserver/${VERSION}" \
+go_build --ldflags "${flags}" "${HACK_DIR}/kube-apiserver/${VERSION}" \
   "${STAGING}/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 install_staged "${BIN_DIR}"
 build_end "${BIN_DIR}" "${BIN_DIR}/kube-apiserver"

@@ -13,6 +13,6 @@ BIN_DIR="${CACHE_ROOT}/kwok-${KWOK_VERSION}/bin"
 exit_if_built "${BIN_DIR}" "${BIN_DIR}/kwok"
 
 build_begin "${BIN_DIR}" kwok "building kwok ${KWOK_VERSION} into ${BIN_DIR} (first time only)"
-go_build --inlined "${HACK_DIR}/kwok" "${STAGING}/kwok" "${MODULE}/cmd/kwok"
+go_build "${HACK_DIR}/kwok" "${STAGING}/kwok" "${MODULE}/cmd/kwok"
 install_staged "${BIN_DIR}"
 build_end "${BIN_DIR}" "${BIN_DIR}/kwok"

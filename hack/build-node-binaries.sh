@@ -18,9 +18,9 @@ exit_if_built "${BIN_DIR}" "${BIN_DIR}"
 
 build_begin "${BIN_DIR}" "the real node's programs" \
   "building containerd ${CONTAINERD_VERSION} and CoreDNS ${COREDNS_VERSION} into ${BIN_DIR}"
-go_build --inlined --ldflags "-X ${CONTAINERD}/version.Version=${CONTAINERD_VERSION}" \
+go_build --ldflags "-X ${CONTAINERD}/version.Version=${CONTAINERD_VERSION}" \
   "${HACK_DIR}/containerd" "${STAGING}/" -tags "no_btrfs no_devmapper no_zfs" \
   "${CONTAINERD}/cmd/containerd" "${CONTAINERD}/cmd/containerd-shim-runc-v2" "${CONTAINERD}/cmd/ctr"
-go_build --inlined "${HACK_DIR}/coredns" "${STAGING}/coredns" github.com/coredns/coredns
+go_build "${HACK_DIR}/coredns" "${STAGING}/coredns" github.com/coredns/coredns
 install_staged "${BIN_DIR}"
 build_end "${BIN_DIR}" "${BIN_DIR}"

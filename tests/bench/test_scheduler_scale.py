@@ -100,6 +100,7 @@ def test_flatness_compares_the_largest_size_with_the_smallest() -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.late_builds("build-kwok")
 def test_a_tiny_run_goes_running_succeeded_and_cleaned_on_kwok_nodes() -> None:
     report = scheduler_scale.main(["--jobs", str(SMOKE_JOBS), "--output", "/dev/null"])
     run = report["runs"][0]

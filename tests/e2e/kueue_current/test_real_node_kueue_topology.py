@@ -38,7 +38,7 @@ from tests.helpers.waiting import wait_for
 pytestmark = [
     pytest.mark.timeout(900),
     pytest.mark.changes_install,
-    pytest.mark.late_builds("third-party-kueue-current", "late-images-kueue-current"),
+    pytest.mark.late_builds("build-kwok", "third-party-kueue-current", "late-images-kueue-current"),
 ]
 
 NAMESPACE = "kueue-topology-jobs"
