@@ -14,6 +14,10 @@ STAMP := $(VENV)/.installed-stamp
 SDK_VENV := .venv-sdk
 SDK_REQUIREMENTS := tests/e2e/sdk/requirements.txt
 SDK_STAMP := $(SDK_VENV)/.installed-stamp
+# So does cyclonedx-py, which only make release runs (hack/sbom-requirements.txt says why).
+SBOM_VENV := .venv-sbom
+SBOM_REQUIREMENTS := hack/sbom-requirements.txt
+SBOM_STAMP := $(SBOM_VENV)/.installed-stamp
 LOCAL := .local
 PYTEST_ARGS ?=
 JOB ?= examples/v1/train/mx_job_dist_cpu.yaml
@@ -25,7 +29,7 @@ DEV_ARGS ?=
 # Debian packages, containerd and CoreDNS, and the images first.
 REAL_NODE_NEEDS = $(if $(findstring --real-node,$(1)),node-packages build-node-binaries images)
 
-.PHONY: help venv sdk-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign node-packages images test-compiles test-preparations release third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd generate lint typecheck docs unit e2e test bench bench-compare bench-recovery bench-progress fuzz chaos clean
+.PHONY: help venv sdk-venv sbom-venv binaries build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign node-packages images test-compiles test-preparations release third-party builds cluster-up cluster-down dev-up dev-down demo demo-node demo-multikueue demo-gang demo-gang-50 crd generate lint typecheck docs unit e2e test bench bench-compare bench-recovery bench-progress fuzz chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -47,6 +51,14 @@ $(SDK_STAMP): $(SDK_REQUIREMENTS)
 	touch $@
 
 sdk-venv: $(SDK_STAMP) ## create .venv-sdk with kubeflow-training==1.8.1, the SDK the e2e tests drive
+
+$(SBOM_STAMP): $(SBOM_REQUIREMENTS)
+	$(PYTHON) -m venv --clear $(SBOM_VENV)
+	$(SBOM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SBOM_VENV)/bin/python -m pip install --quiet -r $(SBOM_REQUIREMENTS)
+	touch $@
+
+sbom-venv: $(SBOM_STAMP) ## create .venv-sbom with cyclonedx-bom, the SBOM tool of make release
 
 binaries: build-kubernetes build-training-operator build-kwok build-node-binaries build-helm build-prometheus build-kube-network-policies build-registry build-cosign ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, training-operator, kwok, containerd, CoreDNS, helm, prometheus, promtool, kube-network-policies, the distribution registry and cosign once per machine
 
@@ -87,7 +99,7 @@ node-packages: ## the Debian packages of the real node and the image builds (run
 images: venv node-packages ## the webhook, controller, training-example and pause images (buildah, cached per machine); root
 	@$(PY) -m localkube.images
 
-release: venv node-packages build-helm build-cosign ## push both images (by digest, cosign-signed, CycloneDX SBOM attested) and the chart to REGISTRY=<host:port/prefix> (RELEASE_CA=<its CA file>); root
+release: venv sbom-venv node-packages build-helm build-cosign ## push both images (by digest, cosign-signed, CycloneDX SBOM attested) and the chart to REGISTRY=<host:port/prefix> (RELEASE_CA=<its CA file>); root
 	@REGISTRY="$(REGISTRY)" RELEASE_CA="$(RELEASE_CA)" RELEASE_OUT="$(RELEASE_OUT)" hack/release.sh
 
 cluster-up: venv build-kubernetes ## start etcd, kube-apiserver, kube-controller-manager on loopback
@@ -178,7 +190,7 @@ builds: ## every build and check make test needs, BUILD_JOBS (1) at a time: the 
 # its targets one after another. kwok, which only a benchmark's smoke run and the Kueue topology
 # test need, is a late build.
 TEST_COMPILES := build-kubernetes
-TEST_PREPARATIONS := venv sdk-venv images lint typecheck build-node-binaries
+TEST_PREPARATIONS := venv sdk-venv sbom-venv images lint typecheck build-node-binaries
 
 test-compiles:
 	@for target in $(TEST_COMPILES); do $(MAKE) --no-print-directory "$$target" || exit; done
@@ -236,9 +248,9 @@ chaos: venv binaries ## 50 MXJobs through controller kills, API server and etcd 
 
 # clean never builds .venv only to remove it: without a finished one (no stamp, so localkube is not
 # on its path) nothing make started can be running, and there is nothing to stop.
-clean: ## stop what dev-up, demo and demo-node started (if .venv is installed), then remove .local, .venv and .venv-sdk
+clean: ## stop what dev-up, demo and demo-node started (if .venv is installed), then remove .local and the virtualenvs
 	@if [ -f $(STAMP) ]; then $(PY) -m localkube dev-down --state-dir $(LOCAL); fi
-	rm -rf $(LOCAL) $(VENV) $(SDK_VENV)
+	rm -rf $(LOCAL) $(VENV) $(SDK_VENV) $(SBOM_VENV)
 
 # Not in make test: the first run builds kube-apiserver once per release (about 6 minutes each).
 KUBE_VERSIONS ?= v1.28.15 v1.37.2

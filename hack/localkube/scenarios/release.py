@@ -49,6 +49,8 @@ OVERLAY_BASE = PROJECT_ROOT / "manifests" / "overlays" / "in-cluster"
 COSIGN_PASSWORD = "mxjob-operator-release"
 """The key pair's password (cosign encrypts the private key with it): the key stays in the
 release's output directory, so this guards nothing but cosign's prompt."""
+CYCLONEDX = PROJECT_ROOT / ".venv-sbom" / "bin" / "cyclonedx-py"
+"""``make sbom-venv``'s: not in ``.venv`` (hack/sbom-requirements.txt says why)."""
 _CHROOT_PYTHON = """#!{python}
 # The image's own interpreter, run in its root; the paths it reports, seen from the host.
 import json, subprocess, sys
@@ -136,15 +138,16 @@ def push_image(buildah: Buildah, local: str, repository: str, tag: str, *, trust
 
 def image_sbom(buildah: Buildah, local: str, output: Path, *, work: Path) -> Path:
     """The CycloneDX JSON SBOM of ``local``'s ``/opt/venv``, by ``cyclonedx-py environment``."""
+    if not CYCLONEDX.is_file():
+        raise ReleaseError(f"{CYCLONEDX} is missing: make sbom-venv installs it")
     container = buildah.run(local, "from", "from", "--pull-never", local).strip()
     try:
         root = buildah.run(local, "mount", "mount", container).strip()
         python = work / f"python-{container[:12]}"
         python.write_text(_CHROOT_PYTHON.format(python=sys.executable, root=root))
         python.chmod(0o755)
-        cyclonedx = Path(sys.executable).with_name("cyclonedx-py")
         run_step(
-            [cyclonedx, "environment", "--output-format", "JSON", "--output-file", output,
+            [CYCLONEDX, "environment", "--output-format", "JSON", "--output-file", output,
              python],
             step=f"cyclonedx-py environment of {local}",
         )  # fmt: skip
