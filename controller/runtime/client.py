@@ -291,6 +291,17 @@ class KubeClient:
             raise error_for(response.status, response.reason or "", decoded)
         return decoded
 
+    def request_text(self, path: str, *, query: Query | None = None, timeout: float = 30) -> str:
+        """GET what the API server answers with text, not JSON (a pod's ``log``), as sent; raise
+        an :class:`ApiError` when it refuses."""
+        response = self._send(
+            "GET", path, body=None, query=query, content_type=JSON, timeout=timeout
+        )
+        data: bytes = response.read()
+        if not 200 <= response.status <= 299:
+            raise error_for(response.status, response.reason or "", _decode(data))
+        return data.decode(errors="replace")
+
     def open_watch(self, path: str, *, query: Query, timeout: float = 90) -> WatchStream:
         """Start a watch request; raise an :class:`ApiError` when the server refuses it.
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from certs import CertificateAuthority
-from localkube.base.api import Api
+from localkube.base.api import Api, read_pod_log
 from localkube.kubelet.core import TestKubelet
 from localkube.plane.controlplane import ControlPlane
 from tests.helpers import mxjobs, pods
@@ -59,6 +59,18 @@ def test_the_node_advertises_the_kubelet_port_and_its_loopback_address(
     node = api.request("GET", f"/api/v1/nodes/{exec_kubelet.node_name}")
     assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == exec_kubelet.log_port
     assert {"type": "InternalIP", "address": "127.0.0.1"} in node["status"]["addresses"]
+
+
+def test_read_pod_log_reads_what_kubectl_logs_prints_and_nothing_of_a_pod_not_there(
+    api: Api, namespace: str, control_plane: ControlPlane, exec_kubelet: TestKubelet
+) -> None:
+    # A first line that parses as JSON: the log is read as text all the same.
+    _create(api, namespace, _pod("reader", "print('{\"a\": 1}')\nprint('trial 1')"))
+    _wait_for_phase(api, namespace, "reader", {"Succeeded"})
+    printed = _logs(control_plane, namespace, "reader")
+    assert printed.returncode == 0, printed.stderr
+    assert read_pod_log(api, namespace, "reader") == printed.stdout == '{"a": 1}\ntrial 1\n'
+    assert read_pod_log(api, namespace, "not-there") == ""
 
 
 def test_kubectl_logs_shows_a_finished_pods_output_whole_tailed_limited_and_timestamped(

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from localkube.base.api import read_pod_log
 from localkube.scenarios.jobwatch import DEFAULT_JOB, load_job
 from localkube.scenarios.node_demo import node_fit
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
@@ -35,8 +36,7 @@ def state_of(installed: InstalledCluster, namespace: str) -> dict[str, Any]:
 
 
 def worker_log(installed: InstalledCluster, namespace: str) -> str:
-    done = installed.plane.kubectl("logs", "-n", namespace, f"{JOB}-worker-0", check=False)
-    return str(done.stdout)
+    return read_pod_log(installed.api, namespace, f"{JOB}-worker-0")
 
 
 def longer(job: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from localkube.base.api import read_pod_log
 from localkube.scenarios.jobwatch import EXAMPLES, load_job
 from localkube.scenarios.node_demo import node_fit
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
@@ -61,8 +62,7 @@ def tune_job(installed: InstalledCluster, name: str) -> dict[str, Any]:
 
 
 def tuner_log(installed: InstalledCluster, namespace: str, name: str) -> str:
-    done = installed.plane.kubectl("logs", "-n", namespace, f"{name}-tuner-0", check=False)
-    return str(done.stdout)
+    return read_pod_log(installed.api, namespace, f"{name}-tuner-0")
 
 
 def pod_states(installed: InstalledCluster, namespace: str) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def tune_through_a_kill(
     try:
         job = tune_job(installed, name)
         installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
-        try:  # the log once a second: each look is a kubectl, and TVM needs both cores
+        try:  # the log once a second, read in this process: TVM needs both cores
             wait_for(
                 "the first trial", lambda: tuner_log(installed, namespace, name),
                 lambda log: TRIAL.search(log) is not None, timeout=240, interval=1,

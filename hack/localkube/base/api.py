@@ -14,7 +14,16 @@ import time
 from controller.runtime.client import AlreadyExists, ApiError, Conflict, Gone, NotFound
 from controller.runtime.client import KubeClient as Api
 
-__all__ = ["AlreadyExists", "Api", "ApiError", "Conflict", "Gone", "NotFound", "ensure_namespace"]
+__all__ = [
+    "AlreadyExists",
+    "Api",
+    "ApiError",
+    "Conflict",
+    "Gone",
+    "NotFound",
+    "ensure_namespace",
+    "read_pod_log",
+]
 
 
 def ensure_namespace(api: Api, name: str, *, timeout: float = 30) -> None:
@@ -36,3 +45,13 @@ def ensure_namespace(api: Api, name: str, *, timeout: float = 30) -> None:
                     f"namespace {name} has no default ServiceAccount after {timeout:g} s"
                 ) from None
             time.sleep(0.1)
+
+
+def read_pod_log(api: Api, namespace: str, pod: str) -> str:
+    """The log ``kubectl logs`` prints, read by this process's client: a test that polls a log
+    once a second would otherwise start a kubectl each time, CPU a job on the real node needs.
+    "" while there is none to read (the pod or its container not there yet, or gone)."""
+    try:
+        return api.request_text(f"/api/v1/namespaces/{namespace}/pods/{pod}/log")
+    except ApiError:
+        return ""

@@ -115,10 +115,10 @@ def test_the_labels_are_those_of_the_paths_the_controller_writes() -> None:
 
 class _Server(ThreadingHTTPServer):
     """A local API server that answers every request with ``answers[(method, path)]`` (status
-    and JSON body), 200 ``{}`` by default, and remembers what it was sent."""
+    and JSON body, or text as bytes), 200 ``{}`` by default, and remembers what it was sent."""
 
     def __init__(self) -> None:
-        self.answers: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
+        self.answers: dict[tuple[str, str], tuple[int, dict[str, Any] | bytes]] = {}
         self.seen: list[tuple[str, str]] = []
         server = self
 
@@ -129,9 +129,10 @@ class _Server(ThreadingHTTPServer):
                 key = (self.command, self.path.split("?", 1)[0])
                 server.seen.append(key)
                 status, body = server.answers.get(key, (200, {}))
-                data = json.dumps(body).encode()
+                text = isinstance(body, bytes)
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/plain" if text else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -220,6 +221,19 @@ def test_the_writes_of_the_lease_are_counted_with_the_rest(server: _Server) -> N
     elector = LeaderElector(api, ElectionSettings(namespace="ns", identity="me"))
     assert elector.try_acquire_or_renew()
     assert counted == [("create", "leases")]
+
+
+def test_a_text_answer_is_read_as_sent_even_when_it_parses_as_json(server: _Server) -> None:
+    log_path = pods_path("ns", "p") + "/log"
+    api = _client(server.url)
+    server.answers[("GET", log_path)] = (200, b"trial 1 on server a: 2.5 us per run\n")
+    assert api.request_text(log_path) == "trial 1 on server a: 2.5 us per run\n"
+    server.answers[("GET", log_path)] = (200, b"42\n")
+    assert api.request_text(log_path, query=[("tailLines", "1")]) == "42\n"
+    server.answers[("GET", log_path)] = (400, {"reason": "BadRequest", "message": "waiting"})
+    with pytest.raises(ApiError) as refused:
+        api.request_text(log_path)
+    assert refused.value.status == 400
 
 
 def _free_port() -> int:
