@@ -36,7 +36,8 @@ from bench.report import MAX_LINES, render
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.settings import ControlPlaneSettings
 
-pytestmark = pytest.mark.e2e
+# The creation comparison runs training-operator as its peer.
+pytestmark = [pytest.mark.e2e, pytest.mark.late_builds("build-training-operator")]
 
 SMOKE_JOBS = 3
 

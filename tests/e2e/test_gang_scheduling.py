@@ -58,6 +58,9 @@ from localkube.thirdparty.training_operator import LocalTrainingOperator
 from tests.helpers import mxjobs, pods
 from tests.helpers.waiting import wait_for
 
+# The pod groups are compared with those of training-operator, run here.
+pytestmark = pytest.mark.late_builds("build-training-operator")
+
 JOBS = ("job-a", "job-b")
 PODS_EACH = 5
 

@@ -34,6 +34,9 @@ from shared.validation import validate
 from tests.e2e.controller_fixtures import condition, mxjob
 from tests.helpers.waiting import wait_for
 
+# training-operator runs the jobs this operator takes over.
+pytestmark = pytest.mark.late_builds("build-training-operator")
+
 NAMESPACE = "migrating"
 JOBS = ("running", "succeeded", "failed")
 OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
