@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -119,9 +120,10 @@ def resumable_job(
     fail_with: str = "sigkill",
     epoch_pause: float = 2.0,
     claim_name: str = CLAIM,
+    share: Fraction = Fraction(1),
 ) -> dict[str, Any]:
-    """The example, named ``name``, fitted to the node; ``fail_at``: a worker ends itself in
-    that epoch, once (train_dist's ``--fail-at-epoch``)."""
+    """The example, named ``name``, fitted to ``share`` of the node; ``fail_at``: a worker ends
+    itself in that epoch, once (train_dist's ``--fail-at-epoch``)."""
     job = load_job(RESUME_JOB)
     job["metadata"]["name"] = name
     worker = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
@@ -132,7 +134,7 @@ def resumable_job(
         args += ["--fail-at-epoch", str(fail_at), "--fail-with", fail_with]
     volumes = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"]
     volumes[0]["persistentVolumeClaim"]["claimName"] = claim_name
-    fitted: dict[str, Any] = node_fit(installed.cluster, job).job
+    fitted: dict[str, Any] = node_fit(installed.cluster, job, share=share).job
     return fitted
 
 

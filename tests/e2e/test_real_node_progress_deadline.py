@@ -23,11 +23,11 @@ import re
 import signal
 import time
 from contextlib import ExitStack, suppress
+from fractions import Fraction
 from typing import Any
 
 import pytest
 
-from localkube.scenarios.node_demo import fit_requests, free_capacity
 from tests.e2e.failing_jobs import condition, events_of, mxjob
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
 from tests.e2e.recovery_jobs import (
@@ -52,15 +52,6 @@ EPOCH_PAUSE = 5.0
 """Seconds after each of the 6 epochs: the jobs still train after checkpoint 2 and a written
 report (the reporter sends every 5 s, the endpoint writes every 5 s)."""
 STOPPED = "worker 1 SIGSTOPped after checkpoint 2"
-
-
-def halved(installed: InstalledCluster, job: dict[str, Any]) -> dict[str, Any]:
-    """``job`` fitted into half of what the node has free: two run side by side."""
-    api, node = installed.api, installed.node.settings.node_name
-    pods = api.request("GET", "/api/v1/pods", query=[("fieldSelector", f"spec.nodeName={node}")])
-    free = free_capacity(api.request("GET", f"/api/v1/nodes/{node}"), pods["items"])
-    fitted: dict[str, Any] = fit_requests(job, free={r: v / 2 for r, v in free.items()}).job
-    return fitted
 
 
 def stop_container(pod: str) -> list[int]:
@@ -94,9 +85,10 @@ def reported_past_zero(installed: InstalledCluster, name: str) -> None:
 
 
 def start(installed: InstalledCluster, namespace: str, name: str, *, deadline: int | None) -> Any:
-    """The halved resumable job ``name`` created in ``namespace``."""
-    job = halved(installed, resumable_job(
-        installed, name, claim_name=f"{name}-checkpoints", epoch_pause=EPOCH_PAUSE))  # fmt: skip
+    """The resumable job ``name``, in half of the node (two run side by side), created in
+    ``namespace``."""
+    job = resumable_job(installed, name, claim_name=f"{name}-checkpoints",
+                        epoch_pause=EPOCH_PAUSE, share=Fraction(1, 2))  # fmt: skip
     if deadline is not None:
         job["spec"]["runPolicy"]["progressDeadlineSeconds"] = deadline
     installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import re
 import time
+from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import pytest
@@ -26,6 +28,7 @@ from localkube.scenarios.jobwatch import EXAMPLES, load_job
 from localkube.scenarios.node_demo import node_fit
 from tests.e2e.real_node_fixtures import InstalledCluster, namespace_for, remove_namespace
 from tests.e2e.recovery_jobs import kill_container, status_of
+from tests.e2e.side_by_side import run_cases, share_of
 from tests.helpers.figures import Figures
 from tests.helpers.pod_creations import PodCreations
 from tests.helpers.waiting import wait_for
@@ -47,9 +50,10 @@ KILLED = {"tunerserver-1": "TunerServer 1", "tunertracker-0": "the TunerTracker"
 """Measurements at once: the runner has a worker per TunerServer."""
 
 
-def tune_job(installed: InstalledCluster, name: str) -> dict[str, Any]:
+def tune_job(installed: InstalledCluster, name: str, *, share: Fraction) -> dict[str, Any]:
     """The example, named ``name``, with 8 trials in rounds of 4 (a kill after the first round
-    lands mid-tuning) and sessions of :data:`SESSION_TIMEOUT`, fitted to the node."""
+    lands mid-tuning) and sessions of :data:`SESSION_TIMEOUT`, fitted to ``share`` of the
+    node."""
     job = load_job(TUNE_JOB)
     job["metadata"]["name"] = name
     tuner = job["spec"]["mxReplicaSpecs"]["Tuner"]["template"]["spec"]["containers"][0]
@@ -57,7 +61,7 @@ def tune_job(installed: InstalledCluster, name: str) -> dict[str, Any]:
         "--size", "128", "--trials", str(TRIALS), "--trials-per-iter", str(PER_ITER),
         "--session-timeout", str(SESSION_TIMEOUT),
     ]  # fmt: skip
-    fitted: dict[str, Any] = node_fit(installed.cluster, job).job
+    fitted: dict[str, Any] = node_fit(installed.cluster, job, share=share).job
     return fitted
 
 
@@ -78,15 +82,15 @@ def pod_states(installed: InstalledCluster, namespace: str) -> dict[str, Any]:
 
 
 def tune_through_a_kill(
-    installed: InstalledCluster, figures: Figures, name: str, replica: str
+    installed: InstalledCluster, figures: Figures, job: dict[str, Any], replica: str
 ) -> None:
-    """Run the example, SIGKILL ``replica``'s container after the first trial, check the
-    outcome, and record its figures."""
+    """Run ``job``, SIGKILL ``replica``'s container after the first trial, check the outcome,
+    and record its figures."""
+    name = job["metadata"]["name"]
     namespace = namespace_for(installed, f"recover-{name}")
     creations = PodCreations(installed.api, namespace)
     started = time.monotonic()
     try:
-        job = tune_job(installed, name)
         installed.plane.kubectl("create", "-n", namespace, "-f", "-", input_text=json.dumps(job))
         try:  # the log once a second, read in this process: TVM needs both cores
             wait_for(
@@ -135,9 +139,16 @@ def tune_through_a_kill(
 
 
 @pytest.mark.usefixtures("tvm_examples")
-@pytest.mark.parametrize("replica", list(KILLED))
-def test_a_killed_tune_replica_is_replaced_alone_and_the_tuning_succeeds(
-    real_cluster: InstalledCluster, figures: Figures, replica: str
+def test_each_killed_tune_replica_is_replaced_alone_and_each_tuning_succeeds(
+    real_cluster: InstalledCluster, figures: Figures
 ) -> None:
-    name = f"tune-{replica.split('-', maxsplit=1)[0]}"
-    tune_through_a_kill(real_cluster, figures, name, replica)
+    """A job per replica in :data:`KILLED`, side by side (tests/e2e/side_by_side.py)."""
+    share = share_of(figures, cases=len(KILLED))
+    jobs = {  # fitted before any of them is created
+        replica: tune_job(real_cluster, f"tune-{replica.split('-', maxsplit=1)[0]}", share=share)
+        for replica in KILLED
+    }
+    run_cases(figures, [
+        (replica, partial(tune_through_a_kill, real_cluster, figures, job, replica))
+        for replica, job in jobs.items()
+    ])  # fmt: skip

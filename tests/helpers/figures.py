@@ -31,6 +31,12 @@ class Figures:
     test: str = ""
     found: list[Figure] = field(default_factory=list)
 
+    @property
+    def measured(self) -> bool:
+        """Whether the records are written (``make bench-recovery``): a figure is then measured
+        with its job alone on the node (tests/e2e/side_by_side.py)."""
+        return bool(TARGET)
+
     def record(self, *, table: str, case: str, operator: str = OURS, **values: Value) -> Figure:
         """Keep one case's figures; a value JSON cannot hold faithfully is a ValueError."""
         return self.keep(table=table, case=case, operator=operator, values=values)

@@ -240,14 +240,17 @@ def describe_images(images: ProjectImages) -> str:
     )
 
 
-def node_fit(cluster: RealCluster, job: dict[str, Any]) -> Fit:
+def node_fit(cluster: RealCluster, job: dict[str, Any], *, share: Fraction = Fraction(1)) -> Fit:
+    """``job`` fitted into ``share`` of what the node has free now: jobs that run side by side
+    each take their share, fitted before any of them is created."""
     api = Api.from_kubeconfig(cluster.plane.kubeconfig)
     name = cluster.node.settings.node_name
     node = api.request("GET", f"/api/v1/nodes/{name}")
     pods = api.request("GET", "/api/v1/pods", query=[("fieldSelector", f"spec.nodeName={name}")])[
         "items"
     ]
-    return fit_requests(job, free=free_capacity(node, pods))
+    free = free_capacity(node, pods)
+    return fit_requests(job, free={resource: amount * share for resource, amount in free.items()})
 
 
 def run_job(
