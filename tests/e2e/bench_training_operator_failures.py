@@ -73,7 +73,7 @@ def training_operator(real_cluster: InstalledCluster) -> Iterator[InstalledClust
     finally:
         local.stop(running)
         local.uninstall_webhook()
-        remove_namespace(real_cluster, NAMESPACE)
+        remove_namespace(real_cluster, NAMESPACE, until_gone=True)
 
 
 def theirs(job: dict[str, Any]) -> dict[str, Any]:

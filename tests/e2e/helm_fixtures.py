@@ -57,10 +57,7 @@ def remove_release(plane: ControlPlane, binary: Path) -> None:
     # (the webhook's preStop pause included). kube-controller-manager's namespace controller,
     # finding one still running, looks again only after that whole period, so a test's cleanup
     # ends them at once first (a user's uninstall lets them shut down).
-    plane.kubectl(
-        "delete", "pods", "--all", "-n", NAMESPACE, "--grace-period=1", "--ignore-not-found",
-        "--wait", "--timeout=60s", timeout=70, check=False,
-    )  # fmt: skip
+    plane.end_pods_at_once(NAMESPACE, selector="", timeout=60)
     for kept in (("crd", CRD), ("namespace", NAMESPACE)):
         plane.kubectl(
             "delete", *kept, "--ignore-not-found", "--wait", "--timeout=120s", timeout=130,

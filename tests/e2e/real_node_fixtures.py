@@ -94,15 +94,21 @@ def namespace_for(installed: InstalledCluster, name: str) -> str:
     return name
 
 
-def remove_namespace(installed: InstalledCluster, *names: str) -> None:
-    """Namespaces ``names`` deleted together, waiting for their objects to go (a test's own, at
-    its end).
+def remove_namespace(installed: InstalledCluster, *names: str, until_gone: bool = False) -> None:
+    """Namespaces ``names`` deleted together once their pods are gone (a test's own, at its
+    end); with ``until_gone``, waiting for the namespaces themselves to go too.
 
     Their jobs go first, then their pods with a grace period of 1 s, and the namespaces only
     once no pod runs: kube-controller-manager's namespace controller, finding a pod still running,
     looks again only after the pod's whole ``terminationGracePeriodSeconds`` (30 s by default),
     however soon the pod ends. A test's end needs the pods gone, not shut down gracefully (the
-    tests of shutdown delete their pods themselves)."""
+    tests of shutdown delete their pods themselves).
+
+    The namespace controller looks at a deleted namespace only 5 s after its deletion
+    (``namespaceDeletionGracePeriod`` in Kubernetes' namespace controller), so a test does not
+    wait for it: a later test that names the namespace again waits for it to go
+    (``ensure_namespace``). ``until_gone`` is for namespaces holding objects whose finalizers a
+    component removes that goes next (Kueue's, Katib's): gone while it still runs."""
     kubectl = installed.plane.kubectl
     for name in names:
         kubectl("delete", "mxjobs", "--all", "-n", name, "--ignore-not-found", "--wait=false",
@@ -112,8 +118,9 @@ def remove_namespace(installed: InstalledCluster, *names: str) -> None:
     for name in names:
         kubectl("wait", "--for=delete", "pods", "--all", "-n", name, "--timeout=60s",
                 timeout=70, check=False)  # fmt: skip
-    kubectl("delete", "namespace", *names, "--ignore-not-found", "--wait", "--timeout=120s",
-            timeout=130, check=False)  # fmt: skip
+    waiting = ("--wait", "--timeout=120s") if until_gone else ("--wait=false",)
+    kubectl("delete", "namespace", *names, "--ignore-not-found", *waiting, timeout=130,
+            check=False)  # fmt: skip
 
 
 def every_pod_of(installed: InstalledCluster, component: str) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from localkube.base.api import Api, ApiError
+from localkube.base.api import Api, ApiError, ensure_namespace
 from localkube.plane.controlplane import ControlPlane
 from localkube.plane.operator import wait_established
 from tests.helpers.review_server import serving_reviews
@@ -195,3 +195,33 @@ def test_kubectl_is_the_built_one_and_talks_to_the_local_server(
     assert version["serverVersion"]["gitVersion"].startswith("v1.")
     nodes = yaml.safe_load(control_plane.kubectl("get", "namespaces", "-o", "yaml").stdout)
     assert {"default", "kube-system"} <= {n["metadata"]["name"] for n in nodes["items"]}
+
+
+def test_ensure_namespace_waits_out_a_namespace_being_deleted_and_makes_it_again(
+    control_plane: ControlPlane, api: Api
+) -> None:
+    ensure_namespace(api, "comes-back")
+    first = api.request("GET", "/api/v1/namespaces/comes-back")["metadata"]["uid"]
+    control_plane.kubectl("delete", "namespace", "comes-back", "--wait=false")
+    ensure_namespace(api, "comes-back")
+    again = api.request("GET", "/api/v1/namespaces/comes-back")["metadata"]
+    assert again["uid"] != first
+    assert "deletionTimestamp" not in again
+    api.request("GET", "/api/v1/namespaces/comes-back/serviceaccounts/default")
+
+
+def test_ensure_namespace_names_a_namespace_whose_deletion_does_not_end(
+    control_plane: ControlPlane, api: Api
+) -> None:
+    ensure_namespace(api, "held")
+    held = {"name": "held", "finalizers": ["localkube.test/hold"]}
+    api.request("POST", "/api/v1/namespaces/held/configmaps", body={"metadata": held})
+    control_plane.kubectl("delete", "namespace", "held", "--wait=false")
+    try:
+        with pytest.raises(TimeoutError, match="namespace held is still being deleted after 7 s"):
+            ensure_namespace(api, "held", timeout=7)
+    finally:
+        patch = [{"op": "remove", "path": "/metadata/finalizers"}]
+        control_plane.kubectl(
+            "patch", "configmap", "held", "-n", "held", "--type=json", "-p", json.dumps(patch)
+        )

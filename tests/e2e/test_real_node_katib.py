@@ -124,7 +124,7 @@ def tuned(
         creations.stop()
         overlay = work / "katib-manifests" / "installs" / katib_install.OVERLAY
         katib_install.uninstall(real_cluster.plane, overlay)
-        remove_namespace(real_cluster, NAMESPACE)
+        remove_namespace(real_cluster, NAMESPACE, until_gone=True)
         real_cluster.put_back_later()
 
 

@@ -180,7 +180,10 @@ def from_registry(real_cluster: InstalledCluster) -> Iterator[FromRegistry]:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     kubeconfig = cluster.plane.kubeconfig
-    cluster.uninstall_operator(real_cluster.install_dir)
+    # Its images leave containerd's store only once no container uses them: the kubelet removes
+    # the containers of the pods it stopped gracefully at once, and a force-deleted pod's only at
+    # its next garbage collection.
+    cluster.uninstall_operator(real_cluster.install_dir, pods_at_once=False)
     saved: dict[str, Path] = {}
     preloaded: set[str] = set()
     registry: oci_registry.Registry | None = None

@@ -61,7 +61,7 @@ def queued(real_cluster: InstalledCluster) -> Iterator[Queued]:
         wait_for("the ClusterQueue to be active", lambda: queue_active(context), bool, timeout=60)
         yield context
     finally:
-        remove_namespace(real_cluster, NAMESPACE)
+        remove_namespace(real_cluster, NAMESPACE, until_gone=True)
         kueue.uninstall(cluster, work)
 
 

@@ -29,12 +29,24 @@ __all__ = [
 def ensure_namespace(api: Api, name: str, *, timeout: float = 30) -> None:
     """Create namespace ``name`` unless it exists, then wait until pods can be created in it.
 
-    Pods are refused until the namespace's default ServiceAccount exists, which
+    One being deleted is waited for and made again: a cleanup that deleted it need not wait
+    the 5 s kube-controller-manager's namespace controller lets pass before it removes a
+    namespace. Pods are refused until the namespace's default ServiceAccount exists, which
     kube-controller-manager creates a moment after the namespace.
     """
-    with contextlib.suppress(AlreadyExists):
-        api.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name}})
     deadline = time.monotonic() + timeout
+    while True:
+        try:
+            api.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name}})
+            break
+        except AlreadyExists:
+            with contextlib.suppress(NotFound):
+                found = api.request("GET", f"/api/v1/namespaces/{name}")
+                if not found["metadata"].get("deletionTimestamp"):
+                    break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"namespace {name} is still being deleted after {timeout:g} s")
+        time.sleep(0.1)
     while True:
         try:
             api.request("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")

@@ -283,21 +283,53 @@ class ControlPlane:
         rendered = yaml.safe_load_all(self.kubectl("kustomize", str(path), timeout=60).stdout)
         return [doc for doc in rendered if doc]
 
-    def delete_kustomization(self, path: Path, *, timeout: float = 180) -> None:
-        """``kubectl delete -k path``, waiting for all of it to go: its workloads first, in the
-        foreground (their pods gone before they are), then the rest.
+    def delete_kustomization(
+        self, path: Path, *, timeout: float = 180, pods_at_once: bool = True
+    ) -> None:
+        """``kubectl delete -k path``, waiting for all of it to go: its workloads' pods first,
+        then the rest.
 
         In one ``delete -k`` the namespace goes while its pods still run, and
         kube-controller-manager's namespace controller, finding a pod running, looks again only
         after the pod's whole ``terminationGracePeriodSeconds`` (30 s by default), however soon
-        the pod ends."""
+        the pod ends. A foreground delete of the workloads waits for each pod's graceful stop
+        (the webhook's preStop pause alone is 10 s), so with ``pods_at_once`` the pods are
+        ended at once instead (:meth:`end_pods_at_once`): an uninstall needs them gone, not
+        shut down gracefully. Without it, the kubelet has stopped and removed their containers
+        when this returns; a pod deleted at once leaves its last container to the kubelet's
+        next garbage collection (every minute)."""
         workloads = [doc for doc in self.kustomize(path) if doc.get("kind") in WORKLOAD_KINDS]
         wait = ("--ignore-not-found", "--wait", f"--timeout={timeout:.0f}s")
         if workloads:
             listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": workloads})
-            self.kubectl("delete", "-f", "-", "--cascade=foreground", *wait, input_text=listed,
+            cascade = "orphan" if pods_at_once else "foreground"
+            self.kubectl("delete", "-f", "-", f"--cascade={cascade}", *wait, input_text=listed,
                          timeout=timeout + 10)  # fmt: skip
+        for workload in workloads if pods_at_once else ():
+            labels = workload["spec"]["selector"].get("matchLabels")
+            if not labels:  # selected by expressions alone: left to the namespace's deletion
+                continue
+            self.end_pods_at_once(
+                workload["metadata"].get("namespace", "default"),
+                selector=",".join(f"{key}={value}" for key, value in sorted(labels.items())),
+                timeout=timeout,
+            )
         self.kubectl("delete", "-k", str(path), *wait, timeout=timeout + 10)
+
+    def end_pods_at_once(self, namespace: str, *, selector: str, timeout: float = 120) -> None:
+        """The pods of ``namespace`` that ``selector`` matches (every pod when it is empty)
+        deleted at once (``--force --grace-period=0``), their ReplicaSets first, without them
+        (``--cascade=orphan``), so that none makes them again. The node's kubelet stops their
+        containers after the objects are gone, within its 2 s minimum grace period.
+
+        For a cleanup whose workloads are already deleted or orphaned: a Deployment still there
+        would make a new ReplicaSet."""
+        chosen = ("-l", selector) if selector else ("--all",)
+        wait = ("--ignore-not-found", "--wait", f"--timeout={timeout:.0f}s")
+        self.kubectl("delete", "replicasets", "-n", namespace, *chosen, "--cascade=orphan", *wait,
+                     timeout=timeout + 10)  # fmt: skip
+        self.kubectl("delete", "pods", "-n", namespace, *chosen, "--force", "--grace-period=0",
+                     *wait, timeout=timeout + 10)  # fmt: skip
 
     def kubectl(
         self, *args: str, input_text: str | None = None, check: bool = True, timeout: float = 60

@@ -231,10 +231,15 @@ class RealCluster:
                 raise RealNodeError(f"the webhook does not admit a valid MXJob: {result.stderr}")
             time.sleep(0.5)
 
-    def uninstall_operator(self, work: Path, *, base: str = DEFAULT_BASE) -> None:
+    def uninstall_operator(
+        self, work: Path, *, base: str = DEFAULT_BASE, pods_at_once: bool = True
+    ) -> None:
         """What ``install_operator`` applied deleted, waiting for it to go (the namespace, the
-        CRD with every MXJob, the webhook configurations)."""
-        self.plane.delete_kustomization(image_overlay(work, images=self.images, base=base))
+        CRD with every MXJob, the webhook configurations); ``pods_at_once`` as
+        ``ControlPlane.delete_kustomization`` says."""
+        self.plane.delete_kustomization(
+            image_overlay(work, images=self.images, base=base), pods_at_once=pods_at_once
+        )
 
     def down(self) -> None:
         """The node first (its kubelet still reaches the API server), then the plane."""

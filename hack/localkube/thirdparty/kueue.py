@@ -20,7 +20,9 @@ certificate, its labels, the namespace ``kueue-system`` and the ``kueue-`` name 
 own certificate controller makes its webhook's certificate and caBundles. What differs is for
 this machine: the image (built here on the project's base, no registry, so
 ``imagePullPolicy: Never``), the manager's CPU request (500m CPU asked for on a node of two CPUs
-the operator and the jobs share: 100m here, limits as released), and what is left out (see
+the operator and the jobs share: 100m here, limits as released), its readiness probe (every
+second from the first, instead of every 10 s after 5: a test waits for it after each install),
+and what is left out (see
 :data:`V0_10` and :data:`CURRENT`): the visibility API everywhere, as its feature gate
 ``VisibilityOnDemand`` is off.
 """
@@ -212,6 +214,8 @@ class KueueRelease:
              "value": MANAGER_REQUESTS},
             {"op": "add", "path": "/spec/template/spec/containers/0/args/-",
              "value": "--feature-gates=" + ",".join(self.feature_gates)},
+            *({"op": "replace", "path": f"/spec/template/spec/containers/0/readinessProbe/{field}",
+               "value": 1} for field in ("initialDelaySeconds", "periodSeconds")),
             *container_ops,
         ]  # fmt: skip
         extra = ["extra-objects.yaml"] if self.extra_objects() else []

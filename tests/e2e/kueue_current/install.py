@@ -80,4 +80,4 @@ def queued_in(real_cluster: InstalledCluster, seconds: float, namespace: str) ->
         )
         yield context
     finally:
-        remove_namespace(real_cluster, namespace)
+        remove_namespace(real_cluster, namespace, until_gone=True)

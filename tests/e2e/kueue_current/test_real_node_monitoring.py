@@ -204,8 +204,7 @@ def watched(real_cluster: InstalledCluster, kueue_current_seconds: float) -> Ite
     finally:
         if server is not None:
             server.stop()
-        remove_namespace(real_cluster, NAMESPACE)
-        remove_namespace(real_cluster, SCRAPERS)
+        remove_namespace(real_cluster, NAMESPACE, SCRAPERS, until_gone=True)
         real_cluster.plane.kubectl(
             "delete", "clusterrolebinding", "prometheus-mxjob-metrics", "--ignore-not-found",
             check=False,

@@ -489,7 +489,7 @@ def dispatching(queued: Queued, tmp_path_factory: pytest.TempPathFactory) -> Ite
         manager.down()
         atexit.unregister(lost.down)
         atexit.unregister(manager.down)
-        remove_namespace(queued.installed, MK_NAMESPACE)
+        remove_namespace(queued.installed, MK_NAMESPACE, until_gone=True)
 
 
 def dispatched_job(name: str, image: str, *, seconds: float) -> dict[str, Any]:

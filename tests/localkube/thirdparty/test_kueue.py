@@ -53,6 +53,14 @@ def test_the_manager_is_never_pulled_asks_for_little_cpu_and_serves_no_visibilit
     )
 
 
+def test_the_managers_readiness_is_probed_every_second_from_the_first() -> None:
+    (patch,) = [p for p in _kustomization()["patches"] if "target" in p]
+    operations = {op["path"]: (op["op"], op["value"]) for op in json.loads(patch["patch"])}
+    probe = "/spec/template/spec/containers/0/readinessProbe"
+    assert operations[f"{probe}/initialDelaySeconds"] == ("replace", 1)
+    assert operations[f"{probe}/periodSeconds"] == ("replace", 1)
+
+
 def test_the_configuration_is_kueues_own_with_wait_for_pods_ready_on() -> None:
     released = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta1",
