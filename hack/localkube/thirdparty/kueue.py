@@ -21,10 +21,9 @@ own certificate controller makes its webhook's certificate and caBundles. What d
 this machine: the image (built here on the project's base, no registry, so
 ``imagePullPolicy: Never``), the manager's CPU request (500m CPU asked for on a node of two CPUs
 the operator and the jobs share: 100m here, limits as released), its readiness probe (every
-second from the first, instead of every 10 s after 5: a test waits for it after each install),
-and what is left out (see
-:data:`V0_10` and :data:`CURRENT`): the visibility API everywhere, as its feature gate
-``VisibilityOnDemand`` is off.
+second from the first, not every 10 s after 5: a test waits for it after each install), and
+what is left out (see :data:`V0_10` and :data:`CURRENT`): the visibility API everywhere, as its
+feature gate ``VisibilityOnDemand`` is off.
 """
 
 from __future__ import annotations
