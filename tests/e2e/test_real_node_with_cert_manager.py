@@ -210,9 +210,9 @@ def test_the_webhook_pods_serve_it_and_admit_refuse_and_convert(managed: CertMan
     namespace = namespace_for(managed.installed, "cm-admission")
     image = managed.installed.cluster.images.examples.ref
     with admission_traffic(managed.kubectl, namespace=namespace, image=image,
-                           prefix="first") as traffic:  # fmt: skip
+                           prefix="first", at_least=3) as traffic:  # fmt: skip
         wait_for("a few jobs", lambda: traffic.sent["invalid"], lambda n: n >= 3, timeout=60)
-    traffic.assert_no_wrong_answer(at_least=3)
+    traffic.assert_no_wrong_answer()
     managed.kubectl("apply", "-n", namespace, "-f", str(V1BETA1_EXAMPLE))
     name = "mxnet-job"
     stored = managed.api.request(
