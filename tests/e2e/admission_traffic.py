@@ -110,7 +110,7 @@ def admission_traffic(
     finally:
         stop.set()
         # Each pair still to send may take two creates' timeouts, then one more in flight.
-        to_send = max(0, at_least - min(traffic.sent.values()))
+        to_send = max(0, traffic.at_least - min(traffic.sent.values()))
         limit = 2 * CREATE_TIMEOUT * (to_send + 1)
         thread.join(timeout=limit)
         if thread.is_alive():
